@@ -1,0 +1,1 @@
+//! The dynamic priority arbitration engine (S2). Implementation in progress.

@@ -1,0 +1,24 @@
+//! # mmsched-core
+//!
+//! The pure, deterministic heart of mmsched. Everything here is `no_std` + `alloc`, never
+//! reads a wall clock (a [`time::Clock`] is passed in), never does I/O, and never branches on
+//! which modality a job belongs to: modality is data recorded for arbitration and tracing.
+//!
+//! - [`slots`]: the time-slot reservation layer (S1);
+//! - [`arbiter`]: the dynamic priority score, pruning and dispatch rules (S2);
+//! - [`ldti`]: the Latency–Drift–Throughput Imbalance index and its actions (S3);
+//! - [`policy`]: the validated policy document that parameterises all of the above.
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+pub mod arbiter;
+pub mod ldti;
+pub mod modality;
+pub mod policy;
+pub mod slots;
+pub mod time;
+
+pub use modality::Modality;
+pub use time::Clock;

@@ -1,0 +1,1 @@
+//! The time-slot reservation layer (S1). Implementation in progress.
