@@ -61,6 +61,39 @@ impl<C: Clock + ?Sized> Clock for &C {
     }
 }
 
+/// The OS monotonic clock, for the std runtime: the one place that reads real time.
+/// Its zero is the moment it was created.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy)]
+pub struct MonotonicClock {
+    origin: std::time::Instant,
+}
+
+#[cfg(feature = "std")]
+impl MonotonicClock {
+    /// A clock whose zero is now.
+    pub fn new() -> Self {
+        Self {
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "std")]
+impl Clock for MonotonicClock {
+    fn now_nanos(&self) -> Nanos {
+        // u64 nanoseconds last 584 years from the clock's creation.
+        self.origin.elapsed().as_nanos() as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
