@@ -299,11 +299,9 @@ proptest! {
                 if let Some(r) = t.occupant(slot).unwrap()
                     && let Some(id) = r.standing
                 {
-                    {
-                        let &(_, first, period, len) = made.iter().find(|m| m.0 == id).unwrap();
-                        prop_assert_eq!((r.start_slot - first) % period, 0, "drifted");
-                        prop_assert_eq!(r.len_slots, len);
-                    }
+                    let &(_, first, period, len) = made.iter().find(|m| m.0 == id).unwrap();
+                    prop_assert_eq!((r.start_slot - first) % period, 0, "drifted");
+                    prop_assert_eq!(r.len_slots, len);
                 }
             }
         }
