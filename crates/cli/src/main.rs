@@ -20,6 +20,9 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Measure performance figures (build with --release for meaningful numbers).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(code) => code,
