@@ -175,11 +175,11 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
     });
 
     progress(args.json, "EDF against score dispatch");
-    let d = dispatch_comparison(&policy, 200 / scale as u64);
+    let d = dispatch_comparison(&policy, 1_000 / scale as u64);
     for (key, label, value) in [
         (
             "dispatch_task_sets",
-            "periodic task sets, U 0.70–1.00, γ rising with period",
+            "task sets: 3–6 tasks, U 0.70–1.00, γ rising with period",
             d.sets,
         ),
         ("dispatch_jobs", "jobs released in them", d.jobs),
@@ -433,7 +433,7 @@ fn dispatch_comparison(policy: &Policy, sets: u64) -> DispatchCounts {
     // Periods divide 24 ms, so two hyperperiods are at most 48 ms.
     const PERIODS_MS: [u64; 8] = [1, 2, 3, 4, 6, 8, 12, 24];
     for _ in 0..sets {
-        let n = 2 + rng.below(5) as usize;
+        let n = 3 + rng.below(4) as usize;
         let target_permille = 700 + rng.below(301);
         let shares: Vec<u64> = (0..n).map(|_| 1 + rng.below(10)).collect();
         let total: u64 = shares.iter().sum();
@@ -441,11 +441,10 @@ fn dispatch_comparison(policy: &Policy, sets: u64) -> DispatchCounts {
             .map(|_| PERIODS_MS[rng.below(8) as usize] * NANOS_PER_MILLI)
             .collect();
         periods.sort_unstable();
-        // Importance rises with the period: the urgent streams are the less important
-        // ones (S2's background audio at γ 0.15 against an AR frame at 0.92), the case
-        // where the score order and the deadline order disagree.
-        let mut gammas: Vec<f64> = (0..n).map(|_| rng.unit()).collect();
-        gammas.sort_unstable_by(f64::total_cmp);
+        // Importance rises with the period, from 0 to 1: the urgent streams are the less
+        // important ones (S2's background audio at γ 0.15 against an AR frame at 0.92),
+        // the case where the score order and the deadline order disagree.
+        let gammas: Vec<f64> = (0..n).map(|i| i as f64 / (n - 1) as f64).collect();
         let tasks: Vec<PeriodicTask> = shares
             .iter()
             .zip(periods.iter().zip(&gammas))
