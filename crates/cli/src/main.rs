@@ -20,6 +20,10 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Create the per-class resource groups, hold them, and remove them (also on Ctrl-C).
+    #[cfg(target_os = "linux")]
+    #[command(hide = true)]
+    CgroupSelftest(cmd::cgroup_selftest::CgroupSelftestArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +31,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        #[cfg(target_os = "linux")]
+        Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
     };
     match result {
         Ok(code) => code,

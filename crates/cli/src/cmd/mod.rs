@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
+#[cfg(target_os = "linux")]
+pub mod cgroup_selftest;
 pub mod ldti;
 pub mod policy;
