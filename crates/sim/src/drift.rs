@@ -14,8 +14,8 @@
 //! - **Raw** is what a pipeline without alignment does: it stamps each event with its device
 //!   *arrival time*. The error of an event is `d_j + J_j`, and for a pair of streams the
 //!   misalignment of two simultaneous events is `Δt = (d_a + J_a) − (d_b + J_b)`. With the
-//!   default stream parameters below (camera 14 ms pipeline + Gamma(2, 7.8 ms), IMU 2 ms +
-//!   Gamma(2, 0.5 ms), audio 54 ms capture/packetisation + Gamma(2, 8 ms)) this reproduces
+//!   default stream parameters below (camera 14 ms pipeline + Gamma(2, 7.6 ms), IMU 2 ms +
+//!   Gamma(2, 0.5 ms), audio 56 ms capture/packetisation + Gamma(2, 8 ms)) this reproduces
 //!   the S5 reference figures: vision–IMU P(|Δt| > 50 ms) ≈ 3.7 %, audio–vision ≈ 29 %.
 //! - **Aligned** is what mmsched's ingest does: the event's *own timestamp* is mapped onto
 //!   the device timeline by the online estimator of `mmsched-core` ([`ClockAligner`], fed
@@ -112,7 +112,7 @@ impl Default for DriftConfig {
                     offset_ms: -512.0,
                     drift_ppm: 1.2,
                     latency_ms: 14.0,
-                    jitter: g(2.0, 7.8),
+                    jitter: g(2.0, 7.6),
                 },
                 StreamModel {
                     name: "imu".into(),
@@ -127,7 +127,7 @@ impl Default for DriftConfig {
                     period_nanos: 20_000_000,
                     offset_ms: 77.7,
                     drift_ppm: 3.1,
-                    latency_ms: 54.0,
+                    latency_ms: 56.0,
                     jitter: g(2.0, 8.0),
                 },
             ],
