@@ -20,6 +20,9 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Sim(c) => cmd::sim::run(c),
     };
     match result {
         Ok(code) => code,

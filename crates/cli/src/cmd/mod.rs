@@ -2,3 +2,4 @@
 
 pub mod ldti;
 pub mod policy;
+pub mod sim;
