@@ -20,6 +20,9 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
     /// Create the per-class resource groups, hold them, and remove them (also on Ctrl-C).
     #[cfg(target_os = "linux")]
     #[command(hide = true)]
@@ -31,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Sim(c) => cmd::sim::run(c),
         #[cfg(target_os = "linux")]
         Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
     };

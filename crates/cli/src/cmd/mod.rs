@@ -4,3 +4,4 @@
 pub mod cgroup_selftest;
 pub mod ldti;
 pub mod policy;
+pub mod sim;
