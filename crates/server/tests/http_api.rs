@@ -1,5 +1,8 @@
 //! Real HTTP round-trips against a running server on 127.0.0.1 (port 0).
 
+// Test helpers outside `#[test]` functions: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

@@ -15,7 +15,7 @@ use super::{AppState, error, json_response};
 use crate::etag;
 use crate::store::{PolicySnapshot, Precondition, SwapError};
 
-fn header_str<'h>(headers: &'h HeaderMap, name: header::HeaderName) -> Option<&'h str> {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
