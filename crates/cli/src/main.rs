@@ -23,6 +23,10 @@ enum Command {
     /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
     #[command(subcommand)]
     Sim(cmd::sim::SimCommand),
+    /// Create the per-class resource groups, hold them, and remove them (also on Ctrl-C).
+    #[cfg(target_os = "linux")]
+    #[command(hide = true)]
+    CgroupSelftest(cmd::cgroup_selftest::CgroupSelftestArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -31,6 +35,8 @@ fn main() -> std::process::ExitCode {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
         Command::Sim(c) => cmd::sim::run(c),
+        #[cfg(target_os = "linux")]
+        Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+#[cfg(target_os = "linux")]
+pub mod cgroup_selftest;
 pub mod ldti;
 pub mod policy;
 pub mod sim;
