@@ -5,6 +5,8 @@
 //! - [`platform`]: Linux integration (S11) — a cgroup per scheduler class, real-time
 //!   threads and CPU affinity, CPU pressure (PSI) as a saturation signal, and a small
 //!   power-control trait whose calls are timed against the S11 budgets;
+//! - [`router`]: information gates (S4) — dark/blurred frames skip vision, voice activity
+//!   gates speech recognition; every skip counted and emitted as an event;
 //! - [`sched`]: the scheduler — admission by score, dispatch by the policy rule into
 //!   reserved slots, LLM preemption at token boundaries, workers pinned to cores;
 //! - [`source`]: sensor sources (camera, microphone, IMU, text requests) that each stamp
@@ -15,5 +17,6 @@
 #![deny(missing_docs)]
 
 pub mod platform;
+pub mod router;
 pub mod sched;
 pub mod source;
