@@ -8,13 +8,15 @@
 //! real pipeline sees, the device capture time is the ground truth the alignment residual is
 //! measured against.
 //!
-//! Transport jitter is not the source's business: the simulator's injector delays delivery.
+//! Transport delay, jitter and loss are not the source's business: [`delivery::Delivered`]
+//! wraps any source with the simulator's seeded injector.
 //!
 //! [`Clock`]: mmsched_core::Clock
 
 pub mod cadence;
 pub mod camera;
 pub mod clock;
+pub mod delivery;
 pub mod imu;
 pub mod microphone;
 pub mod text;
