@@ -2,6 +2,8 @@
 //!
 //! The std side of mmsched: everything that touches the operating system or real time.
 //!
+//! - [`ingest`]: every event placed on the one device timeline by online clock alignment
+//!   (S5), with the residual alignment error tracked;
 //! - [`platform`]: Linux integration (S11) — a cgroup per scheduler class, real-time
 //!   threads and CPU affinity, CPU pressure (PSI) as a saturation signal, and a small
 //!   power-control trait whose calls are timed against the S11 budgets;
@@ -16,6 +18,7 @@
 //! tests drive time with [`mmsched_core::time::ManualClock`].
 #![deny(missing_docs)]
 
+pub mod ingest;
 pub mod platform;
 pub mod router;
 pub mod sched;
