@@ -554,15 +554,20 @@ fn create_v2(
             inner.write(&group_dir.join("memory.high"), &high.to_string())?;
         }
     }
-    if controllers.contains(&Controller::Cpu) {
-        inner.write(&group_dir.join("cgroup.subtree_control"), "+cpu")?;
-    }
-    // The process joins the threaded subtree's root so its threads can enter the classes.
+    // Order matters on a real v2 tree: the process enters the group, the children become
+    // threaded (making the group a threaded root, which may hold processes), and only
+    // then is the cpu controller enabled for them.
     inner.write(&group_dir.join("cgroup.procs"), &pid.to_string())?;
     for class in classes {
         let dir = group_dir.join(class.name());
         inner.mkdir(&dir, "cgroup.threads", &group_dir, "cgroup.threads")?;
         inner.write(&dir.join("cgroup.type"), "threaded")?;
+    }
+    if controllers.contains(&Controller::Cpu) {
+        inner.write(&group_dir.join("cgroup.subtree_control"), "+cpu")?;
+    }
+    for class in classes {
+        let dir = group_dir.join(class.name());
         if controllers.contains(&Controller::Cpu) {
             inner.write(&dir.join("cpu.max"), &class.cpu_max_line())?;
             inner.write(&dir.join("cpu.weight"), &class.cpu_weight.to_string())?;
