@@ -54,7 +54,7 @@ fn main() {
             {
                 let outcome = if class == llm {
                     tokens += 1;
-                    if tokens % 64 == 0 {
+                    if tokens.is_multiple_of(64) {
                         llm_live = false;
                         StepOutcome::Finished
                     } else {
