@@ -108,3 +108,70 @@ fn frames_and_token_steps_share_two_pinned_lanes() {
     );
     assert!(sched.dispatcher().is_idle());
 }
+
+/// Lanes join their class's resource group and the audio lane runs SCHED_FIFO, where the
+/// machine permits; the groups are gone afterwards.
+#[cfg(target_os = "linux")]
+#[test]
+fn lanes_join_resource_groups_and_run_real_time_where_permitted() {
+    use mmsched_runtime::platform::cgroup::{self, CgroupFs, standard_classes};
+    let fs = CgroupFs::system()
+        .with_group_name(&format!("mmsched-loop-{}", std::process::id()))
+        .expect("valid name");
+    let (set, status) = cgroup::setup(&fs, &standard_classes()).expect("no unexpected error");
+    let Some(set) = set else {
+        println!("skipped: {status}");
+        return;
+    };
+    let dirs = set.created_dirs();
+    let clock = MonotonicClock::new();
+    let mut dispatcher = Dispatcher::new(&Policy::default(), 2, clock.now_nanos()).expect("builds");
+    let audio = dispatcher.class("audio", NANOS_PER_MILLI);
+    let lanes = vec![
+        LaneConfig {
+            cpu: Some(0),
+            fifo_priority: Some(20),
+            cgroup_class: Some("audio".into()),
+        },
+        LaneConfig {
+            cpu: None,
+            fifo_priority: None,
+            cgroup_class: Some("vision".into()),
+        },
+    ];
+    let mut sched = SchedulerLoop::new(dispatcher, &lanes, clock, Some(set.handle()));
+    let notes = sched.notes().join("\n");
+    println!("{notes}");
+    assert!(notes.contains("lane 0: in resource group audio"), "{notes}");
+    assert!(
+        notes.contains("lane 1: in resource group vision"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("SCHED_FIFO priority 20") || notes.contains("not permitted"),
+        "{notes}"
+    );
+    let count = Arc::new(AtomicU64::new(0));
+    let now = clock.now_nanos();
+    let submit = sched.submitter();
+    for k in 0..5 {
+        submit
+            .send(Event::Submit {
+                class: audio,
+                modality: Modality::Audio,
+                deadline_nanos: now + (k + 1) * 20 * NANOS_PER_MILLI + 10 * NANOS_PER_SEC,
+                work: spin_work(10_000, 1, Arc::clone(&count)),
+            })
+            .expect("loop listens");
+    }
+    sched
+        .run_until(now + 60 * NANOS_PER_SEC, Duration::from_millis(200))
+        .expect("runs");
+    assert_eq!(count.load(Ordering::SeqCst), 5);
+    drop(sched);
+    let report = set.cleanup();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for d in dirs {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+}
