@@ -20,6 +20,9 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// ROM/RAM of the MCU kernel per section and component, and its context-switch cost,
+    /// read from the linked demo firmware (build it with firmware/mcu-demo/run-qemu.sh).
+    KernelSize(cmd::kernel_size::KernelSizeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::KernelSize(a) => cmd::kernel_size::run(a),
     };
     match result {
         Ok(code) => code,

@@ -16,10 +16,11 @@
 //! through the test device.
 //!
 //! The context switch is measured with `minstret`, which under `-icount shift=0` counts
-//! instructions exactly: the ldti task starts a probe task at its own level and yields to
-//! it; the probe reads the counter when it first runs. The difference covers `ecall`, the
-//! full register save, the kernel's decision, the restore and `mret` (plus the two counter
-//! reads and the call into the yield wrapper).
+//! instructions exactly: the ldti task starts a probe task at its own level and the two
+//! yield to each other; in the steady state (both parked in `yield`), the ldti task reads
+//! the counter and yields, and the probe reads it when it resumes. The difference covers
+//! the call into the yield wrapper, `ecall`, the register save, the kernel's decision, the
+//! restore, `mret` and the return (plus the two counter reads).
 #![no_std]
 #![no_main]
 
@@ -166,6 +167,7 @@ fn ldti() -> ! {
         log!("spawn failed: {e}");
         mcu::exit(3);
     }
+    mcu::yield_now(); // the probe starts, and yields back
     MARK_INSTRET.store(mcu::instructions_retired(), Ordering::Relaxed);
     mcu::yield_now();
     log!("ldti task resumed after the probe: FAIL");
@@ -173,6 +175,7 @@ fn ldti() -> ! {
 }
 
 fn probe() -> ! {
+    mcu::yield_now();
     let switch = mcu::instructions_retired().wrapping_sub(MARK_INSTRET.load(Ordering::Relaxed));
     log!("# context switch (yield to a task of the same level): {switch} instructions");
     summary()
