@@ -277,6 +277,41 @@ static LAYOUT: [u32; 7] = [
     MAX_TASKS as u32,
 ];
 
+/// Data shared between tasks (and with nothing else), locked by masking interrupts: on one
+/// hart, nothing can run while a task holds it. A second `lock` from inside the first is a
+/// bug and panics rather than handing out two mutable references.
+#[derive(Debug)]
+pub struct IrqMutex<T> {
+    locked: core::cell::Cell<bool>,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: every access goes through `lock`, which masks interrupts (so no other task can
+// run) and refuses re-entry, so at most one `&mut T` exists at a time.
+unsafe impl<T: Send> Sync for IrqMutex<T> {}
+
+impl<T> IrqMutex<T> {
+    /// Wraps `value`.
+    pub const fn new(value: T) -> Self {
+        Self {
+            locked: core::cell::Cell::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Runs `f` on the value with interrupts masked.
+    pub fn lock<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        critical(|| {
+            assert!(!self.locked.replace(true), "IrqMutex locked re-entrantly");
+            // SAFETY: interrupts are masked and `locked` was false: this is the only
+            // reference to the value until `f` returns.
+            let r = f(unsafe { &mut *self.value.get() });
+            self.locked.set(false);
+            r
+        })
+    }
+}
+
 /// Runs `f` with machine interrupts disabled (and restores the previous state).
 pub fn critical<R>(f: impl FnOnce() -> R) -> R {
     let mstatus: usize;
