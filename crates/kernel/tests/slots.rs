@@ -30,8 +30,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// First fit by brute force over the window `[now, now + H)`.
 fn model_first_fit(states: &BTreeMap<u32, SlotState>, now: u32, from: u32, n: u32) -> Option<u32> {
     let free = |s: u32| states.get(&s).is_none_or(|st| *st == SlotState::Idle);
-    (from.max(now)..now + H as u32)
-        .find(|&s| s + n <= now + H as u32 && (s..s + n).all(free))
+    (from.max(now)..now + H as u32).find(|&s| s + n <= now + H as u32 && (s..s + n).all(free))
 }
 
 proptest! {
