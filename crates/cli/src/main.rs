@@ -27,6 +27,9 @@ enum Command {
     #[cfg(target_os = "linux")]
     #[command(hide = true)]
     CgroupSelftest(cmd::cgroup_selftest::CgroupSelftestArgs),
+    /// ROM/RAM of the MCU kernel per section and component, and its context-switch cost,
+    /// read from the linked demo firmware (build it with firmware/mcu-demo/run-qemu.sh).
+    KernelSize(cmd::kernel_size::KernelSizeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,6 +40,7 @@ fn main() -> std::process::ExitCode {
         Command::Sim(c) => cmd::sim::run(c),
         #[cfg(target_os = "linux")]
         Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
+        Command::KernelSize(a) => cmd::kernel_size::run(a),
     };
     match result {
         Ok(code) => code,

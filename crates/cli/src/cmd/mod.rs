@@ -2,6 +2,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod cgroup_selftest;
+pub mod kernel_size;
 pub mod ldti;
 pub mod policy;
 pub mod sim;
