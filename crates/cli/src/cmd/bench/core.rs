@@ -21,9 +21,11 @@ use mmsched_core::time::{Clock, MonotonicClock, NANOS_PER_MILLI, Nanos};
 
 #[derive(Debug, Args)]
 pub struct CoreArgs {
-    /// Print the figures as one JSON object (keys: arbitrate_p99_ns_1k,
+    /// Print the figures as one JSON object; each key names its unit (_ns nanoseconds,
+    /// _us microseconds, _ops_per_s operations per second): arbitrate_p99_ns_1k,
     /// arbitrate_p99_ns_10k, reevaluate_10k_us, reserve_ops_per_s_1e3,
-    /// reserve_ops_per_s_1e6, ldti_ns, and more).
+    /// reserve_ops_per_s_1e6, ldti_ns, plus the _score, _p99 and dispatch-comparison
+    /// counts (edf_missed_jobs, score_missed_jobs, …).
     #[arg(long)]
     json: bool,
     /// Run about 20× fewer iterations: a smoke test, with noisier figures.
