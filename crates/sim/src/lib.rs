@@ -16,9 +16,11 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod des;
 pub mod drift;
 pub mod emodel;
 pub mod jitter;
+pub mod profile;
 pub mod rng;
 pub mod speech;
 pub mod stats;
