@@ -55,6 +55,11 @@ pub struct Device {
     /// Background CPU load from other software, in percent of one core (default 0).
     #[serde(default)]
     pub background_load_pct: Option<f64>,
+    /// Long-run wear: growth of job cost per hour of uptime, in percent (allocator
+    /// fragmentation, cache growth, thermal soak of the enclosure). A maintenance action
+    /// (worker-pool restart and cache flush) resets it. Used by `sim soak`; default 0.
+    #[serde(default)]
+    pub wear_pct_per_hour: Option<f64>,
 }
 
 /// `[battery]`: a linear battery curve.

@@ -519,6 +519,14 @@ pub(crate) fn check(
         100.0,
         "a percentage of one core",
     )?;
+    c.opt_range(
+        dev_at,
+        "device.wear_pct_per_hour".into(),
+        d.wear_pct_per_hour,
+        0.0,
+        100.0,
+        "percent per hour",
+    )?;
     let b = &spec.battery;
     let bat_at = text.find("[battery]").unwrap_or(0);
     c.range(

@@ -94,6 +94,9 @@ pub struct DesReport {
     pub classes: BTreeMap<String, ClassReport>,
     /// Decision steps taken by the core.
     pub steps: u64,
+    /// Every latency (release → finish) per class, ms, in completion order.
+    #[serde(skip)]
+    pub latencies_ms: BTreeMap<String, Vec<f64>>,
 }
 
 impl DesReport {
@@ -302,15 +305,23 @@ impl<'a> Simulator<'a> {
                 })
                 .collect(),
             steps: 0,
+            latencies_ms: BTreeMap::new(),
         };
         let name = |c: usize| self.classes[c].0.as_str();
         let mut next_job = 0u64;
         let mut events: Vec<SchedEvent> = Vec::new();
         let mut decisions: Vec<Decision> = Vec::new();
         let mut battery_sent = false;
-        while let Some(Reverse((at, _, _))) = queue.peek().copied() {
-            if at >= duration_nanos {
+        // After `duration_nanos` no new input arrives, but work already released is run to
+        // the end (bounded), so a sample does not count in-flight jobs as lost.
+        let drain_until = duration_nanos.saturating_add(60_000_000_000);
+        while let Some(Reverse((at, _, ev))) = queue.peek().copied() {
+            if at >= drain_until {
                 break;
+            }
+            if at >= duration_nanos && matches!(ev, Ev::Tick(_)) {
+                queue.pop();
+                continue;
             }
             clock.advance_to(at);
             let now = clock.now_nanos();
@@ -510,6 +521,7 @@ impl<'a> Simulator<'a> {
             }
         }
         for (c, lat) in latencies.iter_mut().enumerate() {
+            report.latencies_ms.insert(name(c).to_string(), lat.clone());
             if let Some(r) = report.classes.get_mut(name(c)) {
                 r.p50_ms = crate::stats::quantile(lat, 0.5);
                 r.p99_ms = crate::stats::quantile(lat, 0.99);

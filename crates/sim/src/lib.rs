@@ -22,5 +22,6 @@ pub mod emodel;
 pub mod jitter;
 pub mod profile;
 pub mod rng;
+pub mod soak;
 pub mod speech;
 pub mod stats;
