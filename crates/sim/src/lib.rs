@@ -20,6 +20,7 @@ pub mod des;
 pub mod drift;
 pub mod emodel;
 pub mod jitter;
+pub mod plot;
 pub mod profile;
 pub mod rng;
 pub mod soak;
