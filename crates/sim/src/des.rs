@@ -352,7 +352,7 @@ impl<'a> Simulator<'a> {
                                 let per_chunk = (ASR_CHUNK_NANOS / lane.period_nanos).max(1);
                                 for &c in &lane.classes {
                                     if name(c) == "asr" {
-                                        if lane.packets % per_chunk == 0 {
+                                        if lane.packets.is_multiple_of(per_chunk) {
                                             jobs.push((c, ASR_CHUNK_NANOS + lane.sla_nanos, 0));
                                         }
                                     } else {
