@@ -19,6 +19,7 @@ pub mod ldti;
 pub mod modality;
 pub mod playout;
 pub mod policy;
+pub mod scheduler;
 pub mod slots;
 pub mod time;
 

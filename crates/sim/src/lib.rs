@@ -6,19 +6,27 @@
 //! alignment, playout, LDTI, health actions — is the real code from `mmsched-core`, so
 //! what the simulator shows is what the runtime would do on the same events.
 //!
-//! - [`clock`]: the virtual clock;
-//! - [`rng`]: seeded, reproducible random streams;
-//! - [`jitter`]: Gamma jitter injection, P99 calibration and packet-trace replay (S6);
-//! - [`emodel`]: ITU-T G.107 E-model MOS from delay and loss;
-//! - [`speech`]: the S6 experiment — fixed vs adaptive playout buffer;
-//! - [`drift`]: the S5 clock-drift model and the alignment experiment;
-//! - [`stats`]: percentiles.
+//! - [`clock`] — the virtual clock;
+//! - [`des`] — the discrete-event simulator driving the core `Scheduler` step function;
+//! - [`profile`] — device latency profiles (job costs);
+//! - [`soak`] — long-run soaks with and without adaptive compensation (S10), [`plot`] its SVG;
+//! - [`rng`] — seeded, reproducible random streams;
+//! - [`jitter`] — Gamma jitter injection, P99 calibration and packet-trace replay (S6);
+//! - [`emodel`] — ITU-T G.107 E-model MOS from delay and loss;
+//! - [`speech`] — the S6 experiment — fixed vs adaptive playout buffer;
+//! - [`drift`] — the S5 clock-drift model and the alignment experiment;
+//! - [`stats`] — percentiles.
+//!
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod des;
 pub mod drift;
 pub mod emodel;
 pub mod jitter;
+pub mod plot;
+pub mod profile;
 pub mod rng;
+pub mod soak;
 pub mod speech;
 pub mod stats;

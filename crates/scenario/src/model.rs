@@ -1,0 +1,411 @@
+//! The scenario document: what a user writes, field by field.
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+/// The only scenario format version this build reads.
+pub const SCENARIO_VERSION: u32 = 1;
+
+/// The whole document as written (see `docs/scenario-format.md`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// Format version; must be 1.
+    #[serde(default)]
+    pub version: Option<u32>,
+    /// Short name, shown in output.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Default run length, in seconds (the runtime's `--duration`).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Default seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Device settings.
+    #[serde(default)]
+    pub device: Device,
+    /// Battery curve.
+    #[serde(default)]
+    pub battery: Battery,
+    /// The models that run.
+    #[serde(default)]
+    pub models: Vec<Spanned<Model>>,
+    /// The input streams.
+    #[serde(default)]
+    pub streams: Vec<Spanned<Stream>>,
+    /// Timed disturbances.
+    #[serde(default)]
+    pub episodes: Vec<Spanned<Episode>>,
+}
+
+/// `[device]`: where job costs come from and what runs in the background.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    /// Latency profile file (JSON); default: `$MMSCHED_HOME/profile.json`, else the shipped
+    /// `profiles/reference-2core.json`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Number of workers (cores) the scheduler may use (default 2).
+    #[serde(default)]
+    pub workers: Option<u32>,
+    /// Background CPU load from other software, in percent of one core (default 0).
+    #[serde(default)]
+    pub background_load_pct: Option<f64>,
+    /// Long-run wear: growth of job cost per hour of uptime, in percent (allocator
+    /// fragmentation, cache growth, thermal soak of the enclosure). A maintenance action
+    /// (worker-pool restart and cache flush) resets it. Used by `sim soak`; default 0.
+    #[serde(default)]
+    pub wear_pct_per_hour: Option<f64>,
+}
+
+/// `[battery]`: a linear battery curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Battery {
+    /// Charge at the start, in percent (default 100).
+    #[serde(default = "hundred")]
+    pub start_pct: f64,
+    /// Drain, in percent per hour (default 0: mains powered). Charge never goes below 0.
+    #[serde(default)]
+    pub drain_pct_per_hour: f64,
+    /// Low-power mode: the device runs its cores at reduced frequency (default false).
+    #[serde(default)]
+    pub low_power: bool,
+}
+
+fn hundred() -> f64 {
+    100.0
+}
+
+impl Default for Battery {
+    fn default() -> Self {
+        Self {
+            start_pct: 100.0,
+            drain_pct_per_hour: 0.0,
+            low_power: false,
+        }
+    }
+}
+
+impl Battery {
+    /// Charge after `hours`, in percent.
+    pub fn charge_pct_at(&self, hours: f64) -> f64 {
+        (self.start_pct - self.drain_pct_per_hour * hours).clamp(0.0, 100.0)
+    }
+}
+
+/// What a model does (its job class in the policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// Vision (OCR / detector).
+    Vision,
+    /// Voice-activity detection.
+    Vad,
+    /// Speech recognition.
+    Asr,
+    /// Text generation.
+    Llm,
+}
+
+impl ModelKind {
+    /// The lowercase name (also the policy job class).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Vision => "vision",
+            ModelKind::Vad => "vad",
+            ModelKind::Asr => "asr",
+            ModelKind::Llm => "llm",
+        }
+    }
+}
+
+/// `[[models]]`: one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Unique name, referenced by streams.
+    pub name: String,
+    /// `vision`, `vad`, `asr` or `llm`.
+    pub kind: ModelKind,
+    /// Model file, absolute or relative to `$MMSCHED_HOME` (default: the cached model of
+    /// that kind).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Cost of one job in ms, overriding the latency profile (simulation only).
+    #[serde(default)]
+    pub cost_ms: Option<f64>,
+}
+
+/// What a stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamKind {
+    /// Camera frames (`fps`).
+    Camera,
+    /// Audio packets (`packet_ms`).
+    Audio,
+    /// IMU samples (`rate_hz`).
+    Imu,
+    /// Text requests (`requests_per_min`).
+    Text,
+}
+
+impl StreamKind {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamKind::Camera => "camera",
+            StreamKind::Audio => "audio",
+            StreamKind::Imu => "imu",
+            StreamKind::Text => "text",
+        }
+    }
+}
+
+/// Network behaviour of a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JitterSettings {
+    /// Gamma shape k (default 2).
+    #[serde(default = "two")]
+    pub shape: f64,
+    /// Gamma scale θ in ms (give this or `p99_ms`).
+    #[serde(default)]
+    pub scale_ms: Option<f64>,
+    /// Target P99 of the jitter in ms; θ is calibrated to it.
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+}
+
+fn two() -> f64 {
+    2.0
+}
+
+/// `[[streams]]`: one input stream with its own clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stream {
+    /// Unique name.
+    pub name: String,
+    /// `camera`, `audio`, `imu` or `text`.
+    pub kind: StreamKind,
+    /// Models fed by this stream, in pipeline order (e.g. `["vad", "asr"]`).
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Camera frame rate, frames/s (camera only).
+    #[serde(default)]
+    pub fps: Option<f64>,
+    /// Audio packet length, ms (audio only; 10–60).
+    #[serde(default)]
+    pub packet_ms: Option<f64>,
+    /// IMU sample rate, Hz (imu only).
+    #[serde(default)]
+    pub rate_hz: Option<f64>,
+    /// Text requests per minute (text only).
+    #[serde(default)]
+    pub requests_per_min: Option<f64>,
+    /// Tokens generated per text request (text only; default 32).
+    #[serde(default)]
+    pub tokens_per_request: Option<u32>,
+    /// Deadline of one job after its input arrives, in ms.
+    pub sla_ms: f64,
+    /// Semantic importance γ in [0, 1].
+    pub importance: f64,
+    /// Offset of the stream's clock against the device clock, in ms.
+    #[serde(default)]
+    pub clock_offset_ms: f64,
+    /// Drift of the stream's clock, in ppm.
+    #[serde(default)]
+    pub clock_drift_ppm: f64,
+    /// Fixed pipeline latency from sampling to arrival, in ms.
+    #[serde(default)]
+    pub latency_ms: f64,
+    /// Arrival jitter (none if absent).
+    #[serde(default)]
+    pub jitter: Option<JitterSettings>,
+    /// Random packet loss, in percent.
+    #[serde(default)]
+    pub loss_pct: f64,
+}
+
+impl Stream {
+    /// Events per second of the stream.
+    pub fn events_per_sec(&self) -> f64 {
+        match self.kind {
+            StreamKind::Camera => self.fps.unwrap_or(0.0),
+            StreamKind::Audio => 1000.0 / self.packet_ms.unwrap_or(20.0),
+            StreamKind::Imu => self.rate_hz.unwrap_or(0.0),
+            StreamKind::Text => self.requests_per_min.unwrap_or(0.0) / 60.0,
+        }
+    }
+}
+
+/// What an episode does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeKind {
+    /// Blurred camera frames (`stream`, optional `fraction`).
+    Blur,
+    /// Dark camera frames (`stream`, optional `fraction`).
+    Dark,
+    /// Extra arrival jitter (`stream`, `p99_ms`, optional `burst_every_ms` + `burst_ms`).
+    Jitter,
+    /// Temperature cycling that changes clock drift and throttles the cores
+    /// (`temp_min_c`, `temp_max_c`, `cycle_h`, optional `drift_ppm_per_c`).
+    Temperature,
+    /// Random packet loss (`stream`, `loss_pct`).
+    PacketLoss,
+    /// Wi-Fi channel switches (`switches_per_min`, optional `outage_ms`, `loss_pct`).
+    WifiSwitching,
+    /// Periodic load spikes (`every_ms`, `spike_ms`, `load_pct`).
+    LoadSpike,
+    /// Mechanical vibration (`amplitude_g`): motion blur and sensor noise.
+    Vibration,
+}
+
+impl EpisodeKind {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EpisodeKind::Blur => "blur",
+            EpisodeKind::Dark => "dark",
+            EpisodeKind::Jitter => "jitter",
+            EpisodeKind::Temperature => "temperature",
+            EpisodeKind::PacketLoss => "packet_loss",
+            EpisodeKind::WifiSwitching => "wifi_switching",
+            EpisodeKind::LoadSpike => "load_spike",
+            EpisodeKind::Vibration => "vibration",
+        }
+    }
+}
+
+/// `[[episodes]]`: a timed disturbance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Episode {
+    /// What happens.
+    pub kind: EpisodeKind,
+    /// Start, in seconds from the start of the run (default 0).
+    #[serde(default)]
+    pub start_s: f64,
+    /// End, in seconds (default: the end of the run).
+    #[serde(default)]
+    pub end_s: Option<f64>,
+    /// The stream affected (blur, dark, jitter, packet_loss; optional for the others).
+    #[serde(default)]
+    pub stream: Option<String>,
+    /// Share of frames affected, 0–1 (blur, dark; default 1).
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    /// Jitter P99, ms (jitter).
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+    /// Jitter bursts: one every this many ms (jitter; default: continuous).
+    #[serde(default)]
+    pub burst_every_ms: Option<f64>,
+    /// Length of one jitter burst, ms (jitter, with `burst_every_ms`).
+    #[serde(default)]
+    pub burst_ms: Option<f64>,
+    /// Packet loss, percent (packet_loss; wifi_switching: loss during a switch).
+    #[serde(default)]
+    pub loss_pct: Option<f64>,
+    /// Wi-Fi channel switches per minute (wifi_switching).
+    #[serde(default)]
+    pub switches_per_min: Option<f64>,
+    /// Outage per switch, ms (wifi_switching; default 150).
+    #[serde(default)]
+    pub outage_ms: Option<f64>,
+    /// Period of load spikes, ms (load_spike).
+    #[serde(default)]
+    pub every_ms: Option<f64>,
+    /// Length of one spike, ms (load_spike).
+    #[serde(default)]
+    pub spike_ms: Option<f64>,
+    /// Extra load during a spike, percent of one core (load_spike).
+    #[serde(default)]
+    pub load_pct: Option<f64>,
+    /// Lowest temperature, °C (temperature).
+    #[serde(default)]
+    pub temp_min_c: Option<f64>,
+    /// Highest temperature, °C (temperature).
+    #[serde(default)]
+    pub temp_max_c: Option<f64>,
+    /// Length of one temperature cycle, hours (temperature).
+    #[serde(default)]
+    pub cycle_h: Option<f64>,
+    /// Clock drift change per °C away from 25 °C, ppm (temperature; default 0.5).
+    #[serde(default)]
+    pub drift_ppm_per_c: Option<f64>,
+    /// Vibration amplitude, g (vibration).
+    #[serde(default)]
+    pub amplitude_g: Option<f64>,
+}
+
+impl Episode {
+    /// Whether the episode is active at `t_s` seconds.
+    pub fn active_at(&self, t_s: f64) -> bool {
+        t_s >= self.start_s && self.end_s.is_none_or(|e| t_s < e)
+    }
+}
+
+/// A checked scenario: every value in range, every reference resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) duration_s: f64,
+    pub(crate) seed: u64,
+    pub(crate) device: Device,
+    pub(crate) battery: Battery,
+    pub(crate) models: Vec<Model>,
+    pub(crate) streams: Vec<Stream>,
+    pub(crate) episodes: Vec<Episode>,
+}
+
+impl Scenario {
+    /// The scenario's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Its description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    /// Default run length, seconds (60 if not given).
+    pub fn duration_s(&self) -> f64 {
+        self.duration_s
+    }
+    /// Default seed (1 if not given).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Device settings.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    /// Battery curve.
+    pub fn battery(&self) -> &Battery {
+        &self.battery
+    }
+    /// Models.
+    pub fn models(&self) -> &[Model] {
+        &self.models
+    }
+    /// Streams.
+    pub fn streams(&self) -> &[Stream] {
+        &self.streams
+    }
+    /// Episodes.
+    pub fn episodes(&self) -> &[Episode] {
+        &self.episodes
+    }
+    /// The model called `name`.
+    pub fn model(&self, name: &str) -> Option<&Model> {
+        self.models.iter().find(|m| m.name == name)
+    }
+}
