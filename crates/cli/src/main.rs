@@ -20,6 +20,11 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Serve the live policy API, status, metrics and trace viewer over HTTP (S12, S13).
+    Serve(cmd::serve::ServeArgs),
+    /// Measure performance figures (printed; `--json` for scripts).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +32,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(code) => code,
