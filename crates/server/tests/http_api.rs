@@ -499,3 +499,29 @@ fn stopping_answers_open_long_polls_and_frees_the_port() {
     .expect("port released");
     assert_eq!(again.local_addr(), addr);
 }
+
+#[test]
+fn serves_as_a_task_on_an_existing_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let shared = Shared::new(Policy::default(), Arc::new(MonotonicClock::new()), "test");
+    let handle = mmsched_server::spawn_on(
+        rt.handle(),
+        shared.clone(),
+        ServerConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..ServerConfig::default()
+        },
+    )
+    .unwrap();
+    let r = agent()
+        .get(format!("http://{}/api/v1/policy", handle.local_addr()))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(header(&r, "etag"), shared.store.current().etag);
+    handle.stop();
+}

@@ -31,7 +31,9 @@ pub struct PolicyBenchArgs {
     /// when the PUT arrives (the steady state being measured).
     #[arg(long, value_name = "MS", default_value_t = 20)]
     pause_ms: u64,
-    /// Print the figures as JSON.
+    /// Print the figures as JSON: put_to_update_ms, put_round_trip_ms, get_304_us,
+    /// get_200_us (each {n, mean, p50, p95, p99, max} in the unit its name ends with),
+    /// goal_put_to_update_ms, goal_met_p99.
     #[arg(long)]
     json: bool,
 }
