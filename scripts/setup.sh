@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 #   qemu-system-misc        runs the RISC-V MCU kernel demo
 #   chromium                headless browser test of the trace viewer
 #   prometheus              promtool, to check the /metrics output
-PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus curl)
+#   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
+PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,7 +20,9 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
-    /// Measure performance figures (build with --release for meaningful numbers).
+    /// Serve the live policy API, status, metrics and trace viewer over HTTP (S12, S13).
+    Serve(cmd::serve::ServeArgs),
+    /// Measure performance figures (printed; `--json` for scripts; build with --release).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
     /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
@@ -40,6 +42,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Sim(c) => cmd::sim::run(c),
         #[cfg(target_os = "linux")]

@@ -34,6 +34,16 @@ pub fn list_matches(header: &str, current: &str) -> bool {
     })
 }
 
+/// Like [`list_matches`] but with the strong comparison `If-Match` requires: a weak tag
+/// (`W/"…"`) never matches.
+pub fn list_matches_strong(header: &str, current: &str) -> bool {
+    header
+        .split(',')
+        .map(str::trim)
+        .filter(|tag| !tag.starts_with("W/"))
+        .any(|tag| list_matches(tag, current))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +68,8 @@ mod tests {
         assert!(!list_matches("\"abcd\"", cur));
         assert!(!list_matches("", cur));
         assert!(!list_matches("\"\"", cur));
+        assert!(!list_matches_strong("W/\"abc\"", cur));
+        assert!(list_matches_strong("W/\"abc\", \"abc\"", cur));
+        assert!(list_matches_strong("*", cur));
     }
 }

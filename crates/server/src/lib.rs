@@ -28,8 +28,9 @@ pub mod store;
 pub use auth::{ApiToken, TokenError};
 pub use metrics::Metrics;
 pub use server::{
-    AssetFn, DEFAULT_ADDR, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_MAX_WAIT_SECS, ServerConfig,
-    ServerError, ServerHandle, Shared, TraceSource, block_until_shutdown_signal, spawn, spawn_on,
+    AssetFn, DEFAULT_ADDR, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_BODY_TIMEOUT_MILLIS,
+    DEFAULT_MAX_WAIT_SECS, ServerConfig, ServerError, ServerHandle, Shared, TraceSource,
+    block_until_shutdown_signal, spawn, spawn_on,
 };
 pub use status::{ModalityStatus, StatusBoard, StatusDoc};
 pub use store::{PolicyChange, PolicySnapshot, PolicyStore, PolicySubscription, Precondition};

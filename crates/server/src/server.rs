@@ -18,6 +18,8 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:9100";
 pub const DEFAULT_BODY_LIMIT_BYTES: usize = 64 * 1024;
 /// Default and maximum `?wait=` of a long-poll, in seconds.
 pub const DEFAULT_MAX_WAIT_SECS: u64 = 60;
+/// Default longest pause within a request body, in milliseconds.
+pub const DEFAULT_BODY_TIMEOUT_MILLIS: u64 = 10_000;
 
 /// Looks up an embedded viewer asset by path relative to the site root (`index.html`,
 /// `assets/app.js`): its MIME type and bytes.
@@ -41,6 +43,9 @@ pub struct ServerConfig {
     pub body_limit_bytes: usize,
     /// Longest allowed `?wait=`, in seconds (longer → 400).
     pub max_wait_secs: u64,
+    /// Longest pause while receiving a request body before the request is dropped, in
+    /// milliseconds: a client that stalls mid-body cannot hold a connection.
+    pub body_timeout_millis: u64,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -52,6 +57,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("trace", &self.trace.is_some())
             .field("body_limit_bytes", &self.body_limit_bytes)
             .field("max_wait_secs", &self.max_wait_secs)
+            .field("body_timeout_millis", &self.body_timeout_millis)
             .finish()
     }
 }
@@ -65,6 +71,7 @@ impl Default for ServerConfig {
             trace: None,
             body_limit_bytes: DEFAULT_BODY_LIMIT_BYTES,
             max_wait_secs: DEFAULT_MAX_WAIT_SECS,
+            body_timeout_millis: DEFAULT_BODY_TIMEOUT_MILLIS,
         }
     }
 }

@@ -164,7 +164,7 @@ impl PolicyStore {
         let mut outcome: Option<Result<Replaced, SwapError>> = None;
         self.current.send_if_modified(|cur| {
             if let Precondition::ETag(expected) = precondition
-                && !etag::list_matches(expected, &cur.etag)
+                && !etag::list_matches_strong(expected, &cur.etag)
             {
                 outcome = Some(Err(SwapError::Stale {
                     expected: expected.to_string(),

@@ -499,3 +499,53 @@ fn stopping_answers_open_long_polls_and_frees_the_port() {
     .expect("port released");
     assert_eq!(again.local_addr(), addr);
 }
+
+#[test]
+fn serves_as_a_task_on_an_existing_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let shared = Shared::new(Policy::default(), Arc::new(MonotonicClock::new()), "test");
+    let handle = mmsched_server::spawn_on(
+        rt.handle(),
+        shared.clone(),
+        ServerConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..ServerConfig::default()
+        },
+    )
+    .unwrap();
+    let r = agent()
+        .get(format!("http://{}/api/v1/policy", handle.local_addr()))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(header(&r, "etag"), shared.store.current().etag);
+    handle.stop();
+}
+
+#[test]
+fn a_client_stalling_mid_body_is_cut_off() {
+    use std::io::{Read, Write};
+    let s = Running::start(ServerConfig {
+        token: Some(ApiToken::new(TOKEN, "test").unwrap()),
+        body_timeout_millis: 300,
+        ..ServerConfig::default()
+    });
+    let mut conn = std::net::TcpStream::connect(s.handle.local_addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        conn,
+        "PUT /api/v1/policy HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nIf-Match: *\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"name\":"
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    assert!(started.elapsed() < Duration::from_secs(5), "{answer}");
+    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(s.shared.store.current().revision, 1);
+}

@@ -6,4 +6,5 @@ pub mod cgroup_selftest;
 pub mod kernel_size;
 pub mod ldti;
 pub mod policy;
+pub mod serve;
 pub mod sim;

@@ -14,6 +14,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::server::{ServerConfig, Shared};
 
@@ -42,6 +43,7 @@ pub(crate) fn router(
     stopping: watch::Receiver<bool>,
 ) -> Router {
     let limit = config.body_limit_bytes;
+    let body_timeout = std::time::Duration::from_millis(config.body_timeout_millis);
     let state = AppState(Arc::new(Inner {
         shared,
         config,
@@ -60,6 +62,7 @@ pub(crate) fn router(
         .route("/metrics", get(metrics::metrics))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .with_state(state)
 }
 
