@@ -20,9 +20,19 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Measure performance figures (build with --release for meaningful numbers).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
     /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
     #[command(subcommand)]
     Sim(cmd::sim::SimCommand),
+    /// Create the per-class resource groups, hold them, and remove them (also on Ctrl-C).
+    #[cfg(target_os = "linux")]
+    #[command(hide = true)]
+    CgroupSelftest(cmd::cgroup_selftest::CgroupSelftestArgs),
+    /// ROM/RAM of the MCU kernel per section and component, and its context-switch cost,
+    /// read from the linked demo firmware (build it with firmware/mcu-demo/run-qemu.sh).
+    KernelSize(cmd::kernel_size::KernelSizeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,7 +40,11 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
         Command::Sim(c) => cmd::sim::run(c),
+        #[cfg(target_os = "linux")]
+        Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
+        Command::KernelSize(a) => cmd::kernel_size::run(a),
     };
     match result {
         Ok(code) => code,

@@ -128,11 +128,13 @@ impl<const N: usize> Kernel<N> {
     }
 
     /// The control block of `task`.
+    #[inline(always)]
     pub fn tcb(&self, task: TaskId) -> &Tcb {
         &self.tcbs[task.index()]
     }
 
     /// The control block of `task`, for the platform to save its context pointer.
+    #[inline(always)]
     pub fn tcb_mut(&mut self, task: TaskId) -> &mut Tcb {
         &mut self.tcbs[task.index()]
     }

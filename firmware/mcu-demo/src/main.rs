@@ -7,6 +7,11 @@
 //!   stretch, so the log shows the sensor task preempting it. The first window calibrates
 //!   the latency reference L₀ (the wake-up latency of the highest level on this board).
 //!
+//! The audio and ldti tasks book their time in a slot book (1 ms slots, the S1 state machine
+//! with first-fit reservation): each audio frame reserves the two slots of the next frame, and
+//! activates and releases them when it runs; each ldti window reserves four slots when it
+//! starts, first fit after the slots already held.
+//!
 //! Every line of the log is deterministic: tasks print their *planned* times (the kernel
 //! wakes them at exactly those ticks), and QEMU runs with `-icount`, which makes the timer a
 //! function of the instructions executed. Lines starting with `#` carry measured
@@ -16,20 +21,23 @@
 //! through the test device.
 //!
 //! The context switch is measured with `minstret`, which under `-icount shift=0` counts
-//! instructions exactly: the ldti task starts a probe task at its own level and yields to
-//! it; the probe reads the counter when it first runs. The difference covers `ecall`, the
-//! full register save, the kernel's decision, the restore and `mret` (plus the two counter
-//! reads and the call into the yield wrapper).
+//! instructions exactly: the ldti task starts a probe task at its own level and the two
+//! yield to each other; in the steady state (both parked in `yield`), the ldti task reads
+//! the counter and yields, and the probe reads it when it resumes. The difference covers
+//! the call into the yield wrapper, `ecall`, the register save, the kernel's decision, the
+//! restore, `mret` and the return (plus the two counter reads).
 #![no_std]
 #![no_main]
 
 use core::hint::black_box;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use mmsched_core::Modality;
 use mmsched_core::ldti::LdtiInputs;
 use mmsched_kernel::Priority;
 use mmsched_kernel::health::HealthMonitor;
 use mmsched_kernel::platform::riscv::{self as mcu, TICKS_PER_MILLI};
+use mmsched_kernel::slots::{Reservation, SlotBook};
 
 #[global_allocator]
 static NO_HEAP: mcu::NoHeap = mcu::NoHeap;
@@ -44,6 +52,16 @@ const LDTI_WINDOWS: u32 = 2;
 const LDTI_BUSY_TICKS: u32 = 4 * TICKS_PER_MILLI;
 const RUN_TICKS: u32 = 100 * TICKS_PER_MILLI;
 const NANOS_PER_TICK: u64 = 100;
+
+/// Slot length: 1 ms.
+const SLOT_TICKS: u32 = TICKS_PER_MILLI;
+/// The booking window: 32 slots ahead.
+const SLOT_WINDOW: usize = 32;
+const AUDIO_SLOTS: u32 = 2;
+const LDTI_SLOTS: u32 = 4;
+
+/// The MCU's own slot book.
+static SLOTS: mcu::IrqMutex<SlotBook<SLOT_WINDOW>> = mcu::IrqMutex::new(SlotBook::new(0));
 
 /// Tick at which the schedule starts (planned time 0).
 static START_TICKS: AtomicU32 = AtomicU32::new(0);
@@ -98,10 +116,53 @@ fn sensor() -> ! {
     }
 }
 
+/// Books `len` slots first-fit from `earliest_slot` (moving the window to `now_slot`).
+fn book(modality: Modality, now_slot: u32, earliest_slot: u32, len: u32) -> Option<Reservation> {
+    SLOTS.lock(|b| {
+        b.advance_to(now_slot);
+        match b.reserve(modality, earliest_slot, len) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                log!("slot booking refused: {e}");
+                None
+            }
+        }
+    })
+}
+
+/// Fires the booked slot `slot` (RESERVED → ACTIVE); `false` when it was not booked.
+fn activate(slot: u32) -> bool {
+    SLOTS.lock(|b| {
+        b.advance_to(slot);
+        b.activate(slot).is_ok()
+    })
+}
+
+fn release(r: &Reservation) {
+    SLOTS.lock(|b| {
+        if let Err(e) = b.release(r) {
+            log!("slot release refused: {e}");
+        }
+    });
+}
+
 fn audio() -> ! {
     let mut k: u32 = 0;
+    let frame_slots = AUDIO_PERIOD_TICKS / SLOT_TICKS;
+    let mut booked = book(Modality::Audio, 0, 0, AUDIO_SLOTS);
     loop {
-        log!("{} audio   frame {k}", Ms(k * AUDIO_PERIOD_TICKS));
+        let planned = k * AUDIO_PERIOD_TICKS;
+        let slot = planned / SLOT_TICKS;
+        let state = match booked {
+            Some(r) if r.start_slot == slot && activate(slot) => "active",
+            _ => "not booked",
+        };
+        log!("{} audio   frame {k}, slot {slot} {state}", Ms(planned));
+        if let Some(r) = booked.take() {
+            release(&r);
+        }
+        // A standing reservation: book the next frame's slots now.
+        booked = book(Modality::Audio, slot, slot + frame_slots, AUDIO_SLOTS);
         k += 1;
         sleep_until_offset(k * AUDIO_PERIOD_TICKS);
         // The sensor task woke at the same instant, ran first (higher level) and went back
@@ -118,7 +179,17 @@ fn ldti() -> ! {
     for w in 0..LDTI_WINDOWS {
         let planned = LDTI_PHASE_TICKS + w * LDTI_PERIOD_TICKS;
         sleep_until_offset(planned);
-        log!("{} ldti    window {w} begins", Ms(planned));
+        let slot = planned / SLOT_TICKS;
+        let slots = book(Modality::Log, slot, slot, LDTI_SLOTS);
+        match slots {
+            Some(r) => log!(
+                "{} ldti    window {w} begins, slots {}..{} reserved",
+                Ms(planned),
+                r.start_slot,
+                r.start_slot + r.len
+            ),
+            None => log!("{} ldti    window {w} begins without slots", Ms(planned)),
+        }
         let samples = SENSOR_SAMPLES.load(Ordering::Relaxed);
         let expected = if w == 0 {
             planned / SENSOR_PERIOD_TICKS + 1
@@ -158,6 +229,9 @@ fn ldti() -> ! {
             health.action
         );
         log!("# ldti: {evaluations} evaluations in the window, {instructions} instructions each");
+        if let Some(r) = slots {
+            release(&r);
+        }
     }
     sleep_until_offset(RUN_TICKS);
     // Measure a context switch: a probe task at this level, then a yield to it.
@@ -166,6 +240,7 @@ fn ldti() -> ! {
         log!("spawn failed: {e}");
         mcu::exit(3);
     }
+    mcu::yield_now(); // the probe starts, and yields back
     MARK_INSTRET.store(mcu::instructions_retired(), Ordering::Relaxed);
     mcu::yield_now();
     log!("ldti task resumed after the probe: FAIL");
@@ -173,6 +248,7 @@ fn ldti() -> ! {
 }
 
 fn probe() -> ! {
+    mcu::yield_now();
     let switch = mcu::instructions_retired().wrapping_sub(MARK_INSTRET.load(Ordering::Relaxed));
     log!("# context switch (yield to a task of the same level): {switch} instructions");
     summary()

@@ -157,9 +157,11 @@ impl SlotTable {
         self.check_len(len_slots)?;
         let from = earliest_start.max(self.base);
         self.check_inside(from)?;
-        self.check_room()?;
         match self.first_fit(from, len_slots) {
-            Some(start) => Ok(self.book(modality, start, len_slots, None)),
+            Some(start) => {
+                self.check_room()?;
+                Ok(self.book(modality, start, len_slots, None))
+            }
             None => Err(self.conflict(modality, from, len_slots, self.base)),
         }
     }
@@ -185,9 +187,9 @@ impl SlotTable {
     ) -> Result<Reservation, SlotError> {
         self.check_len(len_slots)?;
         self.check_inside(start_slot)?;
-        self.check_room()?;
         let fits_horizon = start_slot + u64::from(len_slots) <= self.end_slot();
         if fits_horizon && self.first_taken(start_slot, len_slots).is_none() {
+            self.check_room()?;
             Ok(self.book(modality, start_slot, len_slots, standing))
         } else {
             Err(self.conflict(modality, start_slot, len_slots, start_slot))

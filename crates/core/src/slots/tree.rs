@@ -109,26 +109,51 @@ impl FreeRunTree {
     }
 
     /// Gives the slots `lo..hi` to `owner` (or frees them with [`FREE`]).
+    ///
+    /// Iterative lazy assignment: hand pending covers down along the two boundary paths,
+    /// cover the O(log N) canonical nodes of the range, then recompute the boundary paths
+    /// bottom-up. O(log N) nodes touched, no recursion.
     pub(crate) fn assign(&mut self, lo: u32, hi: u32, owner: u32) {
         debug_assert!(lo < hi && hi <= self.len);
-        self.assign_rec(1, 0, self.size, lo, hi, owner);
-    }
-
-    fn assign_rec(&mut self, node: usize, nl: u32, nr: u32, lo: u32, hi: u32, owner: u32) {
-        if lo <= nl && nr <= hi {
-            self.nodes[node] = Node::uniform(owner, nr - nl);
-            return;
+        let levels = self.size.trailing_zeros();
+        let l = (lo + self.size) as usize;
+        let r = (hi + self.size) as usize;
+        // Above the level where the two boundary paths meet they are one path: visit
+        // each node once.
+        for i in (1..=levels).rev() {
+            let half = 1u32 << (i - 1);
+            let left = (l >> i) << i != l;
+            if left {
+                self.push(l >> i, half);
+            }
+            if (r >> i) << i != r && !(left && (r - 1) >> i == l >> i) {
+                self.push((r - 1) >> i, half);
+            }
         }
-        let half = (nr - nl) / 2;
-        let mid = nl + half;
-        self.push(node, half);
-        if lo < mid {
-            self.assign_rec(2 * node, nl, mid, lo, hi, owner);
+        let (mut a, mut b, mut len) = (l, r, 1u32);
+        while a < b {
+            if a & 1 == 1 {
+                self.nodes[a] = Node::uniform(owner, len);
+                a += 1;
+            }
+            if b & 1 == 1 {
+                b -= 1;
+                self.nodes[b] = Node::uniform(owner, len);
+            }
+            a >>= 1;
+            b >>= 1;
+            len <<= 1;
         }
-        if hi > mid {
-            self.assign_rec(2 * node + 1, mid, nr, lo, hi, owner);
+        for i in 1..=levels {
+            let half = 1u32 << (i - 1);
+            let left = (l >> i) << i != l;
+            if left {
+                self.pull(l >> i, half);
+            }
+            if (r >> i) << i != r && !(left && (r - 1) >> i == l >> i) {
+                self.pull((r - 1) >> i, half);
+            }
         }
-        self.pull(node, half);
     }
 
     /// The owner of slot `i` ([`FREE`] when free).

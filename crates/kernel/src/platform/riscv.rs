@@ -13,11 +13,16 @@
 //!
 //! # Context switch
 //!
-//! `_mmk_trap` saves `ra`, `t0`–`t6`, `s0`–`s11`, `a0`–`a7` and `mepc` (29 words, in a
-//! 128-byte frame to keep `sp` 16-byte aligned) on the interrupted stack, calls
-//! [`mmk_trap_rust`] with the frame's address, and restores the frame whose address it
-//! returns. Switching tasks is therefore returning another task's saved stack pointer; `gp`
-//! and `tp` are not used by the kernel or by Rust code here and are not saved.
+//! `_mmk_trap` saves a frame on the interrupted stack (128 bytes, keeping `sp` 16-byte
+//! aligned), calls [`mmk_trap_rust`] with the frame's address and the trap cause, and
+//! restores the frame whose address it returns. Switching tasks is therefore returning
+//! another task's saved stack pointer. An interrupt can strike anywhere, so its frame holds
+//! every register the code may use (`ra`, `t0`–`t6`, `s0`–`s11`, `a0`–`a7`, `mepc`). A
+//! task enters through `ecall` only from the syscall wrappers, which tell the compiler that
+//! every caller-saved register is clobbered: its frame holds just `s0`–`s11` and `mepc`,
+//! which nearly halves the save and restore of a voluntary switch. A frame word records
+//! which kind it is. `gp` and `tp` are not used by the kernel or by Rust code here and are
+//! not saved.
 
 #![allow(unsafe_code)]
 
@@ -57,6 +62,7 @@ const FRAME_WORDS: usize = 32;
 const FRAME_A0: usize = 6; // x10: 1 (ra) + (10 − 5)
 const FRAME_A1: usize = 7;
 const FRAME_MEPC: usize = 28;
+const FRAME_KIND: usize = 29; // 0: interrupt (all registers), 1: ecall (callee-saved only)
 
 /// System call numbers (in `a0`; the argument is in `a1`, the result comes back in `a0`).
 mod sys {
@@ -85,26 +91,18 @@ global_asm!(
     "3: j 3b",
     ".size _start, . - _start",
     // Trap entry and context switch: save the frame, ask the kernel, restore a frame.
+    // s0-s11 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
+    // wrappers declare every caller-saved register clobbered, so only the result in a0
+    // travels back (a0 and a1, the syscall number and argument, are saved for the kernel to
+    // read). An interrupt frame (kind 0) also holds ra, t0-t6 and a2-a7.
     ".section .text.mmk_trap, \"ax\"",
     ".global _mmk_trap",
     ".type _mmk_trap, @function",
     ".align 2",
     "_mmk_trap:",
     "  addi sp, sp, -128",
-    "  sw x1, 0(sp)",
-    "  sw x5, 4(sp)",
-    "  sw x6, 8(sp)",
-    "  sw x7, 12(sp)",
     "  sw x8, 16(sp)",
     "  sw x9, 20(sp)",
-    "  sw x10, 24(sp)",
-    "  sw x11, 28(sp)",
-    "  sw x12, 32(sp)",
-    "  sw x13, 36(sp)",
-    "  sw x14, 40(sp)",
-    "  sw x15, 44(sp)",
-    "  sw x16, 48(sp)",
-    "  sw x17, 52(sp)",
     "  sw x18, 56(sp)",
     "  sw x19, 60(sp)",
     "  sw x20, 64(sp)",
@@ -115,31 +113,22 @@ global_asm!(
     "  sw x25, 84(sp)",
     "  sw x26, 88(sp)",
     "  sw x27, 92(sp)",
-    "  sw x28, 96(sp)",
-    "  sw x29, 100(sp)",
-    "  sw x30, 104(sp)",
-    "  sw x31, 108(sp)",
-    "  csrr t0, mepc",
-    "  sw t0, 112(sp)",
+    "  sw x10, 24(sp)",
+    "  sw x11, 28(sp)",
+    "  csrr s0, mcause",
+    "  bltz s0, 2f",
+    "  li s1, 1",
+    "1: sw s1, 116(sp)",
+    "  csrr s1, mepc",
+    "  sw s1, 112(sp)",
     "  mv a0, sp",
+    "  mv a1, s0",
     "  call mmk_trap_rust",
     "  mv sp, a0",
     "  lw t0, 112(sp)",
     "  csrw mepc, t0",
-    "  lw x1, 0(sp)",
-    "  lw x5, 4(sp)",
-    "  lw x6, 8(sp)",
-    "  lw x7, 12(sp)",
     "  lw x8, 16(sp)",
     "  lw x9, 20(sp)",
-    "  lw x10, 24(sp)",
-    "  lw x11, 28(sp)",
-    "  lw x12, 32(sp)",
-    "  lw x13, 36(sp)",
-    "  lw x14, 40(sp)",
-    "  lw x15, 44(sp)",
-    "  lw x16, 48(sp)",
-    "  lw x17, 52(sp)",
     "  lw x18, 56(sp)",
     "  lw x19, 60(sp)",
     "  lw x20, 64(sp)",
@@ -150,13 +139,52 @@ global_asm!(
     "  lw x25, 84(sp)",
     "  lw x26, 88(sp)",
     "  lw x27, 92(sp)",
+    "  lw t0, 116(sp)",
+    "  beqz t0, _mmk_trap_irq",
+    "  lw a0, 24(sp)",
+    "  addi sp, sp, 128",
+    "  mret",
+    ".size _mmk_trap, . - _mmk_trap",
+    // The interrupt-only parts, out of the syscall path: the full restore, then the save
+    // of the caller-saved registers.
+    ".global _mmk_trap_irq",
+    ".type _mmk_trap_irq, @function",
+    "_mmk_trap_irq:",
+    "  lw x1, 0(sp)",
+    "  lw x6, 8(sp)",
+    "  lw x7, 12(sp)",
+    "  lw x10, 24(sp)",
+    "  lw x11, 28(sp)",
+    "  lw x12, 32(sp)",
+    "  lw x13, 36(sp)",
+    "  lw x14, 40(sp)",
+    "  lw x15, 44(sp)",
+    "  lw x16, 48(sp)",
+    "  lw x17, 52(sp)",
     "  lw x28, 96(sp)",
     "  lw x29, 100(sp)",
     "  lw x30, 104(sp)",
     "  lw x31, 108(sp)",
+    "  lw x5, 4(sp)",
     "  addi sp, sp, 128",
     "  mret",
-    ".size _mmk_trap, . - _mmk_trap",
+    "2: sw x1, 0(sp)",
+    "  sw x5, 4(sp)",
+    "  sw x6, 8(sp)",
+    "  sw x7, 12(sp)",
+    "  sw x12, 32(sp)",
+    "  sw x13, 36(sp)",
+    "  sw x14, 40(sp)",
+    "  sw x15, 44(sp)",
+    "  sw x16, 48(sp)",
+    "  sw x17, 52(sp)",
+    "  sw x28, 96(sp)",
+    "  sw x29, 100(sp)",
+    "  sw x30, 104(sp)",
+    "  sw x31, 108(sp)",
+    "  li s1, 0",
+    "  j 1b",
+    ".size _mmk_trap_irq, . - _mmk_trap_irq",
 );
 
 /// The machine timer of the CLINT, used as a one-shot alarm (never periodic).
@@ -249,6 +277,41 @@ static LAYOUT: [u32; 7] = [
     MAX_TASKS as u32,
 ];
 
+/// Data shared between tasks (and with nothing else), locked by masking interrupts: on one
+/// hart, nothing can run while a task holds it. A second `lock` from inside the first is a
+/// bug and panics rather than handing out two mutable references.
+#[derive(Debug)]
+pub struct IrqMutex<T> {
+    locked: core::cell::Cell<bool>,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: every access goes through `lock`, which masks interrupts (so no other task can
+// run) and refuses re-entry, so at most one `&mut T` exists at a time.
+unsafe impl<T: Send> Sync for IrqMutex<T> {}
+
+impl<T> IrqMutex<T> {
+    /// Wraps `value`.
+    pub const fn new(value: T) -> Self {
+        Self {
+            locked: core::cell::Cell::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Runs `f` on the value with interrupts masked.
+    pub fn lock<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        critical(|| {
+            assert!(!self.locked.replace(true), "IrqMutex locked re-entrantly");
+            // SAFETY: interrupts are masked and `locked` was false: this is the only
+            // reference to the value until `f` returns.
+            let r = f(unsafe { &mut *self.value.get() });
+            self.locked.set(false);
+            r
+        })
+    }
+}
+
 /// Runs `f` with machine interrupts disabled (and restores the previous state).
 pub fn critical<R>(f: impl FnOnce() -> R) -> R {
     let mstatus: usize;
@@ -285,6 +348,8 @@ pub fn spawn(priority: Priority, entry: fn() -> !) -> Result<TaskId, KernelError
                 frame.add(w).write(0);
             }
             frame.add(FRAME_MEPC).write(entry as usize);
+            // A new task starts like a task returning from a syscall.
+            frame.add(FRAME_KIND).write(1);
             frame
         };
         g.kernel.tcb_mut(id).context = frame as usize;
@@ -311,9 +376,10 @@ pub fn start() -> ! {
 
 fn syscall(number: usize, arg: usize) -> usize {
     let mut a0 = number;
-    // SAFETY: traps into `_mmk_trap`, which restores every register but `a0` (the result)
-    // before returning here, possibly after other tasks ran.
-    unsafe { asm!("ecall", inout("a0") a0, in("a1") arg) };
+    // SAFETY: traps into `_mmk_trap`, which restores `sp`, `s0`-`s11` and `a0` (the result)
+    // before returning here, possibly after other tasks ran; every other caller-saved
+    // register is declared clobbered, so the kernel need not save it.
+    unsafe { asm!("ecall", inout("a0") a0, in("a1") arg, clobber_abi("C")) };
     a0
 }
 
@@ -365,10 +431,7 @@ pub fn instructions_retired() -> u32 {
 /// The trap handler proper, called by `_mmk_trap` with the saved frame: turns the trap into
 /// an [`Event`], lets the kernel decide, and returns the frame to restore.
 #[unsafe(no_mangle)]
-extern "C" fn mmk_trap_rust(frame: *mut usize) -> *mut usize {
-    let mcause: usize;
-    // SAFETY: reads the trap cause; no side effects.
-    unsafe { asm!("csrr {0}, mcause", out(reg) mcause, options(nomem, nostack)) };
+extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     // SAFETY: the hardware cleared MIE on trap entry, so this is the only access to the
     // state (see `IrqCell`); `frame` is the 128-byte frame `_mmk_trap` just saved.
     let g = unsafe { &mut *STATE.0.get() };

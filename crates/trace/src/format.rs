@@ -1,0 +1,286 @@
+//! Reading and writing mmtrace NDJSON: a header line, then one record per line.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+
+use crate::record::{FORMAT_VERSION, Header, Record};
+
+/// A problem at one line of a trace file.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ReadError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong there and, where possible, how to fix it.
+    pub message: String,
+}
+
+/// Writes a trace: the header first, then records, one JSON object per line.
+#[derive(Debug)]
+pub struct Writer<W: Write> {
+    out: W,
+    records: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a trace on `out` by writing `header`.
+    pub fn new(mut out: W, header: &Header) -> std::io::Result<Self> {
+        serde_json::to_writer(&mut out, header)?;
+        out.write_all(b"\n")?;
+        Ok(Self { out, records: 0 })
+    }
+
+    /// Appends one record.
+    pub fn write(&mut self, record: &Record) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Flushes and returns the underlying writer.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Reads a trace line by line, reporting the line number of anything bad.
+///
+/// Construction reads and checks the header; iteration yields each record after checking
+/// it ([`Record::check`]) and that its clock domain is declared in the header. Blank lines
+/// are skipped.
+#[derive(Debug)]
+pub struct Reader<R: BufRead> {
+    input: R,
+    header: Header,
+    clocks: HashSet<String>,
+    line: usize,
+    buf: String,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Reads the header line.
+    pub fn new(mut input: R) -> Result<Self, ReadError> {
+        let mut buf = String::new();
+        let mut line = 0;
+        loop {
+            buf.clear();
+            line += 1;
+            let n = input.read_line(&mut buf).map_err(|e| ReadError {
+                line,
+                message: format!("cannot read: {e}"),
+            })?;
+            if n == 0 {
+                return Err(ReadError {
+                    line,
+                    message: "empty file: an mmtrace file starts with a header line \
+                              {\"mmtrace\":1,\"clocks\":[…],\"start_unix_nanos\":…}"
+                        .into(),
+                });
+            }
+            if !buf.trim().is_empty() {
+                break;
+            }
+        }
+        let header: Header = serde_json::from_str(buf.trim()).map_err(|e| ReadError {
+            line,
+            message: format!(
+                "not an mmtrace header ({e}); the first line must be \
+                 {{\"mmtrace\":{FORMAT_VERSION},\"clocks\":[{{\"name\":\"device\"}}],\"start_unix_nanos\":0}}"
+            ),
+        })?;
+        if header.mmtrace == 0 || header.mmtrace > FORMAT_VERSION {
+            return Err(ReadError {
+                line,
+                message: format!(
+                    "format version {} is not supported (this build reads 1..={FORMAT_VERSION}); \
+                     upgrade mmsched to read it",
+                    header.mmtrace
+                ),
+            });
+        }
+        if header.clocks.is_empty() {
+            return Err(ReadError {
+                line,
+                message: "the header declares no clock domains: add at least \
+                          {\"name\":\"device\"} to `clocks`"
+                    .into(),
+            });
+        }
+        let clocks = header.clocks.iter().map(|c| c.name.clone()).collect();
+        Ok(Self {
+            input,
+            header,
+            clocks,
+            line,
+            buf,
+        })
+    }
+
+    /// The trace's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The number of the last line read (1-based).
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    fn parse(&self, text: &str) -> Result<Record, String> {
+        let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        record.check().map_err(|e| e.to_string())?;
+        if !self.clocks.contains(&record.clock) {
+            let mut known: Vec<_> = self.clocks.iter().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(format!(
+                "clock domain {:?} is not declared in the header (declared: {})",
+                record.clock,
+                known.join(", ")
+            ));
+        }
+        Ok(record)
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Record, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            match self.input.read_line(&mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    return Some(Err(ReadError {
+                        line: self.line,
+                        message: format!("cannot read: {e}"),
+                    }));
+                }
+            }
+            let text = self.buf.trim();
+            if text.is_empty() {
+                continue;
+            }
+            return Some(self.parse(text).map_err(|message| ReadError {
+                line: self.line,
+                message,
+            }));
+        }
+    }
+}
+
+/// A whole trace in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    /// The header line.
+    pub header: Header,
+    /// The records, in file order.
+    pub records: Vec<Record>,
+}
+
+impl Trace {
+    /// Reads a whole trace, stopping at the first bad line.
+    pub fn read(input: impl BufRead) -> Result<Self, ReadError> {
+        let mut reader = Reader::new(input)?;
+        let records = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            header: reader.header,
+            records,
+        })
+    }
+
+    /// Writes the trace as mmtrace NDJSON.
+    pub fn write(&self, out: impl Write) -> std::io::Result<()> {
+        let mut w = Writer::new(out, &self.header)?;
+        for r in &self.records {
+            w.write(r)?;
+        }
+        w.finish().map(drop)
+    }
+}
+
+/// The outcome of [`validate`]: how many records were good, and every bad line.
+#[derive(Debug, Default)]
+pub struct Validation {
+    /// Records that parsed and passed their checks.
+    pub valid_records: u64,
+    /// Problems, in line order (the header problem, if any, is the only entry).
+    pub errors: Vec<ReadError>,
+}
+
+/// Checks every line of a trace, collecting all problems instead of stopping at the first.
+pub fn validate(input: impl BufRead) -> Validation {
+    let mut v = Validation::default();
+    let reader = match Reader::new(input) {
+        Ok(r) => r,
+        Err(e) => {
+            v.errors.push(e);
+            return v;
+        }
+    };
+    for item in reader {
+        match item {
+            Ok(_) => v.valid_records += 1,
+            Err(e) => v.errors.push(e),
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"mmtrace":1,"clocks":[{"name":"device"}],"start_unix_nanos":0}"#;
+    const GOOD: &str = r#"{"kind":"span","trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","track":"cpu0","ts_ns":5,"dur_ns":10,"clock":"device","name":"exec"}"#;
+
+    #[test]
+    fn bad_lines_are_reported_with_their_number() {
+        let text = format!(
+            "{HEADER}\n{GOOD}\n\n{}\n{}\n",
+            GOOD.replace("b7ad6b7169203331", "XYZ"),
+            GOOD.replace("\"device\"", "\"mic9\"")
+        );
+        let v = validate(text.as_bytes());
+        assert_eq!(v.valid_records, 1);
+        assert_eq!(v.errors.len(), 2);
+        assert_eq!(v.errors[0].line, 4);
+        assert!(v.errors[0].message.contains("hex"), "{}", v.errors[0]);
+        assert_eq!(v.errors[1].line, 5);
+        assert!(v.errors[1].message.contains("mic9"), "{}", v.errors[1]);
+        let err = Trace::read(text.as_bytes()).expect_err("line 4 is bad");
+        assert_eq!(err.line, 4);
+    }
+
+    #[test]
+    fn header_problems_are_line_one() {
+        let e = Reader::new(GOOD.as_bytes()).expect_err("not a header");
+        assert_eq!(e.line, 1);
+        assert!(e.message.contains("header"));
+        let newer = HEADER.replace("\"mmtrace\":1", "\"mmtrace\":99");
+        let e = Reader::new(newer.as_bytes()).expect_err("too new");
+        assert!(e.message.contains("upgrade"));
+        assert!(Reader::new(&b""[..]).is_err());
+    }
+
+    #[test]
+    fn counters_need_values_and_instants_no_duration() {
+        let counter = GOOD
+            .replace("\"span\"", "\"counter\"")
+            .replace(",\"dur_ns\":10", "");
+        let v = validate(format!("{HEADER}\n{counter}\n").as_bytes());
+        assert!(v.errors[0].message.contains("value"));
+        let instant = GOOD.replace("\"span\"", "\"instant\"");
+        let v = validate(format!("{HEADER}\n{instant}\n").as_bytes());
+        assert!(v.errors[0].message.contains("dur_ns"));
+    }
+}
