@@ -35,7 +35,8 @@ pub struct Common {
     /// Print the result as JSON on stdout instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also write the result files (JSON, CSV, SVG where available) into this directory.
+    /// Write the result files (JSON and CSV; for soak also the SVG plot) into this
+    /// directory. `sim soak` always writes them, by default into mmsched-soak/<scenario>/.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
