@@ -20,6 +20,12 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// View, export, validate or generate mmtrace files (the mmTracer viewer).
+    #[command(subcommand)]
+    Trace(cmd::trace::TraceCommand),
+    /// Benchmarks of the speed goals.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +33,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Trace(c) => cmd::trace::run(c),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod ldti;
 pub mod policy;
+pub mod trace;
