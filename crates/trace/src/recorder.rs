@@ -249,7 +249,7 @@ impl Drain {
             .map_or_else(|| format!("sym#{i}"), |s| s.to_string())
     }
 
-    fn to_record(&mut self, e: Event) -> Record {
+    fn record_of(&mut self, e: Event) -> Record {
         let mut attrs = BTreeMap::new();
         if let Some(c) = e.caused_by {
             attrs.insert(attr::CAUSED_BY.to_string(), Value::String(c.to_hex()));
@@ -288,7 +288,7 @@ impl Drain {
             n += 1;
             match decode(&words) {
                 Some(e) => {
-                    let r = self.to_record(e);
+                    let r = self.record_of(e);
                     f(r);
                 }
                 None => self.undecodable += 1,
@@ -400,10 +400,10 @@ impl DrainThread {
                 let mut failed: Option<std::io::Error> = None;
                 let mut round = |drain: &mut Drain, writer: &mut crate::format::Writer<W>| {
                     drain.drain(|r| {
-                        if failed.is_none() {
-                            if let Err(e) = writer.write(&r) {
-                                failed = Some(e);
-                            }
+                        if failed.is_none()
+                            && let Err(e) = writer.write(&r)
+                        {
+                            failed = Some(e);
                         }
                     });
                 };

@@ -94,10 +94,10 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
         );
         use std::io::Write as _;
         std::io::stdout().flush().ok();
-        if a.open_browser {
-            if let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn() {
-                eprintln!("could not open a browser ({e}); open {url} yourself");
-            }
+        if a.open_browser
+            && let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn()
+        {
+            eprintln!("could not open a browser ({e}); open {url} yourself");
         }
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
