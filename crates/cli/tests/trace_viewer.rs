@@ -172,7 +172,7 @@ fn viewer_renders_swimlanes_and_percentiles_in_headless_chromium() {
     let tid = rec["trace_id"].as_str().expect("trace id");
     let dom = run_chromium(
         &["--dump-dom", "--virtual-time-budget=10000"],
-        &format!("{url}#trace={}", &tid[..12]),
+        &format!("{url}#raw=1&trace={}", &tid[..12]),
     );
     let details_at = dom.find("id=\"details\"").expect("details panel");
     assert!(
@@ -180,6 +180,18 @@ fn viewer_renders_swimlanes_and_percentiles_in_headless_chromium() {
         "search by trace_id prefix selects the job"
     );
     assert!(dom.contains("found job #"));
+    // The time-base switch: raw sensor time is selected and named on the axis.
+    assert!(
+        dom.contains("raw sensor time ·"),
+        "raw time base not applied"
+    );
+    let raw_at = dom.find("data-mode=\"raw\"").expect("raw button");
+    let tag_start = dom[..raw_at].rfind('<').expect("tag start");
+    let tag_end = raw_at + dom[raw_at..].find('>').expect("tag end");
+    assert!(
+        dom[tag_start..tag_end].contains("class=\"on\""),
+        "raw button not active"
+    );
 
     let shot = artifacts_dir().join("mmtracer.png");
     let _ = std::fs::remove_file(&shot);
