@@ -26,6 +26,16 @@ enum Command {
     /// Benchmarks of the speed goals.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Simulated runs: speech jitter, clock drift and long-run soaks in virtual time.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
+    /// Create the per-class resource groups, hold them, and remove them (also on Ctrl-C).
+    #[cfg(target_os = "linux")]
+    #[command(hide = true)]
+    CgroupSelftest(cmd::cgroup_selftest::CgroupSelftestArgs),
+    /// ROM/RAM of the MCU kernel per section and component, and its context-switch cost,
+    /// read from the linked demo firmware (build it with firmware/mcu-demo/run-qemu.sh).
+    KernelSize(cmd::kernel_size::KernelSizeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +45,10 @@ fn main() -> std::process::ExitCode {
         Command::Ldti(a) => cmd::ldti::run(a),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Sim(c) => cmd::sim::run(c),
+        #[cfg(target_os = "linux")]
+        Command::CgroupSelftest(a) => cmd::cgroup_selftest::run(a),
+        Command::KernelSize(a) => cmd::kernel_size::run(a),
     };
     match result {
         Ok(code) => code,

@@ -13,9 +13,11 @@
 
 extern crate alloc;
 
+pub mod align;
 pub mod arbiter;
 pub mod ldti;
 pub mod modality;
+pub mod playout;
 pub mod policy;
 pub mod slots;
 pub mod time;

@@ -16,6 +16,10 @@ use crate::ldti::{ActionSwitches, LdtiWeights, LevelThresholds};
 /// The only policy document version this build reads.
 pub const POLICY_VERSION: u32 = 1;
 
+/// Importance γ of the built-in job classes when a policy does not list them.
+pub const DEFAULT_IMPORTANCE: [(&str, f64); 4] =
+    [("vision", 0.92), ("vad", 0.60), ("asr", 0.70), ("llm", 0.50)];
+
 /// How admitted jobs are ordered for dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -525,7 +529,12 @@ impl TryFrom<PolicySpec> for Policy {
             }
         }
 
-        let mut importance = BTreeMap::new();
+        // Reference importances (S2 examples: an AR annotation frame 0.92); the document's
+        // entries override them.
+        let mut importance: BTreeMap<String, f64> = DEFAULT_IMPORTANCE
+            .iter()
+            .map(|&(class, v)| (class.to_string(), v))
+            .collect();
         let mut default_importance = 0.5;
         for (class, &v) in &spec.importance {
             let field = format!("importance.{class}");

@@ -75,3 +75,24 @@ pub fn schema_json() -> Result<String> {
     let schema = schemars::schema_for!(PolicySpec);
     Ok(serde_json::to_string_pretty(&schema)?)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The checked-in schema must match the policy types. `MMSCHED_BLESS=1` rewrites it.
+    #[test]
+    fn checked_in_schema_is_current() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../schema/policy.schema.json"
+        );
+        let current = format!("{}\n", super::schema_json().unwrap());
+        if std::env::var_os("MMSCHED_BLESS").is_some() {
+            std::fs::write(path, &current).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == current,
+            "schema/policy.schema.json is stale: run `MMSCHED_BLESS=1 cargo test -p mmsched checked_in_schema` and commit it"
+        );
+    }
+}

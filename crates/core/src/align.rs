@@ -1,0 +1,342 @@
+//! Online per-stream clock alignment (S5): put every event of a stream that carries its own
+//! clock on the one device timeline.
+//!
+//! A stream stamps each event with its own clock; the device sees it arrive later. For a
+//! sample we know the pair (stream timestamp `s`, device arrival time `a`). Writing
+//! `y = a − s` (the *apparent offset*) and `x = s` in seconds,
+//!
+//! ```text
+//! y = θ + r · x + d        θ: clock offset, r: relative drift (ns/s = ppb), d ≥ 0: one-way delay
+//! ```
+//!
+//! The delay `d` is one-sided (never negative) and heavy-tailed, so a least-squares fit over
+//! all samples is biased by the mean delay and thrown off by every late packet. We therefore
+//! use the classic **lower-envelope** approach of one-way clock-skew estimation:
+//!
+//! 1. **Minimum-delay filtering**: samples are grouped into blocks of stream time (default
+//!    1 s); only the sample with the smallest `y` in each block is kept. Its delay is the
+//!    smallest of the block, close to the path's minimum.
+//! 2. **A two-state Kalman filter** (offset, drift) runs on the block minima. Between blocks
+//!    the offset is predicted forward with the drift (so the state stays in local
+//!    coordinates and the numbers stay well conditioned over days), and a small process
+//!    noise on the drift lets it follow temperature changes of the crystal.
+//! 3. **Envelope correction**: the minima still sit a little above the true minimum delay
+//!    (the minimum of a block is small, not zero). The filtered line is lowered until it
+//!    touches the lowest of the last `envelope_blocks` minima, which is the lower envelope of
+//!    the recent past.
+//!
+//! The result maps a stream timestamp onto the device timeline as the time the event
+//! *would have arrived over the fastest path*. The constant minimum transport delay itself is
+//! not observable from one-way timestamps (no estimator can tell a clock offset from a fixed
+//! delay); a stream's known fixed pipeline latency is a per-stream calibration that the
+//! caller subtracts.
+//!
+//! Memory is allocated once, in [`ClockAligner::new`]; updates never allocate.
+
+use alloc::vec::Vec;
+
+use crate::time::Nanos;
+
+const NANOS_PER_SEC_F: f64 = 1e9;
+
+/// Settings of a [`ClockAligner`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlignConfig {
+    /// Length of a minimum-delay block, in nanoseconds of stream time (default 1 s).
+    pub block_nanos: u64,
+    /// How many recent block minima define the lower envelope (default 16).
+    pub envelope_blocks: usize,
+    /// Standard deviation of a block minimum around the envelope, in nanoseconds
+    /// (the Kalman measurement noise; default 1 ms).
+    pub measurement_sigma_nanos: f64,
+    /// Random-walk rate of the drift, in ppb per √s (the Kalman process noise that lets the
+    /// drift follow temperature; default 1 ppb/√s).
+    pub drift_walk_ppb_per_sqrt_sec: f64,
+}
+
+impl Default for AlignConfig {
+    fn default() -> Self {
+        Self {
+            block_nanos: 1_000_000_000,
+            envelope_blocks: 16,
+            measurement_sigma_nanos: 1e6,
+            drift_walk_ppb_per_sqrt_sec: 1.0,
+        }
+    }
+}
+
+/// The current estimate of a stream's clock against the device clock.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AlignEstimate {
+    /// Apparent offset `arrival − stream` at the reference stream time, in nanoseconds
+    /// (includes the constant minimum transport delay).
+    pub offset_nanos: f64,
+    /// Drift of the device clock against the stream clock, in parts per million.
+    pub drift_ppm: f64,
+    /// Stream timestamp the offset refers to, in nanoseconds.
+    pub reference_stream_nanos: u64,
+    /// Estimated 1-σ alignment error, in nanoseconds: the filter's offset uncertainty
+    /// combined with how far recent block minima scatter above the envelope.
+    pub residual_nanos: f64,
+    /// Number of block minima the estimate is built on.
+    pub blocks: u64,
+}
+
+/// Online estimator of one stream's offset and drift against the device clock.
+///
+/// Why this shape: the runtime and the simulator both feed it `(stream time, arrival time)`
+/// pairs as they come and read back a mapping; it holds no clock of its own and does no
+/// I/O, so the same code serves live ingest, replays and tests.
+#[derive(Debug, Clone)]
+pub struct ClockAligner {
+    config: AlignConfig,
+    // Current (open) block.
+    block_start: Option<u64>,
+    block_min: Option<(u64, f64)>,
+    // Kalman state at stream time `state_x`: offset (ns) and drift (ns/s).
+    state_x: Option<u64>,
+    offset: f64,
+    drift: f64,
+    p: [[f64; 2]; 2],
+    // Ring of recent block minima (stream time, apparent offset).
+    ring: Vec<(u64, f64)>,
+    ring_next: usize,
+    shift: f64,
+    spread: f64,
+    blocks: u64,
+}
+
+impl ClockAligner {
+    /// A fresh estimator; allocates its envelope ring once.
+    pub fn new(config: AlignConfig) -> Self {
+        let envelope_blocks = config.envelope_blocks.max(1);
+        Self {
+            config: AlignConfig {
+                envelope_blocks,
+                block_nanos: config.block_nanos.max(1),
+                ..config
+            },
+            block_start: None,
+            block_min: None,
+            state_x: None,
+            offset: 0.0,
+            drift: 0.0,
+            p: [[0.0; 2]; 2],
+            ring: Vec::with_capacity(envelope_blocks),
+            ring_next: 0,
+            shift: 0.0,
+            spread: 0.0,
+            blocks: 0,
+        }
+    }
+
+    /// Feeds one sample: the stream's own timestamp and the device time it arrived.
+    /// Samples are expected in stream-time order; a sample older than the open block is
+    /// ignored (a reordered packet carries no new envelope information).
+    pub fn observe(&mut self, stream_nanos: u64, arrival_nanos: Nanos) {
+        let y = arrival_nanos as f64 - stream_nanos as f64;
+        let start = *self.block_start.get_or_insert(stream_nanos);
+        if stream_nanos < start {
+            return;
+        }
+        if stream_nanos - start >= self.config.block_nanos {
+            self.close_block();
+            self.block_start = Some(stream_nanos);
+        }
+        match self.block_min {
+            Some((_, best)) if best <= y => {}
+            _ => self.block_min = Some((stream_nanos, y)),
+        }
+    }
+
+    fn close_block(&mut self) {
+        let Some((x, y)) = self.block_min.take() else {
+            return;
+        };
+        self.blocks += 1;
+        self.kalman_update(x, y);
+        if self.ring.len() < self.config.envelope_blocks {
+            self.ring.push((x, y));
+        } else {
+            self.ring[self.ring_next] = (x, y);
+        }
+        self.ring_next = (self.ring_next + 1) % self.config.envelope_blocks;
+        // Lower envelope: the line is lowered until it touches the lowest recent minimum.
+        let mut lowest = f64::INFINITY;
+        let mut sum_sq = 0.0;
+        for &(rx, ry) in &self.ring {
+            let r = ry - self.line_at(rx);
+            lowest = lowest.min(r);
+            sum_sq += r * r;
+        }
+        self.shift = lowest.min(0.0);
+        let n = self.ring.len() as f64;
+        let mean_sq = sum_sq / n;
+        // Scatter of the minima above the corrected envelope.
+        self.spread = libm::sqrt((mean_sq - self.shift * self.shift).max(0.0) / n);
+    }
+
+    fn kalman_update(&mut self, x: u64, y: f64) {
+        let Some(prev_x) = self.state_x else {
+            self.state_x = Some(x);
+            self.offset = y;
+            self.drift = 0.0;
+            // Offset known to the measurement noise; drift unknown (±1000 ppm = 1e6 ns/s).
+            let r = self.config.measurement_sigma_nanos;
+            self.p = [[r * r, 0.0], [0.0, 1e12]];
+            return;
+        };
+        let dt = x.saturating_sub(prev_x) as f64 / NANOS_PER_SEC_F;
+        // Predict: offset moves with the drift; the drift takes a random-walk step.
+        self.offset += self.drift * dt;
+        let [[p00, p01], [p10, p11]] = self.p;
+        let q = self.config.drift_walk_ppb_per_sqrt_sec;
+        let n00 = p00 + dt * (p10 + p01) + dt * dt * p11;
+        let n01 = p01 + dt * p11;
+        let n10 = p10 + dt * p11;
+        let n11 = p11 + q * q * dt;
+        // Update with the block minimum (H = [1, 0]).
+        let r = self.config.measurement_sigma_nanos;
+        let s = n00 + r * r;
+        let k0 = n00 / s;
+        let k1 = n10 / s;
+        let innovation = y - self.offset;
+        self.offset += k0 * innovation;
+        self.drift += k1 * innovation;
+        self.p = [
+            [(1.0 - k0) * n00, (1.0 - k0) * n01],
+            [n10 - k1 * n00, n11 - k1 * n01],
+        ];
+        self.state_x = Some(x);
+    }
+
+    /// The filtered (not yet envelope-corrected) line at stream time `x`.
+    fn line_at(&self, x: u64) -> f64 {
+        let Some(ref_x) = self.state_x else {
+            return 0.0;
+        };
+        self.offset + self.drift * (x as f64 - ref_x as f64) / NANOS_PER_SEC_F
+    }
+
+    /// Whether at least two blocks have been closed (offset and drift both estimated).
+    pub fn is_ready(&self) -> bool {
+        self.blocks >= 2
+    }
+
+    /// The current estimate, or `None` before the first block has closed.
+    pub fn estimate(&self) -> Option<AlignEstimate> {
+        let reference = self.state_x?;
+        Some(AlignEstimate {
+            offset_nanos: self.offset + self.shift,
+            // drift in ns/s is ppb; ppm = ppb / 1000.
+            drift_ppm: self.drift / 1000.0,
+            reference_stream_nanos: reference,
+            residual_nanos: libm::sqrt(self.p[0][0] + self.spread * self.spread),
+            blocks: self.blocks,
+        })
+    }
+
+    /// Maps a stream timestamp onto the device timeline (fastest-path arrival time), in
+    /// nanoseconds. Before the first block has closed, the best guess is the open block's
+    /// minimum offset; with no sample at all, the timestamp itself.
+    pub fn to_device_nanos(&self, stream_nanos: u64) -> i128 {
+        let offset = if self.state_x.is_some() {
+            self.line_at(stream_nanos) + self.shift
+        } else {
+            self.block_min.map_or(0.0, |(_, y)| y)
+        };
+        stream_nanos as i128 + libm::round(offset) as i128
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A tiny deterministic generator so the test needs no RNG crate.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next_unit(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+        /// Exponential with the given mean (one-sided, heavy enough tail).
+        fn exp(&mut self, mean: f64) -> f64 {
+            -mean * libm::log(self.next_unit())
+        }
+    }
+
+    /// Runs a synthetic stream: true event times every `period`, stream clock with offset and
+    /// drift, arrival with minimum delay plus exponential jitter. Returns the worst absolute
+    /// mapping error (against arrival over the fastest path) over the last 10 s.
+    fn run(offset_ns: f64, drift_ppm: f64, jitter_mean_ns: f64, seed: u64, secs: u64) -> f64 {
+        let mut rng = Lcg(seed);
+        let mut est = ClockAligner::new(AlignConfig::default());
+        let period: u64 = 20_000_000;
+        let min_delay = 5_000_000.0;
+        let n = secs * 1_000_000_000 / period;
+        let base: f64 = 1e12;
+        let mut worst: f64 = 0.0;
+        for i in 0..n {
+            let t = base + (i * period) as f64;
+            let stream = t * (1.0 + drift_ppm * 1e-6) + offset_ns;
+            let arrival = t + min_delay + rng.exp(jitter_mean_ns);
+            est.observe(stream as u64, arrival as u64);
+            if i * period > (secs - 10) * 1_000_000_000 {
+                let mapped = est.to_device_nanos(stream as u64) as f64;
+                worst = worst.max((mapped - (t + min_delay)).abs());
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn tracks_offset_and_drift_under_one_sided_jitter() {
+        let worst = run(3.0e9, 50.0, 8e6, 7, 120);
+        assert!(worst < 2e6, "worst error {worst} ns");
+    }
+
+    #[test]
+    fn estimate_reports_drift() {
+        let mut est = ClockAligner::new(AlignConfig::default());
+        for i in 0..6000u64 {
+            let t = i * 10_000_000;
+            // Stream clock runs 100 ppm fast; arrival has no delay at all.
+            let stream = t + t / 10_000;
+            est.observe(stream, t + 1_000_000_000);
+        }
+        let e = est.estimate().expect("blocks closed");
+        assert!(est.is_ready());
+        // arrival − stream = c − 100 ppm · t: a drift of about −100 ppm.
+        assert!((e.drift_ppm + 100.0).abs() < 1.0, "{e:?}");
+        assert!(e.residual_nanos < 2e6, "{e:?}");
+    }
+
+    #[test]
+    fn no_samples_maps_identity_and_reorders_are_ignored() {
+        let mut est = ClockAligner::new(AlignConfig::default());
+        assert_eq!(est.to_device_nanos(42), 42);
+        assert!(est.estimate().is_none());
+        est.observe(1_000, 2_000);
+        est.observe(500, 10);
+        assert_eq!(est.to_device_nanos(1_000), 2_000);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn converges_on_synthetic_drift(
+            offset_ms in -5_000.0f64..5_000.0,
+            drift_ppm in -200.0f64..200.0,
+            jitter_ms in 0.0f64..20.0,
+            seed in any::<u64>(),
+        ) {
+            let worst = run(offset_ms * 1e6, drift_ppm, jitter_ms * 1e6, seed, 90);
+            prop_assert!(worst < 3e6, "worst error {} ms", worst / 1e6);
+        }
+    }
+}

@@ -1,1 +1,0 @@
-//! The dynamic priority arbitration engine (S2). Implementation in progress.

@@ -1,0 +1,131 @@
+//! Admission and shedding under overload: the score decides who goes when the predicted
+//! demand exceeds what the workers can do before the deadlines.
+
+use alloc::collections::BinaryHeap;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use super::job::Job;
+use super::score::Assessment;
+use crate::time::Nanos;
+
+/// What admission decided for one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Admitted: queue it for dispatch.
+    Admit,
+    /// Battery saver disabled its class: take the lighter path.
+    Pruned,
+    /// Shed to relieve an overload (it had one of the lowest scores).
+    Shed,
+}
+
+/// A job seen so far in deadline order, ordered so the heap top is the next to shed:
+/// lowest score, then the later deadline, then the higher index.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    score: f64,
+    deadline_nanos: Nanos,
+    index: usize,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Max-heap: "greater" means "shed first".
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.deadline_nanos.cmp(&other.deadline_nanos))
+            .then(self.index.cmp(&other.index))
+    }
+}
+
+/// Admission control with its working memory kept between calls.
+///
+/// The overload test is the processor-demand criterion: for every deadline `d` in the
+/// set, the predicted cost of the jobs due by `d` must fit in `workers · (d − now)`.
+/// Jobs are walked in deadline order; whenever a window overflows, the lowest-scoring
+/// job seen so far is shed until it fits again. On one preemptive worker this is exact:
+/// the admitted set is then schedulable by EDF (all jobs being ready now). With more
+/// workers the test is necessary but not sufficient.
+#[derive(Debug, Clone, Default)]
+pub struct Admission {
+    order: Vec<usize>,
+    heap: BinaryHeap<Candidate>,
+    verdicts: Vec<Verdict>,
+}
+
+impl Admission {
+    /// Admission control with room for `capacity` jobs (more grows the buffers).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Admission {
+            order: Vec::with_capacity(capacity),
+            heap: BinaryHeap::with_capacity(capacity),
+            verdicts: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Decides every job of the set: pruned jobs are refused, then the lowest scores are
+    /// shed until the predicted demand fits before every deadline. `assessments[i]`
+    /// (from [`super::Arbiter::reevaluate`]) belongs to `jobs[i]`, and so does the i-th
+    /// verdict returned. O(n log n).
+    ///
+    /// A job already at or past its deadline has a window of zero: it is shed unless its
+    /// predicted cost is zero (it cannot make its deadline anyway).
+    pub fn decide(
+        &mut self,
+        jobs: &[Job],
+        assessments: &[Assessment],
+        now_nanos: Nanos,
+        workers: u32,
+    ) -> &[Verdict] {
+        debug_assert_eq!(jobs.len(), assessments.len());
+        let n = jobs.len().min(assessments.len());
+        self.verdicts.clear();
+        self.verdicts.resize(jobs.len(), Verdict::Admit);
+        self.order.clear();
+        for (i, a) in assessments.iter().enumerate().take(n) {
+            if a.pruned {
+                self.verdicts[i] = Verdict::Pruned;
+            } else {
+                self.order.push(i);
+            }
+        }
+        self.order
+            .sort_unstable_by_key(|&i| (jobs[i].deadline_nanos, jobs[i].id));
+        self.heap.clear();
+        let mut demand: u128 = 0;
+        for &i in &self.order {
+            let job = &jobs[i];
+            demand += u128::from(job.predicted_cost_nanos);
+            self.heap.push(Candidate {
+                score: assessments[i].score,
+                deadline_nanos: job.deadline_nanos,
+                index: i,
+            });
+            let window = u128::from(job.deadline_nanos.saturating_sub(now_nanos));
+            let capacity = window * u128::from(workers);
+            while demand > capacity {
+                let Some(victim) = self.heap.pop() else { break };
+                let cost = jobs[victim.index].predicted_cost_nanos;
+                // Shedding a job that costs nothing frees nothing: it stays admitted.
+                if cost > 0 {
+                    demand -= u128::from(cost);
+                    self.verdicts[victim.index] = Verdict::Shed;
+                }
+            }
+        }
+        &self.verdicts
+    }
+}

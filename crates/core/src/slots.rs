@@ -1,1 +1,0 @@
-//! The time-slot reservation layer (S1). Implementation in progress.

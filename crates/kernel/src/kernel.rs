@@ -1,0 +1,268 @@
+//! The SCHED_FIFO rules: which task runs, and what sleeping, yielding and waking do.
+//!
+//! The rules are those of Linux `SCHED_FIFO`, so a policy means the same on both sides:
+//!
+//! 1. the running task is always one of the highest-priority ready tasks;
+//! 2. within a level, tasks run in the order they became ready (FIFO), and a running task
+//!    keeps the CPU until it sleeps, yields or a strictly higher level becomes ready;
+//! 3. a task preempted by a higher level returns to the **head** of its level;
+//! 4. a task that yields, or wakes up, goes to the **tail** of its level.
+//!
+//! There is no priority inheritance and there are no user timers (S14). The kernel never
+//! reads a clock: every call that depends on time is handed `now_ticks`, and the caller arms
+//! the hardware timer for [`Kernel::next_alarm`]. That makes every rule testable on the host.
+
+use core::fmt;
+
+use crate::ready::ReadyQueue;
+use crate::task::{NO_TASK, Priority, TaskId, TaskState, Tcb};
+use crate::timer::{MAX_SLEEP_TICKS, TimerQueue, tick_reached};
+
+/// Why a kernel call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelError {
+    /// Every task control block is in use; the capacity is the kernel's `N`.
+    TooManyTasks {
+        /// The capacity.
+        capacity: usize,
+    },
+    /// A sleep longer than the wrap-around-safe range of the 32-bit tick counter.
+    SleepTooLong {
+        /// The requested sleep, in ticks.
+        ticks: u32,
+    },
+    /// A task-level call (sleep, yield) was made while no task is running.
+    NoCurrentTask,
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelError::TooManyTasks { capacity } => write!(
+                f,
+                "all {capacity} task control blocks are in use; build the kernel with a larger capacity"
+            ),
+            KernelError::SleepTooLong { ticks } => write!(
+                f,
+                "a sleep of {ticks} ticks exceeds the maximum of {MAX_SLEEP_TICKS}; sleep in shorter steps"
+            ),
+            KernelError::NoCurrentTask => {
+                f.write_str("no task is running; sleep and yield are task calls")
+            }
+        }
+    }
+}
+
+/// Counters that show what the kernel did (printed by the demo, checked by tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Timer interrupts taken.
+    pub timer_interrupts: u32,
+    /// Timer interrupts that woke no task: a tickless kernel takes none.
+    pub idle_tick_interrupts: u32,
+    /// Times the running task changed (to or from idle included).
+    pub context_switches: u32,
+}
+
+/// The scheduler for up to `N` tasks (`N` ≤ 255), with no heap: all state is in this value,
+/// which the platform keeps in a `static`.
+#[derive(Debug, Clone)]
+pub struct Kernel<const N: usize> {
+    tcbs: [Tcb; N],
+    spawned: u8,
+    ready: ReadyQueue<N>,
+    timers: TimerQueue<N>,
+    current: u8,
+    stats: Stats,
+}
+
+impl<const N: usize> Default for Kernel<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Kernel<N> {
+    /// A kernel with no tasks, running idle.
+    pub const fn new() -> Self {
+        assert!(N < NO_TASK as usize, "at most 254 tasks");
+        Self {
+            tcbs: [Tcb::FREE; N],
+            spawned: 0,
+            ready: ReadyQueue::new(),
+            timers: TimerQueue::new(),
+            current: NO_TASK,
+            stats: Stats {
+                timer_interrupts: 0,
+                idle_tick_interrupts: 0,
+                context_switches: 0,
+            },
+        }
+    }
+
+    /// Creates a task at `priority`; it is ready at once (at the tail of its level) and runs
+    /// at the next [`schedule`](Self::schedule) that finds it highest.
+    pub fn spawn(&mut self, priority: Priority) -> Result<TaskId, KernelError> {
+        let i = usize::from(self.spawned);
+        let tcb = self
+            .tcbs
+            .get_mut(i)
+            .ok_or(KernelError::TooManyTasks { capacity: N })?;
+        *tcb = Tcb {
+            context: 0,
+            priority,
+            state: TaskState::Ready,
+        };
+        let id = TaskId(self.spawned);
+        self.spawned += 1;
+        self.ready.push_back(id, priority);
+        Ok(id)
+    }
+
+    /// The running task, or `None` while idle.
+    pub fn current(&self) -> Option<TaskId> {
+        match self.current {
+            NO_TASK => None,
+            c => Some(TaskId(c)),
+        }
+    }
+
+    /// The control block of `task`.
+    #[inline(always)]
+    pub fn tcb(&self, task: TaskId) -> &Tcb {
+        &self.tcbs[task.index()]
+    }
+
+    /// The control block of `task`, for the platform to save its context pointer.
+    #[inline(always)]
+    pub fn tcb_mut(&mut self, task: TaskId) -> &mut Tcb {
+        &mut self.tcbs[task.index()]
+    }
+
+    /// The ready queue (read-only, for diagnostics and tests).
+    pub fn ready_queue(&self) -> &ReadyQueue<N> {
+        &self.ready
+    }
+
+    /// What the kernel has done so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The time the hardware timer must be armed for, or `None` to leave it off: the only
+    /// timer interrupt the kernel ever asks for is the next wake-up.
+    pub fn next_alarm(&self) -> Option<u32> {
+        self.timers.next_deadline()
+    }
+
+    /// Picks the task that runs now and makes it current; `None` means idle.
+    ///
+    /// Call after every event (sleep, yield, wake, timer interrupt). A running task keeps
+    /// the CPU unless a strictly higher level is ready, in which case it goes back to the
+    /// head of its own level.
+    #[inline(never)]
+    pub fn schedule(&mut self) -> Option<TaskId> {
+        let prev = self.current;
+        if prev != NO_TASK {
+            let tcb = &mut self.tcbs[usize::from(prev)];
+            if tcb.state == TaskState::Running {
+                match self.ready.highest() {
+                    Some(h) if h > tcb.priority => {
+                        tcb.state = TaskState::Ready;
+                        self.ready.push_front(TaskId(prev), tcb.priority);
+                    }
+                    _ => return Some(TaskId(prev)),
+                }
+            }
+        }
+        let next = match self.ready.pop_highest() {
+            Some(t) => {
+                self.tcbs[t.index()].state = TaskState::Running;
+                t.0
+            }
+            None => NO_TASK,
+        };
+        if next != prev {
+            self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
+        }
+        self.current = next;
+        self.current()
+    }
+
+    fn running(&self) -> Result<usize, KernelError> {
+        match self.current {
+            NO_TASK => Err(KernelError::NoCurrentTask),
+            c => Ok(usize::from(c)),
+        }
+    }
+
+    /// Puts the running task to sleep until `deadline_ticks`. A deadline already reached
+    /// at `now_ticks` is not a sleep at all (the task keeps running), so no wake-up can be
+    /// lost to a late call. Follow with [`schedule`](Self::schedule) and re-arm the timer.
+    #[inline(never)]
+    pub fn sleep_until(&mut self, now_ticks: u32, deadline_ticks: u32) -> Result<(), KernelError> {
+        let c = self.running()?;
+        if tick_reached(deadline_ticks, now_ticks) {
+            return Ok(());
+        }
+        let ticks = deadline_ticks.wrapping_sub(now_ticks);
+        if ticks > MAX_SLEEP_TICKS {
+            return Err(KernelError::SleepTooLong { ticks });
+        }
+        self.tcbs[c].state = TaskState::Sleeping;
+        self.timers.insert(TaskId(c as u8), deadline_ticks);
+        Ok(())
+    }
+
+    /// Puts the running task to sleep for `ticks` from `now_ticks`.
+    pub fn sleep_for(&mut self, now_ticks: u32, ticks: u32) -> Result<(), KernelError> {
+        if ticks > MAX_SLEEP_TICKS {
+            return Err(KernelError::SleepTooLong { ticks });
+        }
+        self.sleep_until(now_ticks, now_ticks.wrapping_add(ticks))
+    }
+
+    /// Moves the running task to the tail of its level (`sched_yield`). Follow with
+    /// [`schedule`](Self::schedule).
+    pub fn yield_now(&mut self) -> Result<(), KernelError> {
+        let c = self.running()?;
+        let tcb = &mut self.tcbs[c];
+        tcb.state = TaskState::Ready;
+        self.ready.push_back(TaskId(c as u8), tcb.priority);
+        Ok(())
+    }
+
+    /// Wakes a sleeping task before its time (e.g. from a device interrupt); it goes to the
+    /// tail of its level. Returns `false` when the task was not sleeping.
+    pub fn wake(&mut self, task: TaskId) -> bool {
+        let Some(tcb) = self.tcbs.get_mut(task.index()) else {
+            return false;
+        };
+        if tcb.state != TaskState::Sleeping {
+            return false;
+        }
+        self.timers.remove(task);
+        tcb.state = TaskState::Ready;
+        self.ready.push_back(task, tcb.priority);
+        true
+    }
+
+    /// Handles the timer interrupt at `now_ticks`: wakes every task whose time has come, in
+    /// wake-up order (ties in the order they went to sleep), each to the tail of its level.
+    /// Returns how many were woken. Follow with [`schedule`](Self::schedule) and re-arm.
+    #[inline(never)]
+    pub fn on_timer_interrupt(&mut self, now_ticks: u32) -> u32 {
+        let mut woken = 0;
+        while let Some(t) = self.timers.pop_due(now_ticks) {
+            let tcb = &mut self.tcbs[t.index()];
+            tcb.state = TaskState::Ready;
+            self.ready.push_back(t, tcb.priority);
+            woken += 1;
+        }
+        self.stats.timer_interrupts = self.stats.timer_interrupts.wrapping_add(1);
+        if woken == 0 {
+            self.stats.idle_tick_interrupts = self.stats.idle_tick_interrupts.wrapping_add(1);
+        }
+        woken
+    }
+}

@@ -1,0 +1,183 @@
+//! The ready queue: one FIFO list per priority level and a 32-bit bitmap of non-empty levels.
+//!
+//! Picking the next task is a find-first-set on the bitmap and a pop from that level's list
+//! head: constant time whatever the number of tasks. Level `p` is bit `31 − p`, so the
+//! highest level is the *lowest* set bit, which RV32IMAC (no `clz`/`ctz` instructions)
+//! finds in five instructions with a de Bruijn multiply instead of a 20-instruction
+//! count-leading-zeros sequence. The lists are intrusive singly linked lists through a `next` array
+//! indexed by task, so the whole queue is `2 · 32 + N + 4` bytes and never allocates.
+
+use crate::task::{NO_TASK, PRIORITY_LEVELS, Priority, TaskId};
+
+/// The ready queue for up to `N` tasks (`N` ≤ 255).
+#[derive(Debug, Clone)]
+pub struct ReadyQueue<const N: usize> {
+    /// Bit `31 − p` is set when level `p` has at least one ready task.
+    bitmap: u32,
+    head: [u8; PRIORITY_LEVELS],
+    tail: [u8; PRIORITY_LEVELS],
+    next: [u8; N],
+}
+
+/// De Bruijn sequence for 32-bit find-first-set.
+const DE_BRUIJN: u32 = 0x077C_B531;
+/// Bit index of each de Bruijn product's top five bits.
+const DE_BRUIJN_BIT: [u8; 32] = [
+    0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8, 31, 27, 13, 23, 21, 19, 16, 7, 26,
+    12, 18, 6, 11, 5, 10, 9,
+];
+
+/// The index of the lowest set bit of a non-zero `x` (find-first-set, 0-based).
+pub fn find_first_set(x: u32) -> u32 {
+    let lowest = x & x.wrapping_neg();
+    u32::from(DE_BRUIJN_BIT[(lowest.wrapping_mul(DE_BRUIJN) >> 27) as usize])
+}
+
+fn level_bit(p: usize) -> u32 {
+    1 << (31 - p)
+}
+
+impl<const N: usize> Default for ReadyQueue<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> ReadyQueue<N> {
+    /// An empty queue.
+    pub const fn new() -> Self {
+        Self {
+            bitmap: 0,
+            head: [NO_TASK; PRIORITY_LEVELS],
+            tail: [NO_TASK; PRIORITY_LEVELS],
+            next: [NO_TASK; N],
+        }
+    }
+
+    /// The bitmap of non-empty levels (bit `31 − p` for level `p`).
+    pub fn bitmap(&self) -> u32 {
+        self.bitmap
+    }
+
+    fn highest_index(&self) -> usize {
+        (31 - find_first_set(self.bitmap)) as usize & 31
+    }
+
+    /// The highest level with a ready task, if any.
+    pub fn highest(&self) -> Option<Priority> {
+        if self.bitmap == 0 {
+            None
+        } else {
+            Priority::new(self.highest_index() as u8)
+        }
+    }
+
+    /// Appends `task` at the tail of level `prio` (a task that became ready or yielded).
+    #[inline(never)]
+    pub fn push_back(&mut self, task: TaskId, prio: Priority) {
+        let p = usize::from(prio.level()) & 31;
+        self.next[task.index()] = NO_TASK;
+        match self.tail[p] {
+            NO_TASK => self.head[p] = task.0,
+            t => self.next[usize::from(t)] = task.0,
+        }
+        self.tail[p] = task.0;
+        self.bitmap |= level_bit(p);
+    }
+
+    /// Puts `task` at the head of level `prio`: SCHED_FIFO returns a preempted task to the
+    /// front of its level, so it resumes before its peers.
+    #[inline(never)]
+    pub fn push_front(&mut self, task: TaskId, prio: Priority) {
+        let p = usize::from(prio.level()) & 31;
+        self.next[task.index()] = self.head[p];
+        if self.head[p] == NO_TASK {
+            self.tail[p] = task.0;
+        }
+        self.head[p] = task.0;
+        self.bitmap |= level_bit(p);
+    }
+
+    /// Removes and returns the task at the head of the highest non-empty level.
+    #[inline(never)]
+    pub fn pop_highest(&mut self) -> Option<TaskId> {
+        if self.bitmap == 0 {
+            return None;
+        }
+        let p = self.highest_index();
+        let t = self.head[p];
+        let n = self.next[usize::from(t)];
+        self.head[p] = n;
+        if n == NO_TASK {
+            self.tail[p] = NO_TASK;
+            self.bitmap &= !level_bit(p);
+        }
+        Some(TaskId(t))
+    }
+
+    /// The ready tasks of level `prio`, head first (for tests and diagnostics).
+    pub fn level(&self, prio: Priority) -> impl Iterator<Item = TaskId> + '_ {
+        let mut t = self.head[usize::from(prio.level())];
+        core::iter::from_fn(move || {
+            if t == NO_TASK {
+                None
+            } else {
+                let id = TaskId(t);
+                t = self.next[usize::from(t)];
+                Some(id)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(l: u8) -> Priority {
+        Priority::new(l).unwrap()
+    }
+
+    #[test]
+    fn fifo_within_a_level_and_highest_level_first() {
+        let mut q = ReadyQueue::<8>::new();
+        q.push_back(TaskId(0), p(3));
+        q.push_back(TaskId(1), p(7));
+        q.push_back(TaskId(2), p(3));
+        q.push_back(TaskId(3), p(7));
+        assert_eq!(q.bitmap(), (1 << (31 - 3)) | (1 << (31 - 7)));
+        let order: Vec<_> = core::iter::from_fn(|| q.pop_highest()).collect();
+        assert_eq!(order, [TaskId(1), TaskId(3), TaskId(0), TaskId(2)]);
+        assert_eq!(q.bitmap(), 0);
+        assert_eq!(q.highest(), None);
+    }
+
+    #[test]
+    fn find_first_set_of_every_bit() {
+        for b in 0..32 {
+            assert_eq!(find_first_set(1 << b), b);
+            assert_eq!(find_first_set((1 << b) | 0x8000_0000), b);
+        }
+    }
+
+    #[test]
+    fn push_front_goes_before_peers() {
+        let mut q = ReadyQueue::<4>::new();
+        q.push_back(TaskId(0), p(31));
+        q.push_front(TaskId(1), p(31));
+        q.push_back(TaskId(2), p(31));
+        let order: Vec<_> = q.level(p(31)).collect();
+        assert_eq!(order, [TaskId(1), TaskId(0), TaskId(2)]);
+    }
+
+    #[test]
+    fn extreme_levels_use_both_ends_of_the_bitmap() {
+        let mut q = ReadyQueue::<2>::new();
+        q.push_back(TaskId(0), Priority::MIN);
+        q.push_back(TaskId(1), Priority::MAX);
+        assert_eq!(q.bitmap(), 0x8000_0001);
+        assert_eq!(q.pop_highest(), Some(TaskId(1)));
+        assert_eq!(q.pop_highest(), Some(TaskId(0)));
+        assert_eq!(q.pop_highest(), None);
+    }
+}

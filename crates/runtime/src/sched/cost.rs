@@ -1,0 +1,100 @@
+//! Job cost prediction: a prior per class (from the device latency profile, S8) corrected
+//! online by what jobs of the class actually took on this device.
+
+use std::collections::VecDeque;
+
+use mmsched_core::arbiter::ClassId;
+use mmsched_core::time::Nanos;
+
+/// Predicts what the next job of a class will cost: the 95th percentile of the last
+/// `window` measured costs, or the prior until `min_samples` measurements exist.
+///
+/// Why a high percentile and not the mean: admission asks "does the predicted demand fit
+/// before the deadlines"; predicting with the mean admits work that misses half the time.
+#[derive(Debug, Clone)]
+pub struct CostModel {
+    window: usize,
+    min_samples: usize,
+    classes: Vec<ClassCost>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ClassCost {
+    prior_nanos: Nanos,
+    recent: VecDeque<Nanos>,
+}
+
+impl CostModel {
+    /// A model keeping the last `window` (≥ 1) costs per class, trusting them from
+    /// `min_samples` (≥ 1) on.
+    pub fn new(window: usize, min_samples: usize) -> Self {
+        let window = window.max(1);
+        Self {
+            window,
+            min_samples: min_samples.clamp(1, window),
+            classes: Vec::new(),
+        }
+    }
+
+    fn entry(&mut self, class: ClassId) -> &mut ClassCost {
+        let i = class.0 as usize;
+        if self.classes.len() <= i {
+            self.classes.resize_with(i + 1, ClassCost::default);
+        }
+        &mut self.classes[i]
+    }
+
+    /// Sets the prior cost of `class` (e.g. the profile's P95 for its model and input).
+    pub fn set_prior(&mut self, class: ClassId, prior_nanos: Nanos) {
+        self.entry(class).prior_nanos = prior_nanos;
+    }
+
+    /// Records a measured cost of one job (or one step) of `class`.
+    pub fn record(&mut self, class: ClassId, cost_nanos: Nanos) {
+        let window = self.window;
+        let e = self.entry(class);
+        if e.recent.len() == window {
+            e.recent.pop_front();
+        }
+        e.recent.push_back(cost_nanos);
+    }
+
+    /// The predicted cost of the next job of `class`.
+    pub fn predict(&self, class: ClassId) -> Nanos {
+        let Some(e) = self.classes.get(class.0 as usize) else {
+            return 0;
+        };
+        if e.recent.len() < self.min_samples {
+            return e.prior_nanos;
+        }
+        let mut sorted: Vec<Nanos> = e.recent.iter().copied().collect();
+        sorted.sort_unstable();
+        // Nearest-rank P95.
+        let rank = (sorted.len() * 95).div_ceil(100).max(1);
+        sorted[rank - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prior_until_enough_samples_then_p95_of_the_window() {
+        let mut m = CostModel::new(20, 5);
+        let c = ClassId(3);
+        assert_eq!(m.predict(c), 0, "unknown class costs nothing known");
+        m.set_prior(c, 12_000_000);
+        for v in 1..=4 {
+            m.record(c, v);
+        }
+        assert_eq!(m.predict(c), 12_000_000);
+        m.record(c, 5);
+        assert_eq!(m.predict(c), 5);
+        for v in 6..=40 {
+            m.record(c, v);
+        }
+        // Window holds 21..=40: P95 (nearest rank 19 of 20) is 39.
+        assert_eq!(m.predict(c), 39);
+    }
+}

@@ -1,0 +1,360 @@
+//! Worker threads: one per lane, pinned to a CPU, optionally real-time and in a resource
+//! group, each running one step at a time and reporting back over a channel.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mmsched_core::Modality;
+use mmsched_core::arbiter::{ClassId, JobId};
+use mmsched_core::time::{Clock, Nanos};
+
+use super::dispatcher::{Decision, DispatchError, Dispatcher};
+use super::work::{StepOutcome, Work, WorkError};
+
+/// How one lane's thread is set up. Each request the OS refuses becomes a note to log
+/// once; the worker then runs without it.
+#[derive(Debug, Clone, Default)]
+pub struct LaneConfig {
+    /// Pin the thread to this CPU.
+    pub cpu: Option<usize>,
+    /// Run SCHED_FIFO at this priority (1 ..= 99).
+    pub fifo_priority: Option<u8>,
+    /// Join this scheduler class's resource group.
+    pub cgroup_class: Option<String>,
+}
+
+/// The outcome of one step, sent back by a worker.
+pub struct Completion {
+    /// The lane that ran it.
+    pub lane: usize,
+    /// The job.
+    pub job: JobId,
+    /// What the step did.
+    pub outcome: Result<StepOutcome, WorkError>,
+    /// The work, handed back for its next step.
+    pub work: Box<dyn Work>,
+    /// When the step started, on the device clock.
+    pub started_nanos: Nanos,
+    /// When it ended.
+    pub ended_nanos: Nanos,
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("lane", &self.lane)
+            .field("job", &self.job)
+            .field("outcome", &self.outcome)
+            .field("started_nanos", &self.started_nanos)
+            .field("ended_nanos", &self.ended_nanos)
+            .finish()
+    }
+}
+
+type Task = (JobId, Box<dyn Work>);
+
+/// One thread per lane.
+#[derive(Debug)]
+pub struct WorkerPool {
+    senders: Vec<Sender<Task>>,
+    handles: Vec<JoinHandle<()>>,
+    notes: Vec<String>,
+}
+
+impl WorkerPool {
+    /// Starts one thread per lane; completions go to `done`. `cgroups` is the resource
+    /// groups' handle when they are active.
+    pub fn start<C: Clock + Clone + Send + 'static>(
+        lanes: &[LaneConfig],
+        clock: C,
+        done: Sender<Event>,
+        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    ) -> Self {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        let (note_tx, note_rx) = channel::<String>();
+        for (lane, config) in lanes.iter().cloned().enumerate() {
+            let (tx, rx) = channel::<Task>();
+            senders.push(tx);
+            let done = done.clone();
+            let clock = clock.clone();
+            let note_tx = note_tx.clone();
+            #[cfg(target_os = "linux")]
+            let cgroups = cgroups.clone();
+            handles.push(std::thread::spawn(move || {
+                #[cfg(target_os = "linux")]
+                setup_lane(lane, &config, cgroups.as_ref(), &note_tx);
+                #[cfg(not(target_os = "linux"))]
+                let _ = (&config, &note_tx);
+                drop(note_tx);
+                worker_loop(lane, &rx, &clock, &done);
+            }));
+        }
+        drop(note_tx);
+        let notes = note_rx.iter().collect();
+        Self {
+            senders,
+            handles,
+            notes,
+        }
+    }
+
+    /// What each lane's setup did (pinning, real-time, resource group): log these once.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Number of lanes.
+    pub fn lanes(&self) -> usize {
+        self.senders.len()
+    }
+
+    /// Hands a step to a lane. Returns the work if the lane's thread has gone.
+    pub fn run(&self, lane: usize, job: JobId, work: Box<dyn Work>) -> Result<(), Box<dyn Work>> {
+        match self.senders.get(lane) {
+            Some(tx) => tx.send((job, work)).map_err(|e| e.0.1),
+            None => Err(work),
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.senders.clear();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn setup_lane(
+    lane: usize,
+    config: &LaneConfig,
+    cgroups: Option<&crate::platform::cgroup::CgroupHandle>,
+    notes: &Sender<String>,
+) {
+    use crate::platform::{cgroup, rt};
+    // Join the resource group first: a v1 cpu group must grant a real-time budget before
+    // a SCHED_FIFO thread may enter it.
+    if let (Some(class), Some(groups)) = (&config.cgroup_class, cgroups) {
+        let note = match cgroup::current_tid()
+            .map_err(|e| e.to_string())
+            .and_then(|tid| groups.add_thread(class, tid).map_err(|e| e.to_string()))
+        {
+            Ok(()) => format!("lane {lane}: in resource group {class}"),
+            Err(e) => format!("lane {lane}: not in resource group {class}: {e}"),
+        };
+        let _ = notes.send(note);
+    }
+    if let Some(cpu) = config.cpu {
+        let _ = notes.send(format!("lane {lane}: {}", rt::pin_current(cpu)));
+    }
+    if let Some(p) = config.fifo_priority {
+        let _ = notes.send(format!("lane {lane}: {}", rt::set_current_fifo(p)));
+    }
+}
+
+fn worker_loop<C: Clock>(lane: usize, rx: &Receiver<Task>, clock: &C, done: &Sender<Event>) {
+    while let Ok((job, mut work)) = rx.recv() {
+        let started_nanos = clock.now_nanos();
+        let outcome = work.step();
+        let ended_nanos = clock.now_nanos();
+        let c = Completion {
+            lane,
+            job,
+            outcome,
+            work,
+            started_nanos,
+            ended_nanos,
+        };
+        if done.send(Event::Done(c)).is_err() {
+            return;
+        }
+    }
+}
+
+/// What reaches the scheduler loop: new jobs and finished steps, on one channel.
+pub enum Event {
+    /// A new job.
+    Submit {
+        /// Its class.
+        class: ClassId,
+        /// Its modality.
+        modality: Modality,
+        /// Its absolute deadline on the device timeline.
+        deadline_nanos: Nanos,
+        /// Its work.
+        work: Box<dyn Work>,
+    },
+    /// A step ended.
+    Done(Completion),
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Submit {
+                class,
+                deadline_nanos,
+                ..
+            } => f
+                .debug_struct("Submit")
+                .field("class", class)
+                .field("deadline_nanos", deadline_nanos)
+                .finish(),
+            Event::Done(c) => c.fmt(f),
+        }
+    }
+}
+
+/// The scheduler loop: the dispatcher's decisions carried out on worker threads.
+#[derive(Debug)]
+pub struct SchedulerLoop<C: Clock> {
+    dispatcher: Dispatcher,
+    pool: WorkerPool,
+    clock: C,
+    events: Receiver<Event>,
+    submit: Sender<Event>,
+    works: HashMap<JobId, Box<dyn WorkDebug>>,
+    failures: u64,
+}
+
+/// `Work` that can sit in a debug-printed map.
+trait WorkDebug: Send {
+    fn into_work(self: Box<Self>) -> Box<dyn Work>;
+}
+impl WorkDebug for Box<dyn Work> {
+    fn into_work(self: Box<Self>) -> Box<dyn Work> {
+        *self
+    }
+}
+impl std::fmt::Debug for dyn WorkDebug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Work")
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> SchedulerLoop<C> {
+    /// A loop over `dispatcher` with one worker per lane of `lanes`.
+    pub fn new(
+        dispatcher: Dispatcher,
+        lanes: &[LaneConfig],
+        clock: C,
+        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    ) -> Self {
+        let (submit, events) = channel();
+        let pool = WorkerPool::start(
+            lanes,
+            clock.clone(),
+            submit.clone(),
+            #[cfg(target_os = "linux")]
+            cgroups,
+        );
+        Self {
+            dispatcher,
+            pool,
+            clock,
+            events,
+            submit,
+            works: HashMap::new(),
+            failures: 0,
+        }
+    }
+
+    /// Where sources and the router send new jobs ([`Event::Submit`]).
+    pub fn submitter(&self) -> Sender<Event> {
+        self.submit.clone()
+    }
+
+    /// The lanes' setup notes, to log once.
+    pub fn notes(&self) -> &[String] {
+        self.pool.notes()
+    }
+
+    /// The dispatcher (counts, predicted costs, classes).
+    pub fn dispatcher(&mut self) -> &mut Dispatcher {
+        &mut self.dispatcher
+    }
+
+    /// Steps that failed.
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    /// Runs until `until_nanos` on the device clock, or until nothing is running or
+    /// waiting and no event arrives for `idle_grace`.
+    pub fn run_until(
+        &mut self,
+        until_nanos: Nanos,
+        idle_grace: Duration,
+    ) -> Result<(), DispatchError> {
+        loop {
+            let now = self.clock.now_nanos();
+            if now >= until_nanos {
+                return Ok(());
+            }
+            let wait = if self.dispatcher.is_idle() {
+                idle_grace
+            } else {
+                Duration::from_millis(1)
+            };
+            match self.events.recv_timeout(wait) {
+                Ok(event) => self.handle(event)?,
+                Err(RecvTimeoutError::Timeout) if self.dispatcher.is_idle() => return Ok(()),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+            // Drain whatever else arrived, then decide once.
+            while let Ok(event) = self.events.try_recv() {
+                self.handle(event)?;
+            }
+            let decision = self.dispatcher.decide(self.clock.now_nanos());
+            self.carry_out(decision);
+        }
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), DispatchError> {
+        match event {
+            Event::Submit {
+                class,
+                modality,
+                deadline_nanos,
+                work,
+            } => {
+                let id = self.dispatcher.submit(class, modality, deadline_nanos);
+                self.works.insert(id, Box::new(work));
+            }
+            Event::Done(c) => match c.outcome {
+                Ok(outcome) => {
+                    self.dispatcher.complete(c.lane, c.ended_nanos, outcome)?;
+                    if outcome == StepOutcome::Yield {
+                        self.works.insert(c.job, Box::new(c.work));
+                    }
+                }
+                Err(_) => {
+                    self.failures += 1;
+                    self.dispatcher.abandon(c.lane)?;
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn carry_out(&mut self, decision: Decision) {
+        for job in decision.shed.iter().chain(&decision.pruned) {
+            self.works.remove(&job.id);
+        }
+        for d in decision.dispatched {
+            let Some(work) = self.works.remove(&d.job.id) else {
+                continue;
+            };
+            if self.pool.run(d.lane, d.job.id, work.into_work()).is_err() {
+                self.failures += 1;
+                let _ = self.dispatcher.abandon(d.lane);
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! # mmsched-sim — the *simulated* mmsched
+//!
+//! The one place in mmsched where inference is **modelled instead of run**: job costs are
+//! drawn from a measured device latency profile, sensors and networks are statistical
+//! models, and time is a virtual clock moved with `advance()`. Everything that *decides* —
+//! alignment, playout, LDTI, health actions — is the real code from `mmsched-core`, so
+//! what the simulator shows is what the runtime would do on the same events.
+//!
+//! - [`clock`]: the virtual clock;
+//! - [`rng`]: seeded, reproducible random streams;
+//! - [`jitter`]: Gamma jitter injection, P99 calibration and packet-trace replay (S6);
+//! - [`emodel`]: ITU-T G.107 E-model MOS from delay and loss;
+//! - [`speech`]: the S6 experiment — fixed vs adaptive playout buffer;
+//! - [`drift`]: the S5 clock-drift model and the alignment experiment;
+//! - [`stats`]: percentiles.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod drift;
+pub mod emodel;
+pub mod jitter;
+pub mod rng;
+pub mod speech;
+pub mod stats;

