@@ -22,6 +22,9 @@ enum Command {
     Ldti(cmd::ldti::LdtiArgs),
     /// Serve the live policy API, status, metrics and trace viewer over HTTP (S12, S13).
     Serve(cmd::serve::ServeArgs),
+    /// View, export, validate or generate mmtrace files (the mmTracer viewer).
+    #[command(subcommand)]
+    Trace(cmd::trace::TraceCommand),
     /// Measure performance figures (printed; `--json` for scripts; build with --release).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -43,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Trace(c) => cmd::trace::run(c),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Sim(c) => cmd::sim::run(c),
         #[cfg(target_os = "linux")]

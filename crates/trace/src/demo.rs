@@ -285,7 +285,7 @@ pub fn generate(cfg: DemoConfig) -> Trace {
             g.attr(attr::ETAG, json!(format!("\"p-{policy_rev}\"")));
             g.attr(
                 "changed",
-                json!(if policy_rev % 2 == 0 {
+                json!(if policy_rev.is_multiple_of(2) {
                     "weights.deadline 0.45→0.6"
                 } else {
                     "weights.deadline 0.6→0.45"

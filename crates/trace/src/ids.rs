@@ -219,7 +219,8 @@ impl IdGen {
     /// A generator seeded from the process's random hasher keys (no clock is read).
     pub fn from_entropy() -> Self {
         use std::hash::BuildHasher;
-        let seed = std::collections::hash_map::RandomState::new().hash_one(0x6d6d_7363_6865_64u64);
+        let seed =
+            std::collections::hash_map::RandomState::new().hash_one(0x006d_6d73_6368_6564_u64);
         Self::from_seed(seed)
     }
 

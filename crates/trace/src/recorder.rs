@@ -15,6 +15,9 @@ use crate::record::{Record, RecordKind, attr};
 use crate::ring::Ring;
 use crate::sync::Arc;
 
+/// Interned names are plain std `Arc`s: they are not part of the loom-checked ring.
+type Name = std::sync::Arc<str>;
+
 /// Ring slots when no capacity is given: 16 Ki events (≈1.7 MB). At 100 k events/s and a
 /// drain every 10 ms the ring is under 7 % full.
 pub const DEFAULT_CAPACITY: usize = 1 << 14;
@@ -38,8 +41,8 @@ pub enum RecorderError {
 
 #[derive(Debug, Default)]
 struct Symbols {
-    names: Vec<Arc<str>>,
-    ids: HashMap<Arc<str>, u16>,
+    names: Vec<Name>,
+    ids: HashMap<Name, u16>,
 }
 
 /// One event as a worker hands it to the recorder: plain `Copy` data, no allocation.
@@ -172,7 +175,7 @@ pub struct Drain {
     ring: Arc<Ring<WORDS>>,
     symbols: Arc<Mutex<Symbols>>,
     /// A local copy of the symbol table, refreshed when an unknown symbol shows up.
-    cache: Vec<Arc<str>>,
+    cache: Vec<Name>,
     /// Events that could not be decoded (corrupt ids); counted, never panicked on.
     undecodable: u64,
 }
@@ -207,7 +210,7 @@ impl Recorder {
             return Ok(Sym(*id));
         }
         let id = u16::try_from(s.names.len()).map_err(|_| RecorderError::SymbolTableFull)?;
-        let name: Arc<str> = Arc::from(name);
+        let name: Name = Name::from(name);
         s.names.push(name.clone());
         s.ids.insert(name, id);
         Ok(Sym(id))
@@ -246,7 +249,7 @@ impl Drain {
             .map_or_else(|| format!("sym#{i}"), |s| s.to_string())
     }
 
-    fn to_record(&mut self, e: Event) -> Record {
+    fn record_of(&mut self, e: Event) -> Record {
         let mut attrs = BTreeMap::new();
         if let Some(c) = e.caused_by {
             attrs.insert(attr::CAUSED_BY.to_string(), Value::String(c.to_hex()));
@@ -285,7 +288,7 @@ impl Drain {
             n += 1;
             match decode(&words) {
                 Some(e) => {
-                    let r = self.to_record(e);
+                    let r = self.record_of(e);
                     f(r);
                 }
                 None => self.undecodable += 1,
@@ -397,10 +400,10 @@ impl DrainThread {
                 let mut failed: Option<std::io::Error> = None;
                 let mut round = |drain: &mut Drain, writer: &mut crate::format::Writer<W>| {
                     drain.drain(|r| {
-                        if failed.is_none() {
-                            if let Err(e) = writer.write(&r) {
-                                failed = Some(e);
-                            }
+                        if failed.is_none()
+                            && let Err(e) = writer.write(&r)
+                        {
+                            failed = Some(e);
                         }
                     });
                 };

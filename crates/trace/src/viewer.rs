@@ -22,10 +22,10 @@ pub fn asset(path: &str) -> Option<(&'static str, &'static [u8])> {
         "/" | "/index.html" | "index.html" => {
             Some(("text/html; charset=utf-8", INDEX_HTML.as_bytes()))
         }
-        "/viewer.js" | "viewer.js" => {
+        "/viewer.js" | "viewer.js" | "/assets/viewer.js" | "assets/viewer.js" => {
             Some(("text/javascript; charset=utf-8", VIEWER_JS.as_bytes()))
         }
-        "/viewer.css" | "viewer.css" => Some(("text/css; charset=utf-8", VIEWER_CSS.as_bytes())),
+        "/viewer.css" | "viewer.css" | "/assets/viewer.css" | "assets/viewer.css" => Some(("text/css; charset=utf-8", VIEWER_CSS.as_bytes())),
         _ => None,
     }
 }

@@ -8,3 +8,4 @@ pub mod ldti;
 pub mod policy;
 pub mod serve;
 pub mod sim;
+pub mod trace;

@@ -58,6 +58,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         addr: a.addr,
         token,
         body_limit_bytes: a.body_limit_kib.saturating_mul(1024),
+        assets: Some(mmsched_trace::viewer::asset),
         ..ServerConfig::default()
     };
     let handle = mmsched_server::spawn(shared.clone(), config)?;

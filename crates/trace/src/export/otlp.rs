@@ -13,7 +13,7 @@
 //! `gen_ai.server.time_to_first_token`, `gen_ai.server.time_per_output_token` (seconds)
 //! and `gen_ai.client.token.usage` (tokens, by `gen_ai.token.type`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 
 use serde_json::{Value, json};
@@ -90,21 +90,28 @@ pub fn traces_request(trace: &Trace) -> Value {
     let t0 = trace.header.start_unix_nanos;
     let abs = |ns: u64| t0.saturating_add(ns).to_string();
     let mut events: HashMap<SpanId, Vec<Value>> = HashMap::new();
-    let mut missed: HashMap<SpanId, ()> = HashMap::new();
+    let mut missed: HashSet<SpanId> = HashSet::new();
     for r in &trace.records {
-        if r.kind == RecordKind::Instant {
-            if let Some(p) = r.parent_span_id {
-                if r.name == stage::MISS {
-                    missed.insert(p, ());
-                }
-                events.entry(p).or_default().push(json!({
+        if r.kind == RecordKind::Instant
+            && let Some(p) = r.parent_span_id
+        {
+            if r.name == stage::MISS {
+                missed.insert(p);
+            }
+            events.entry(p).or_default().push(json!({
                     "timeUnixNano": abs(r.ts_ns),
                     "name": r.name,
                     "attributes": r.attrs.iter().map(|(k, v)| kv(&format!("mmsched.{k}"), v.clone())).collect::<Vec<_>>(),
                 }));
-            }
         }
     }
+    let causes: HashSet<SpanId> = trace.records.iter().filter_map(Record::caused_by).collect();
+    let cause_trace: HashMap<SpanId, crate::ids::TraceId> = trace
+        .records
+        .iter()
+        .filter(|r| causes.contains(&r.span_id))
+        .map(|r| (r.span_id, r.trace_id))
+        .collect();
     let mut spans = Vec::new();
     for r in &trace.records {
         let is_span = r.kind == RecordKind::Span;
@@ -142,11 +149,11 @@ pub fn traces_request(trace: &Trace) -> Value {
         }
         if let Some(cause) = r.caused_by() {
             // The cause usually lives in another trace (the ASR job's): a span link.
-            if let Some(c) = trace.records.iter().find(|c| c.span_id == cause) {
-                span["links"] = json!([{"traceId": c.trace_id.to_hex(), "spanId": cause.to_hex()}]);
+            if let Some(t) = cause_trace.get(&cause) {
+                span["links"] = json!([{"traceId": t.to_hex(), "spanId": cause.to_hex()}]);
             }
         }
-        if missed.contains_key(&r.span_id) {
+        if missed.contains(&r.span_id) {
             span["status"] = json!({"code": 2, "message": "deadline missed"});
         }
         spans.push(span);

@@ -15,7 +15,7 @@
 //!
 //! Timestamps are microseconds (fractional) on the drift-corrected device timeline.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 
@@ -186,13 +186,13 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
     }
 
     // Flow arrows: one per (cause, caused job).
-    let mut flows: BTreeMap<(SpanId, u64), ()> = BTreeMap::new();
+    let mut flows: BTreeSet<(SpanId, u64)> = BTreeSet::new();
     for r in &trace.records {
         if let (Some(cause), Some(job)) = (r.caused_by(), r.job) {
-            flows.insert((cause, job), ());
+            flows.insert((cause, job));
         }
     }
-    for (flow_id, (cause, job)) in flows.keys().enumerate() {
+    for (flow_id, (cause, job)) in flows.iter().enumerate() {
         let (Some(&(src_tid, src_ts, src_dur)), Some(&(dst_tid, dst_ts))) =
             (placed.get(cause), first_thread_slice.get(job))
         else {

@@ -16,9 +16,9 @@
   const MODALITY_ORDER = ["image", "audio", "text", "imu", "log"];
   const COUNTER_INFO = {
     ldti: { label: "LDTI", unit: "", height: 64, color: "#2f6fdf", fixed: [0, 1] },
-    queue_depth: { label: "queue depth", unit: " jobs", height: 38, color: "#4f6d8a" },
-    psi_cpu: { label: "CPU pressure (PSI)", unit: " %", height: 38, color: "#8a5a44" },
-    slot_occupancy: { label: "slot occupancy", unit: "", height: 38, color: "#3c8d7a", fixed: [0, 1] },
+    queue_depth: { label: "queue depth", unit: " jobs", height: 40, color: "#4f6d8a" },
+    psi_cpu: { label: "CPU pressure (PSI)", unit: " %", height: 40, color: "#8a5a44" },
+    slot_occupancy: { label: "slot occupancy", unit: "", height: 40, color: "#3c8d7a", fixed: [0, 1] },
   };
   const AXIS_H = 30;
   const GROUP_H = 22;
@@ -26,7 +26,7 @@
   const ROW_GAP = 2;
   const MARK_H = 10;
   const MAX_ROWS = 4;
-  const TRACK_H = 24;
+  const TRACK_H = 34;
   const MISS = "#d62f3a";
   const POLICY = "#7b4fd6";
   const STAGE_ON_TRACK = new Set(["pre", "exec", "post", "prefill", "decode"]);
@@ -189,7 +189,7 @@
     }
     const modalities = [...new Set([...byModality.keys(), ...marks.keys()])]
       .sort((a, b) => MODALITY_ORDER.indexOf(a) - MODALITY_ORDER.indexOf(b));
-    if (modalities.length) group("Modalities · job lifecycle");
+    if (modalities.length) group("Modalities · jobs");
     for (const m of modalities) {
       const list = (byModality.get(m) || []).filter((j) => j.stages.length || j.root);
       // Greedy row packing so overlapping jobs sit on separate rows.
@@ -206,9 +206,9 @@
       const rows = Math.max(1, rowEnds.length);
       const mk = marks.get(m) || [];
       const missed = list.filter((j) => j.missed).length;
-      const h = MARK_H + rows * (ROW_H + ROW_GAP) + 6;
+      const h = Math.max(40, MARK_H + rows * (ROW_H + ROW_GAP) + 6);
       lanes.push({ kind: "modality", id: m, label: m, items: list, marks: mk, rows, y, h, maxDur, maxOff,
-        sub: list.length + " jobs · " + missed + " missed · " + mk.length + " skip/shed" });
+        sub: list.length + " jobs · " + missed + " missed" + (mk.length ? " · " + mk.length + " skip/shed" : "") });
       y += h;
     }
     if (tracks.size) group("Compute tracks");
@@ -220,7 +220,7 @@
       for (const r of items) busy += r.dur_ns;
       const span = Math.max(1, maxTs - minTs);
       lanes.push({ kind: "track", id: name, label: name, items, y, h: TRACK_H, maxDur, maxOff,
-        sub: items.length + " slices · " + (100 * busy / span).toFixed(0) + "% busy" });
+        sub: (100 * busy / span).toFixed(0) + "% busy · " + items.length + " slices" });
       y += TRACK_H;
     }
 
@@ -264,8 +264,8 @@
     const lanesEl = $("lanes");
     lanesEl.replaceChildren();
     lanesEl.style.height = state.contentH + "px";
-    lanesEl.append(el("div", { className: "lane-group", style: "top:0;height:" + AXIS_H + "px" },
-      state.raw ? "time · raw sensor clocks" : "time · drift-corrected"));
+    lanesEl.append(el("div", { className: "lane-group axis", id: "axis-label", style: "top:0;height:" + AXIS_H + "px" },
+      state.raw ? "raw sensor time" : "drift-corrected"));
     for (const lane of state.lanes) {
       if (lane.kind === "group") {
         lanesEl.append(el("div", { className: "lane-group", style: "top:" + lane.y + "px;height:" + lane.h + "px" }, lane.label));
@@ -483,10 +483,8 @@
       ctx.fillStyle = "#d9c8ff";
       ctx.fillText("ETag " + ((p.attrs && p.attrs.etag) || "?"), x + 9, AXIS_H - 8);
     }
-    ctx.fillStyle = "#9fb3c8";
-    ctx.textAlign = "right";
-    ctx.fillText("span " + fmtDur(state.t1 - state.t0) + (state.raw ? " · raw sensor time" : " · drift-corrected"), W - 6, 11);
-    ctx.textAlign = "left";
+    const head = $("axis-label");
+    if (head) head.textContent = (state.raw ? "raw sensor time" : "drift-corrected") + " · " + fmtDur(state.t1 - state.t0) + " in view";
   }
 
   function drawPolicies(H) {
@@ -906,11 +904,17 @@
     const ms = Math.round(performance.now() - started);
     const demo = parsed.header.metadata && parsed.header.metadata.demo ? " · DEMO (synthetic)" : "";
     setStatus(parsed.records.length.toLocaleString("en") + " records · " + state.jobs.length.toLocaleString("en") +
-      " jobs · " + fmtDur(state.maxTs - state.minTs) + " from " + source + demo + " · " + ms + " ms" +
+      " jobs · " + fmtDur(state.maxTs - state.minTs) + " from " + source + demo + " · parsed in " + ms + " ms" +
       (parsed.errors.length ? " · " + parsed.errors.length + "+ bad lines skipped (" + parsed.errors[0] + ")" : ""), parsed.errors.length > 0);
     document.body.dataset.loaded = "true";
     document.body.dataset.records = String(parsed.records.length);
     const hash = new URLSearchParams(location.hash.slice(1));
+    // #view=START_S,END_S opens a window of the trace (seconds from its start).
+    const view = (hash.get("view") || "").split(",").map(Number);
+    if (view.length === 2 && view.every(isFinite) && view[1] > view[0]) {
+      zoomTo(state.minTs + view[0] * 1e9, state.minTs + view[1] * 1e9);
+    }
+    if (hash.get("raw") === "1") $("timemode").querySelector("[data-mode=raw]").click();
     if (hash.get("trace")) {
       $("search").value = hash.get("trace");
       search(hash.get("trace"));

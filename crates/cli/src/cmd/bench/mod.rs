@@ -1,13 +1,16 @@
-//! `mmsched bench …`: measured figures, printed as a table or (`--json`) for scripts.
+//! `mmsched bench …`: speed goals measured as benchmarks, never as timed tests; printed as a
+//! table or (`--json`) for scripts.
 
 pub mod core;
 pub mod policy;
+mod trace;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
 
+/// Subcommands of `mmsched bench`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Scheduling core: arbitration decision latency, full re-evaluation, slot
@@ -17,11 +20,15 @@ pub enum BenchCommand {
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.
     Policy(policy::PolicyBenchArgs),
+    /// Trace recorder: worker-side ns/event (P50/P99) and drops at a sustained event rate.
+    Trace(trace::TraceBenchArgs),
 }
 
+/// Runs one benchmark.
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Core(args) => self::core::run(args),
         BenchCommand::Policy(a) => policy::run(a),
+        BenchCommand::Trace(a) => trace::run(a),
     }
 }
