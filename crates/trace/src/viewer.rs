@@ -25,7 +25,9 @@ pub fn asset(path: &str) -> Option<(&'static str, &'static [u8])> {
         "/viewer.js" | "viewer.js" | "/assets/viewer.js" | "assets/viewer.js" => {
             Some(("text/javascript; charset=utf-8", VIEWER_JS.as_bytes()))
         }
-        "/viewer.css" | "viewer.css" | "/assets/viewer.css" | "assets/viewer.css" => Some(("text/css; charset=utf-8", VIEWER_CSS.as_bytes())),
+        "/viewer.css" | "viewer.css" | "/assets/viewer.css" | "assets/viewer.css" => {
+            Some(("text/css; charset=utf-8", VIEWER_CSS.as_bytes()))
+        }
         _ => None,
     }
 }
