@@ -280,7 +280,8 @@ impl PlayoutBuffer {
             ..
         } = self.config.mode
         {
-            let desired = self.reference.unwrap_or(play) + (seq as i128 + 1) * frame
+            let desired = self.reference.unwrap_or(play)
+                + (seq as i128 + 1) * frame
                 + self.target_nanos as i128;
             // Never shorten a frame below half its length: play times strictly increase.
             let accelerate = (accelerate_nanos as i128).min(frame / 2);
@@ -313,9 +314,7 @@ mod tests {
 
     #[test]
     fn fixed_buffer_plays_on_time_packets_and_conceals_late_ones() {
-        let mut b = PlayoutBuffer::new(cfg(PlayoutMode::Fixed {
-            delay_nanos: FRAME,
-        }));
+        let mut b = PlayoutBuffer::new(cfg(PlayoutMode::Fixed { delay_nanos: FRAME }));
         assert_eq!(b.on_packet(0, 100), PacketOutcome::Buffered);
         assert_eq!(b.poll(100), None);
         let d = b.poll(100 + FRAME).expect("frame 0 due");
@@ -323,7 +322,10 @@ mod tests {
         // Packet 1 is 25 ms late: beyond the 20 ms buffer.
         let d = b.poll(100 + 2 * FRAME).expect("frame 1 due");
         assert_eq!((d.seq, d.kind), (1, FrameKind::Conceal));
-        assert_eq!(b.on_packet(1, 100 + FRAME + 25_000_000), PacketOutcome::Late);
+        assert_eq!(
+            b.on_packet(1, 100 + FRAME + 25_000_000),
+            PacketOutcome::Late
+        );
         assert_eq!(b.on_packet(2, 100 + 2 * FRAME), PacketOutcome::Buffered);
         assert_eq!(b.on_packet(2, 100 + 2 * FRAME), PacketOutcome::Duplicate);
         assert_eq!(b.on_packet(1000, 100), PacketOutcome::Overflow);

@@ -17,8 +17,12 @@ use crate::ldti::{ActionSwitches, LdtiWeights, LevelThresholds};
 pub const POLICY_VERSION: u32 = 1;
 
 /// Importance γ of the built-in job classes when a policy does not list them.
-pub const DEFAULT_IMPORTANCE: [(&str, f64); 4] =
-    [("vision", 0.92), ("vad", 0.60), ("asr", 0.70), ("llm", 0.50)];
+pub const DEFAULT_IMPORTANCE: [(&str, f64); 4] = [
+    ("vision", 0.92),
+    ("vad", 0.60),
+    ("asr", 0.70),
+    ("llm", 0.50),
+];
 
 /// How admitted jobs are ordered for dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

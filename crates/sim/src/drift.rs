@@ -198,7 +198,8 @@ fn simulate_stream(cfg: &DriftConfig, index: usize) -> EventErrors {
         let mapped = aligner.to_device_nanos(stamp as u64) as f64 - origin_nanos;
         out.t_nanos.push(t);
         out.raw_ms.push(delay_ms);
-        out.aligned_ms.push((mapped - s.latency_ms * 1e6 - t as f64) / 1e6);
+        out.aligned_ms
+            .push((mapped - s.latency_ms * 1e6 - t as f64) / 1e6);
         phase_nanos += alpha_ppm * 1e-6 * s.period_nanos as f64;
         t += s.period_nanos;
     }
@@ -258,7 +259,8 @@ pub fn run(cfg: &DriftConfig) -> Result<Vec<PairResult>, DriftError> {
         let mut aligned = Vec::with_capacity(ea.t_nanos.len());
         let mut j = 0;
         for (k, &t) in ea.t_nanos.iter().enumerate() {
-            while j + 1 < eb.t_nanos.len() && eb.t_nanos[j + 1].abs_diff(t) <= eb.t_nanos[j].abs_diff(t)
+            while j + 1 < eb.t_nanos.len()
+                && eb.t_nanos[j + 1].abs_diff(t) <= eb.t_nanos[j].abs_diff(t)
             {
                 j += 1;
             }
@@ -318,7 +320,10 @@ mod tests {
             ..DriftConfig::default()
         };
         let e = run(&cfg).unwrap_err().to_string();
-        assert!(e.contains("lidar") && e.contains("vision, imu, audio"), "{e}");
+        assert!(
+            e.contains("lidar") && e.contains("vision, imu, audio"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub const DEFAULT_SCALE_MS: f64 = 8.0;
 #[derive(Debug, thiserror::Error)]
 pub enum JitterError {
     /// Shape or scale out of range.
-    #[error("invalid Gamma jitter parameters k = {shape}, θ = {scale_ms} ms: both must be finite and > 0 (θ may be 0 for no jitter)")]
+    #[error(
+        "invalid Gamma jitter parameters k = {shape}, θ = {scale_ms} ms: both must be finite and > 0 (θ may be 0 for no jitter)"
+    )]
     Parameters {
         /// Shape k.
         shape: f64,
@@ -56,7 +58,9 @@ pub enum JitterError {
         source: std::io::Error,
     },
     /// A line of the trace is malformed.
-    #[error("packet trace line {line}: {reason} (expected `seq,send_ms,arrival_ms`, e.g. `12,240.0,268.5`, or NDJSON {{\"seq\":12,\"send_ms\":240.0,\"arrival_ms\":268.5}})")]
+    #[error(
+        "packet trace line {line}: {reason} (expected `seq,send_ms,arrival_ms`, e.g. `12,240.0,268.5`, or NDJSON {{\"seq\":12,\"send_ms\":240.0,\"arrival_ms\":268.5}})"
+    )]
     Trace {
         /// 1-based line number.
         line: usize,
@@ -323,7 +327,9 @@ pub fn parse_trace(text: &str) -> Result<Vec<PacketRecord>, JitterError> {
             }
             return Err(JitterError::Trace {
                 line,
-                reason: format!("the first line must be the header `seq,send_ms,arrival_ms`, got `{l}`"),
+                reason: format!(
+                    "the first line must be the header `seq,send_ms,arrival_ms`, got `{l}`"
+                ),
             });
         }
         let fields: Vec<&str> = l.split(',').map(str::trim).collect();
@@ -347,7 +353,11 @@ pub fn parse_trace(text: &str) -> Result<Vec<PacketRecord>, JitterError> {
         let arrival = if fields[2].is_empty() {
             None
         } else {
-            Some(ms_to_nanos(num(fields[2], "arrival_ms")?, line, "arrival_ms")?)
+            Some(ms_to_nanos(
+                num(fields[2], "arrival_ms")?,
+                line,
+                "arrival_ms",
+            )?)
         };
         out.push(PacketRecord {
             seq,

@@ -213,15 +213,27 @@ pub fn replay_trace(packets: &[PacketRecord], codec: &Codec) -> JitterRow {
         .iter()
         .filter_map(|p| p.arrival_nanos.map(|a| (a - p.send_nanos) as f64 / 1e6))
         .collect();
-    let fastest = one_way.iter().copied().fold(f64::INFINITY, f64::min).max(0.0);
+    let fastest = one_way
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(0.0);
     let mut jitter: Vec<f64> = one_way.iter().map(|d| d - fastest).collect();
     let p99 = crate::stats::quantile(&mut jitter, 0.99);
     // Lost packets inside the trace are concealed by the buffers like late ones.
     JitterRow {
         p99_ms: p99,
         scale_ms: 0.0,
-        fixed: result(&fixed, codec, if fastest.is_finite() { fastest } else { 0.0 }),
-        adaptive: result(&adaptive, codec, if fastest.is_finite() { fastest } else { 0.0 }),
+        fixed: result(
+            &fixed,
+            codec,
+            if fastest.is_finite() { fastest } else { 0.0 },
+        ),
+        adaptive: result(
+            &adaptive,
+            codec,
+            if fastest.is_finite() { fastest } else { 0.0 },
+        ),
     }
 }
 
@@ -247,7 +259,11 @@ mod tests {
 
     #[test]
     fn adaptive_beats_fixed_under_jitter() {
-        let row = run_row(&small(), 42.0, GammaJitter::with_p99(2.0, 42.0).expect("valid"));
+        let row = run_row(
+            &small(),
+            42.0,
+            GammaJitter::with_p99(2.0, 42.0).expect("valid"),
+        );
         assert!(row.fixed.loss_pct > 3.0, "{row:?}");
         assert!(row.adaptive.loss_pct < row.fixed.loss_pct / 3.0, "{row:?}");
         assert!(row.adaptive.mos > row.fixed.mos, "{row:?}");

@@ -179,7 +179,10 @@ fn run_jitter(a: JitterArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("Speech jitter (simulated; codec {}, E-model G.107)", codec.name);
+    println!(
+        "Speech jitter (simulated; codec {}, E-model G.107)",
+        codec.name
+    );
     println!(
         "{:>12} | {:>13} {:>9} | {:>13} {:>9} {:>15}",
         "jitter P99", "fixed loss", "fixed MOS", "adaptive loss", "adapt MOS", "added delay"

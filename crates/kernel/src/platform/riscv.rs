@@ -93,8 +93,11 @@ global_asm!(
     // Trap entry and context switch: save the frame, ask the kernel, restore a frame.
     // s0-s11 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
     // wrappers declare every caller-saved register clobbered, so only the result in a0
-    // travels back (a0 and a1, the syscall number and argument, are saved for the kernel to
-    // read). An interrupt frame (kind 0) also holds ra, t0-t6 and a2-a7.
+    // travels back, and the caller-saved registers are free scratch once the trap is known
+    // to be synchronous. A yield (a0 = 1, which is also kind 1) takes the fast path: its
+    // result is always 0 and `mmk_yield_rust` only rotates the level's list. Other syscalls
+    // save a0 and a1 (number and argument) for `mmk_trap_rust`. An interrupt frame (kind 0)
+    // also holds ra, t0-t6 and a0-a7.
     ".section .text.mmk_trap, \"ax\"",
     ".global _mmk_trap",
     ".type _mmk_trap, @function",
@@ -113,18 +116,18 @@ global_asm!(
     "  sw x25, 84(sp)",
     "  sw x26, 88(sp)",
     "  sw x27, 92(sp)",
-    "  sw x10, 24(sp)",
-    "  sw x11, 28(sp)",
     "  csrr s0, mcause",
     "  bltz s0, 2f",
-    "  li s1, 1",
-    "1: sw s1, 116(sp)",
-    "  csrr s1, mepc",
-    "  sw s1, 112(sp)",
+    "  csrr t0, mepc",
+    "  addi t0, t0, 4",
+    "  sw t0, 112(sp)",
+    "  li t1, 1",
+    "  sw t1, 116(sp)",
+    "  bne a0, t1, 3f",
+    "  sw zero, 24(sp)",
     "  mv a0, sp",
-    "  mv a1, s0",
-    "  call mmk_trap_rust",
-    "  mv sp, a0",
+    "  call mmk_yield_rust",
+    "4: mv sp, a0",
     "  lw t0, 112(sp)",
     "  csrw mepc, t0",
     "  lw x8, 16(sp)",
@@ -144,6 +147,12 @@ global_asm!(
     "  lw a0, 24(sp)",
     "  addi sp, sp, 128",
     "  mret",
+    "3: sw a0, 24(sp)",
+    "  sw a1, 28(sp)",
+    "5: mv a0, sp",
+    "  mv a1, s0",
+    "  call mmk_trap_rust",
+    "  j 4b",
     ".size _mmk_trap, . - _mmk_trap",
     // The interrupt-only parts, out of the syscall path: the full restore, then the save
     // of the caller-saved registers.
@@ -172,6 +181,8 @@ global_asm!(
     "  sw x5, 4(sp)",
     "  sw x6, 8(sp)",
     "  sw x7, 12(sp)",
+    "  sw x10, 24(sp)",
+    "  sw x11, 28(sp)",
     "  sw x12, 32(sp)",
     "  sw x13, 36(sp)",
     "  sw x14, 40(sp)",
@@ -182,8 +193,10 @@ global_asm!(
     "  sw x29, 100(sp)",
     "  sw x30, 104(sp)",
     "  sw x31, 108(sp)",
-    "  li s1, 0",
-    "  j 1b",
+    "  csrr t0, mepc",
+    "  sw t0, 112(sp)",
+    "  sw zero, 116(sp)",
+    "  j 5b",
     ".size _mmk_trap_irq, . - _mmk_trap_irq",
 );
 
@@ -438,11 +451,9 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     let event = if mcause == MCAUSE_MACHINE_TIMER {
         Event::TimerInterrupt
     } else if mcause == MCAUSE_ECALL_M {
-        // SAFETY: in-bounds words of the saved frame; resume after the 4-byte `ecall`.
-        let (number, arg) = unsafe {
-            *frame.add(FRAME_MEPC) += 4;
-            (*frame.add(FRAME_A0), *frame.add(FRAME_A1))
-        };
+        // SAFETY: in-bounds words of the saved frame (`_mmk_trap` already advanced the
+        // saved `mepc` past the 4-byte `ecall`).
+        let (number, arg) = unsafe { (*frame.add(FRAME_A0), *frame.add(FRAME_A1)) };
         match number {
             sys::YIELD => Event::Yield,
             sys::SLEEP_FOR => Event::SleepFor(arg as u32),
@@ -464,6 +475,21 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     match g.kernel.current() {
         Some(t) => g.kernel.tcb(t).context as *mut usize,
         None => g.idle_context as *mut usize,
+    }
+}
+
+/// The yield fast path, called by `_mmk_trap` for a yield `ecall` with the saved frame (its
+/// result word already 0): one call into the kernel, which rotates the running task's level
+/// and answers with the frame to restore. A yield from no task (the idle context) is
+/// refused through the general handler, which reports the error in the frame.
+#[unsafe(no_mangle)]
+extern "C" fn mmk_yield_rust(frame: *mut usize) -> *mut usize {
+    // SAFETY: as in `mmk_trap_rust`: interrupts are off in the trap handler, so this is the
+    // only access to the state.
+    let g = unsafe { &mut *STATE.0.get() };
+    match g.kernel.yield_switch(frame as usize) {
+        Some(context) => context as *mut usize,
+        None => mmk_trap_rust(frame, MCAUSE_ECALL_M),
     }
 }
 

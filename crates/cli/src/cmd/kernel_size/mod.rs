@@ -75,7 +75,9 @@ const COMPONENTS: [(&str, bool, &str); 10] = [
 /// Which component a symbol belongs to, from its name.
 fn classify(name: &str) -> &'static str {
     match name {
-        "_start" | "_mmk_trap" | "_mmk_trap_irq" | "mmk_trap_rust" => return "arch_glue",
+        "_start" | "_mmk_trap" | "_mmk_trap_irq" | "mmk_trap_rust" | "mmk_yield_rust" => {
+            return "arch_glue";
+        }
         "mmk_main" => return "demo_tasks",
         _ => {}
     }
