@@ -246,26 +246,41 @@ impl<const N: usize> Kernel<N> {
     /// `schedule` since (a task spawned from a task) does it take the general path.
     #[inline(never)]
     pub fn yield_switch(&mut self, context: usize) -> Option<usize> {
-        let c = self.running().ok()?;
-        let tcb = &mut self.tcbs[c];
+        let c = self.current;
+        if c == NO_TASK {
+            return None;
+        }
+        let tcb = &mut self.tcbs[usize::from(c) % N];
         tcb.context = context;
         let prio = tcb.priority;
-        if !self.ready.any_above(prio) {
-            let Some(next) = self.ready.rotate(TaskId(c as u8), prio) else {
-                return Some(context);
-            };
-            tcb.state = TaskState::Ready;
-            let n = &mut self.tcbs[next.index()];
-            n.state = TaskState::Running;
-            self.current = next.0;
-            self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
-            return Some(n.context);
+        if self.ready.any_above(prio) {
+            return Some(self.yield_general(c, context));
         }
-        self.yield_now().ok()?;
-        Some(match self.schedule() {
-            Some(t) => self.tcbs[t.index()].context,
+        // The running task is among the highest: rotate its level.
+        let Some(next) = self.ready.rotate(TaskId(c), prio) else {
+            return Some(context);
+        };
+        tcb.state = TaskState::Ready;
+        let n = &mut self.tcbs[next.index() % N];
+        n.state = TaskState::Running;
+        self.current = next.0;
+        self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
+        Some(n.context)
+    }
+
+    /// The rare case of [`yield_switch`](Self::yield_switch): a higher level is ready, so
+    /// the full `yield_now` and `schedule` decide (kept out of line so the fast path needs
+    /// no stack frame).
+    #[cold]
+    #[inline(never)]
+    fn yield_general(&mut self, c: u8, context: usize) -> usize {
+        let tcb = &mut self.tcbs[usize::from(c) % N];
+        tcb.state = TaskState::Ready;
+        self.ready.push_back(TaskId(c), tcb.priority);
+        match self.schedule() {
+            Some(t) => self.tcbs[t.index() % N].context,
             None => context,
-        })
+        }
     }
 
     /// Wakes a sleeping task before its time (e.g. from a device interrupt); it goes to the

@@ -102,7 +102,8 @@ impl<const N: usize> ReadyQueue<N> {
     /// higher levels are the lower bits).
     #[inline(always)]
     pub fn any_above(&self, prio: Priority) -> bool {
-        self.bitmap & (level_bit(usize::from(prio.level()) & 31) - 1) != 0
+        // Shifting out bit `31 − p` and everything above leaves the higher levels' bits.
+        (self.bitmap << (prio.level() & 31)) << 1 != 0
     }
 
     /// The `sched_yield` of a running task with peers, in one step: appends `task` (the
@@ -112,21 +113,27 @@ impl<const N: usize> ReadyQueue<N> {
     ///
     /// The level is non-empty before and after, so the bitmap is untouched and no
     /// find-first-set is needed: this is the constant-time core of the yield fast path.
-    #[inline(never)]
+    ///
+    /// Inlined into its one caller, [`Kernel::yield_switch`](crate::Kernel::yield_switch), so
+    /// the yield fast path is one leaf function (its bytes count towards the kernel rules in
+    /// `mmsched kernel-size`). Indices are reduced modulo `N` (task ids are always below
+    /// `N`, so the value never changes) which lets the compiler drop the bounds checks: for
+    /// a power-of-two capacity that is a single AND.
+    #[inline(always)]
     pub fn rotate(&mut self, task: TaskId, prio: Priority) -> Option<TaskId> {
         let p = usize::from(prio.level()) & 31;
         let head = self.head[p];
         if head == NO_TASK {
             return None;
         }
-        let after = self.next[usize::from(head)];
-        self.next[task.index()] = NO_TASK;
+        let after = self.next[usize::from(head) % N];
+        self.next[task.index() % N] = NO_TASK;
         if after == NO_TASK {
             // `head` was alone: `task` becomes the only entry.
             self.head[p] = task.0;
         } else {
             self.head[p] = after;
-            self.next[usize::from(self.tail[p])] = task.0;
+            self.next[usize::from(self.tail[p]) % N] = task.0;
         }
         self.tail[p] = task.0;
         Some(TaskId(head))

@@ -91,13 +91,14 @@ global_asm!(
     "3: j 3b",
     ".size _start, . - _start",
     // Trap entry and context switch: save the frame, ask the kernel, restore a frame.
-    // s0-s11 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
-    // wrappers declare every caller-saved register clobbered, so only the result in a0
-    // travels back, and the caller-saved registers are free scratch once the trap is known
-    // to be synchronous. A yield (a0 = 1, which is also kind 1) takes the fast path: its
-    // result is always 0 and `mmk_yield_rust` only rotates the level's list. Other syscalls
-    // save a0 and a1 (number and argument) for `mmk_trap_rust`. An interrupt frame (kind 0)
-    // also holds ra, t0-t6 and a0-a7.
+    // s0, s1 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
+    // wrappers declare every other register clobbered (all caller-saved ones and s2-s11),
+    // so only the result in a0 travels back, and those registers are free scratch once the
+    // trap is known to be synchronous. A yield (a0 = 1, which is also kind 1) takes the
+    // fast path: `mmk_yield_rust` rotates the level's list and answers the frame to restore
+    // in a0 (a1 = 0: no task is running, take the general path). Other syscalls save a0 and
+    // a1 (number and argument) for `mmk_trap_rust`. An interrupt frame (kind 0) holds every
+    // register but gp and tp.
     ".section .text.mmk_trap, \"ax\"",
     ".global _mmk_trap",
     ".type _mmk_trap, @function",
@@ -106,16 +107,6 @@ global_asm!(
     "  addi sp, sp, -128",
     "  sw x8, 16(sp)",
     "  sw x9, 20(sp)",
-    "  sw x18, 56(sp)",
-    "  sw x19, 60(sp)",
-    "  sw x20, 64(sp)",
-    "  sw x21, 68(sp)",
-    "  sw x22, 72(sp)",
-    "  sw x23, 76(sp)",
-    "  sw x24, 80(sp)",
-    "  sw x25, 84(sp)",
-    "  sw x26, 88(sp)",
-    "  sw x27, 92(sp)",
     "  csrr s0, mcause",
     "  bltz s0, 2f",
     "  csrr t0, mepc",
@@ -127,26 +118,18 @@ global_asm!(
     "  sw zero, 24(sp)",
     "  mv a0, sp",
     "  call mmk_yield_rust",
+    "  beqz a1, 6f",
     "4: mv sp, a0",
     "  lw t0, 112(sp)",
     "  csrw mepc, t0",
     "  lw x8, 16(sp)",
     "  lw x9, 20(sp)",
-    "  lw x18, 56(sp)",
-    "  lw x19, 60(sp)",
-    "  lw x20, 64(sp)",
-    "  lw x21, 68(sp)",
-    "  lw x22, 72(sp)",
-    "  lw x23, 76(sp)",
-    "  lw x24, 80(sp)",
-    "  lw x25, 84(sp)",
-    "  lw x26, 88(sp)",
-    "  lw x27, 92(sp)",
     "  lw t0, 116(sp)",
     "  beqz t0, _mmk_trap_irq",
     "  lw a0, 24(sp)",
     "  addi sp, sp, 128",
     "  mret",
+    "6: li a0, 1",
     "3: sw a0, 24(sp)",
     "  sw a1, 28(sp)",
     "5: mv a0, sp",
@@ -154,8 +137,8 @@ global_asm!(
     "  call mmk_trap_rust",
     "  j 4b",
     ".size _mmk_trap, . - _mmk_trap",
-    // The interrupt-only parts, out of the syscall path: the full restore, then the save
-    // of the caller-saved registers.
+    // The interrupt-only parts, out of the syscall path: the rest of the restore, then the
+    // save of every register but s0 and s1.
     ".global _mmk_trap_irq",
     ".type _mmk_trap_irq, @function",
     "_mmk_trap_irq:",
@@ -170,6 +153,16 @@ global_asm!(
     "  lw x15, 44(sp)",
     "  lw x16, 48(sp)",
     "  lw x17, 52(sp)",
+    "  lw x18, 56(sp)",
+    "  lw x19, 60(sp)",
+    "  lw x20, 64(sp)",
+    "  lw x21, 68(sp)",
+    "  lw x22, 72(sp)",
+    "  lw x23, 76(sp)",
+    "  lw x24, 80(sp)",
+    "  lw x25, 84(sp)",
+    "  lw x26, 88(sp)",
+    "  lw x27, 92(sp)",
     "  lw x28, 96(sp)",
     "  lw x29, 100(sp)",
     "  lw x30, 104(sp)",
@@ -189,6 +182,16 @@ global_asm!(
     "  sw x15, 44(sp)",
     "  sw x16, 48(sp)",
     "  sw x17, 52(sp)",
+    "  sw x18, 56(sp)",
+    "  sw x19, 60(sp)",
+    "  sw x20, 64(sp)",
+    "  sw x21, 68(sp)",
+    "  sw x22, 72(sp)",
+    "  sw x23, 76(sp)",
+    "  sw x24, 80(sp)",
+    "  sw x25, 84(sp)",
+    "  sw x26, 88(sp)",
+    "  sw x27, 92(sp)",
     "  sw x28, 96(sp)",
     "  sw x29, 100(sp)",
     "  sw x30, 104(sp)",
@@ -389,10 +392,29 @@ pub fn start() -> ! {
 
 fn syscall(number: usize, arg: usize) -> usize {
     let mut a0 = number;
-    // SAFETY: traps into `_mmk_trap`, which restores `sp`, `s0`-`s11` and `a0` (the result)
-    // before returning here, possibly after other tasks ran; every other caller-saved
-    // register is declared clobbered, so the kernel need not save it.
-    unsafe { asm!("ecall", inout("a0") a0, in("a1") arg, clobber_abi("C")) };
+    // SAFETY: traps into `_mmk_trap`, which restores `sp`, `s0`, `s1` and `a0` (the result)
+    // before returning here, possibly after other tasks ran; every other register the
+    // compiler allocates (all caller-saved ones and `s2`-`s11`) is declared clobbered, so
+    // the compiler keeps only what is live across the call, and the kernel need not save
+    // it. (`s0` and `s1` cannot be declared: LLVM reserves them as frame and base pointer.)
+    unsafe {
+        asm!(
+            "ecall",
+            inout("a0") a0,
+            in("a1") arg,
+            out("s2") _,
+            out("s3") _,
+            out("s4") _,
+            out("s5") _,
+            out("s6") _,
+            out("s7") _,
+            out("s8") _,
+            out("s9") _,
+            out("s10") _,
+            out("s11") _,
+            clobber_abi("C"),
+        )
+    };
     a0
 }
 
@@ -478,18 +500,30 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     }
 }
 
+/// The answer of [`mmk_yield_rust`], returned in `a0` and `a1`.
+#[repr(C)]
+struct YieldAnswer {
+    /// The frame to restore (`a0`).
+    frame: *mut usize,
+    /// 0: no task is running, take the general path; `frame` is meaningless (`a1`).
+    handled: usize,
+}
+
 /// The yield fast path, called by `_mmk_trap` for a yield `ecall` with the saved frame (its
 /// result word already 0): one call into the kernel, which rotates the running task's level
 /// and answers with the frame to restore. A yield from no task (the idle context) is
-/// refused through the general handler, which reports the error in the frame.
+/// refused through the general handler (`handled` 0), which reports the error in the frame.
 #[unsafe(no_mangle)]
-extern "C" fn mmk_yield_rust(frame: *mut usize) -> *mut usize {
+extern "C" fn mmk_yield_rust(frame: *mut usize) -> YieldAnswer {
     // SAFETY: as in `mmk_trap_rust`: interrupts are off in the trap handler, so this is the
     // only access to the state.
     let g = unsafe { &mut *STATE.0.get() };
     match g.kernel.yield_switch(frame as usize) {
-        Some(context) => context as *mut usize,
-        None => mmk_trap_rust(frame, MCAUSE_ECALL_M),
+        Some(context) => YieldAnswer {
+            frame: context as *mut usize,
+            handled: 1,
+        },
+        None => YieldAnswer { frame, handled: 0 },
     }
 }
 
