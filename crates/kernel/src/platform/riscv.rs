@@ -19,10 +19,14 @@
 //! another task's saved stack pointer. An interrupt can strike anywhere, so its frame holds
 //! every register the code may use (`ra`, `t0`–`t6`, `s0`–`s11`, `a0`–`a7`, `mepc`). A
 //! task enters through `ecall` only from the syscall wrappers, which tell the compiler that
-//! every caller-saved register is clobbered: its frame holds just `s0`–`s11` and `mepc`,
-//! which nearly halves the save and restore of a voluntary switch. A frame word records
-//! which kind it is. `gp` and `tp` are not used by the kernel or by Rust code here and are
-//! not saved.
+//! every register it may allocate except `s0` and `s1` (which LLVM reserves) is clobbered:
+//! the compiler keeps only what is live across the call, and the frame of a voluntary
+//! switch holds just `s0`, `s1`, `mepc` and the result. A frame word records which kind it
+//! is. `gp` and `tp` are not used by the kernel or by Rust code here and are not saved.
+//!
+//! A yield takes a fast path: `_mmk_trap` recognises it and calls [`mmk_yield_rust`], which
+//! asks [`Kernel::yield_switch`] to rotate the running task's level (no find-first-set, no
+//! stack frame) and restores the frame it answers.
 
 #![allow(unsafe_code)]
 
