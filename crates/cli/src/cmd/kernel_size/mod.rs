@@ -486,6 +486,7 @@ mod tests {
             "arch_glue"
         );
         assert_eq!(classify("_mmk_trap"), "arch_glue");
+        assert_eq!(classify("mmk_yield_rust"), "arch_glue");
         assert_eq!(
             classify("_RNvNtNtCsheXoZokrRQM_17compiler_builtins5float3add8___adddf3"),
             "soft_float"
