@@ -232,6 +232,57 @@ impl<const N: usize> Kernel<N> {
         Ok(())
     }
 
+    /// `sched_yield` and the scheduling decision in one step, for the platform's yield fast
+    /// path: stores `context` (the running task's saved context) in its TCB and returns the
+    /// context to resume, or `None` when no task is running (yield is a task call; nothing
+    /// changes). The answer is two registers wide, so it comes back without a memory round
+    /// trip. That is the next task of the same level when it has one (the
+    /// yielding task goes to the tail), `context` itself when it has none (it keeps
+    /// running), and whatever [`schedule`](Self::schedule) picks in the general case.
+    ///
+    /// Equivalent to [`yield_now`](Self::yield_now) followed by `schedule`. Since the
+    /// running task is always one of the highest ready tasks, the level's list is rotated
+    /// without a find-first-set; only when a higher level became ready without a
+    /// `schedule` since (a task spawned from a task) does it take the general path.
+    #[inline(never)]
+    pub fn yield_switch(&mut self, context: usize) -> Option<usize> {
+        let c = self.current;
+        if c == NO_TASK {
+            return None;
+        }
+        let tcb = &mut self.tcbs[usize::from(c) % N];
+        tcb.context = context;
+        let prio = tcb.priority;
+        if self.ready.any_above(prio) {
+            return Some(self.yield_general(c, context));
+        }
+        // The running task is among the highest: rotate its level.
+        let Some(next) = self.ready.rotate(TaskId(c), prio) else {
+            return Some(context);
+        };
+        tcb.state = TaskState::Ready;
+        let n = &mut self.tcbs[next.index() % N];
+        n.state = TaskState::Running;
+        self.current = next.0;
+        self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
+        Some(n.context)
+    }
+
+    /// The rare case of [`yield_switch`](Self::yield_switch): a higher level is ready, so
+    /// the full `yield_now` and `schedule` decide (kept out of line so the fast path needs
+    /// no stack frame).
+    #[cold]
+    #[inline(never)]
+    fn yield_general(&mut self, c: u8, context: usize) -> usize {
+        let tcb = &mut self.tcbs[usize::from(c) % N];
+        tcb.state = TaskState::Ready;
+        self.ready.push_back(TaskId(c), tcb.priority);
+        match self.schedule() {
+            Some(t) => self.tcbs[t.index() % N].context,
+            None => context,
+        }
+    }
+
     /// Wakes a sleeping task before its time (e.g. from a device interrupt); it goes to the
     /// tail of its level. Returns `false` when the task was not sleeping.
     pub fn wake(&mut self, task: TaskId) -> bool {

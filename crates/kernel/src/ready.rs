@@ -98,6 +98,47 @@ impl<const N: usize> ReadyQueue<N> {
         self.bitmap |= level_bit(p);
     }
 
+    /// Whether a level strictly above `prio` has a ready task (one mask on the bitmap: the
+    /// higher levels are the lower bits).
+    #[inline(always)]
+    pub fn any_above(&self, prio: Priority) -> bool {
+        // Shifting out bit `31 − p` and everything above leaves the higher levels' bits.
+        (self.bitmap << (prio.level() & 31)) << 1 != 0
+    }
+
+    /// The `sched_yield` of a running task with peers, in one step: appends `task` (the
+    /// running task of level `prio`, which is not in the queue) at the tail of its level and
+    /// removes and returns the head of that level. Returns `None` and changes nothing when the
+    /// level is empty (the task has no peer and keeps running).
+    ///
+    /// The level is non-empty before and after, so the bitmap is untouched and no
+    /// find-first-set is needed: this is the constant-time core of the yield fast path.
+    ///
+    /// Inlined into its one caller, [`Kernel::yield_switch`](crate::Kernel::yield_switch), so
+    /// the yield fast path is one leaf function (its bytes count towards the kernel rules in
+    /// `mmsched kernel-size`). Indices are reduced modulo `N` (task ids are always below
+    /// `N`, so the value never changes) which lets the compiler drop the bounds checks: for
+    /// a power-of-two capacity that is a single AND.
+    #[inline(always)]
+    pub fn rotate(&mut self, task: TaskId, prio: Priority) -> Option<TaskId> {
+        let p = usize::from(prio.level()) & 31;
+        let head = self.head[p];
+        if head == NO_TASK {
+            return None;
+        }
+        let after = self.next[usize::from(head) % N];
+        self.next[task.index() % N] = NO_TASK;
+        if after == NO_TASK {
+            // `head` was alone: `task` becomes the only entry.
+            self.head[p] = task.0;
+        } else {
+            self.head[p] = after;
+            self.next[usize::from(self.tail[p]) % N] = task.0;
+        }
+        self.tail[p] = task.0;
+        Some(TaskId(head))
+    }
+
     /// Removes and returns the task at the head of the highest non-empty level.
     #[inline(never)]
     pub fn pop_highest(&mut self) -> Option<TaskId> {
@@ -168,6 +209,42 @@ mod tests {
         q.push_back(TaskId(2), p(31));
         let order: Vec<_> = q.level(p(31)).collect();
         assert_eq!(order, [TaskId(1), TaskId(0), TaskId(2)]);
+    }
+
+    #[test]
+    fn rotate_moves_the_runner_to_the_tail_and_pops_the_head() {
+        let mut q = ReadyQueue::<4>::new();
+        // Task 0 runs at level 5 (not queued); 1 and 2 wait there.
+        q.push_back(TaskId(1), p(5));
+        q.push_back(TaskId(2), p(5));
+        assert_eq!(q.rotate(TaskId(0), p(5)), Some(TaskId(1)));
+        assert_eq!(q.level(p(5)).collect::<Vec<_>>(), [TaskId(2), TaskId(0)]);
+        assert_eq!(q.rotate(TaskId(1), p(5)), Some(TaskId(2)));
+        assert_eq!(q.level(p(5)).collect::<Vec<_>>(), [TaskId(0), TaskId(1)]);
+        assert_eq!(q.bitmap(), 1 << (31 - 5));
+        // One peer: the two swap.
+        let mut q = ReadyQueue::<4>::new();
+        q.push_back(TaskId(3), p(0));
+        assert_eq!(q.rotate(TaskId(2), p(0)), Some(TaskId(3)));
+        assert_eq!(q.level(p(0)).collect::<Vec<_>>(), [TaskId(2)]);
+        assert_eq!(q.pop_highest(), Some(TaskId(2)));
+        assert_eq!(q.pop_highest(), None);
+        // No peer: nothing changes.
+        assert_eq!(q.rotate(TaskId(2), p(0)), None);
+        assert_eq!(q.bitmap(), 0);
+    }
+
+    #[test]
+    fn any_above_sees_only_strictly_higher_levels() {
+        let mut q = ReadyQueue::<4>::new();
+        q.push_back(TaskId(0), p(7));
+        assert!(!q.any_above(p(7)));
+        assert!(!q.any_above(p(31)));
+        assert!(q.any_above(p(6)));
+        assert!(q.any_above(Priority::MIN));
+        q.push_back(TaskId(1), Priority::MAX);
+        assert!(!q.any_above(Priority::MAX));
+        assert!(q.any_above(p(30)));
     }
 
     #[test]

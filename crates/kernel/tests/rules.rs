@@ -2,7 +2,7 @@
 //! `dispatch` the RISC-V trap handler uses) with a fake timer that the tests advance.
 
 use mmsched_kernel::platform::host::HostMcu;
-use mmsched_kernel::{KernelError, Priority, TaskId, TaskState};
+use mmsched_kernel::{Kernel, KernelError, Priority, TaskId, TaskState};
 
 fn p(level: u8) -> Priority {
     Priority::new(level).expect("level in 0..=31")
@@ -196,4 +196,43 @@ fn refused_calls_say_why() {
     assert_eq!(err, KernelError::SleepTooLong { ticks: u32::MAX });
     assert!(err.to_string().contains("shorter steps"));
     assert_eq!(Priority::new(32), None);
+}
+
+#[test]
+fn a_yield_runs_a_higher_level_spawned_since_the_last_decision() {
+    // A running task spawns a higher-priority task (spawning does not reschedule); its
+    // yield must run that task, not rotate its own level.
+    let mut m = HostMcu::<3>::new(0);
+    let a = m.spawn(p(4)).unwrap();
+    let b = m.spawn(p(4)).unwrap();
+    assert_eq!(m.start(), Some(a));
+    let hi = m.spawn(p(6)).unwrap();
+    assert_eq!(m.yield_now().unwrap(), Some(hi));
+    m.sleep_for(10).unwrap();
+    assert_eq!(m.current(), Some(b), "b was ahead of the yielding a");
+    assert_eq!(m.yield_now().unwrap(), Some(a));
+}
+
+#[test]
+fn yield_switch_hands_over_saved_contexts() {
+    let mut k = Kernel::<3>::new();
+    assert_eq!(k.yield_switch(7), None, "no task runs yet");
+    let a = k.spawn(p(2)).unwrap();
+    let b = k.spawn(p(2)).unwrap();
+    k.tcb_mut(b).context = 0xb0;
+    assert_eq!(k.schedule(), Some(a));
+    let switches = k.stats().context_switches;
+    assert_eq!(k.yield_switch(0xa0), Some(0xb0));
+    assert_eq!(k.current(), Some(b));
+    assert_eq!(k.tcb(a).context, 0xa0);
+    assert_eq!(k.tcb(a).state(), TaskState::Ready);
+    assert_eq!(k.tcb(b).state(), TaskState::Running);
+    assert_eq!(k.stats().context_switches, switches + 1);
+    assert_eq!(k.yield_switch(0xb1), Some(0xa0));
+    // Alone at its level: the task keeps running on its own context.
+    k.sleep_until(0, 100).unwrap();
+    assert_eq!(k.schedule(), Some(b));
+    assert_eq!(k.yield_switch(0xb2), Some(0xb2));
+    assert_eq!(k.current(), Some(b));
+    assert_eq!(k.stats().context_switches, switches + 3);
 }

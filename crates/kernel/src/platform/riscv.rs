@@ -19,10 +19,14 @@
 //! another task's saved stack pointer. An interrupt can strike anywhere, so its frame holds
 //! every register the code may use (`ra`, `t0`–`t6`, `s0`–`s11`, `a0`–`a7`, `mepc`). A
 //! task enters through `ecall` only from the syscall wrappers, which tell the compiler that
-//! every caller-saved register is clobbered: its frame holds just `s0`–`s11` and `mepc`,
-//! which nearly halves the save and restore of a voluntary switch. A frame word records
-//! which kind it is. `gp` and `tp` are not used by the kernel or by Rust code here and are
-//! not saved.
+//! every register it may allocate except `s0` and `s1` (which LLVM reserves) is clobbered:
+//! the compiler keeps only what is live across the call, and the frame of a voluntary
+//! switch holds just `s0`, `s1`, `mepc` and the result. A frame word records which kind it
+//! is. `gp` and `tp` are not used by the kernel or by Rust code here and are not saved.
+//!
+//! A yield takes a fast path: `_mmk_trap` recognises it and calls [`mmk_yield_rust`], which
+//! asks [`Kernel::yield_switch`] to rotate the running task's level (no find-first-set, no
+//! stack frame) and restores the frame it answers.
 
 #![allow(unsafe_code)]
 
@@ -91,10 +95,14 @@ global_asm!(
     "3: j 3b",
     ".size _start, . - _start",
     // Trap entry and context switch: save the frame, ask the kernel, restore a frame.
-    // s0-s11 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
-    // wrappers declare every caller-saved register clobbered, so only the result in a0
-    // travels back (a0 and a1, the syscall number and argument, are saved for the kernel to
-    // read). An interrupt frame (kind 0) also holds ra, t0-t6 and a2-a7.
+    // s0, s1 and mepc are always saved. An `ecall` frame (kind 1) stops there: the syscall
+    // wrappers declare every other register clobbered (all caller-saved ones and s2-s11),
+    // so only the result in a0 travels back, and those registers are free scratch once the
+    // trap is known to be synchronous. A yield (a0 = 1, which is also kind 1) takes the
+    // fast path: `mmk_yield_rust` rotates the level's list and answers the frame to restore
+    // in a0 (a1 = 0: no task is running, take the general path). Other syscalls save a0 and
+    // a1 (number and argument) for `mmk_trap_rust`. An interrupt frame (kind 0) holds every
+    // register but gp and tp.
     ".section .text.mmk_trap, \"ax\"",
     ".global _mmk_trap",
     ".type _mmk_trap, @function",
@@ -103,50 +111,38 @@ global_asm!(
     "  addi sp, sp, -128",
     "  sw x8, 16(sp)",
     "  sw x9, 20(sp)",
-    "  sw x18, 56(sp)",
-    "  sw x19, 60(sp)",
-    "  sw x20, 64(sp)",
-    "  sw x21, 68(sp)",
-    "  sw x22, 72(sp)",
-    "  sw x23, 76(sp)",
-    "  sw x24, 80(sp)",
-    "  sw x25, 84(sp)",
-    "  sw x26, 88(sp)",
-    "  sw x27, 92(sp)",
-    "  sw x10, 24(sp)",
-    "  sw x11, 28(sp)",
     "  csrr s0, mcause",
     "  bltz s0, 2f",
-    "  li s1, 1",
-    "1: sw s1, 116(sp)",
-    "  csrr s1, mepc",
-    "  sw s1, 112(sp)",
+    "  csrr t0, mepc",
+    "  addi t0, t0, 4",
+    "  sw t0, 112(sp)",
+    "  li t1, 1",
+    "  sw t1, 116(sp)",
+    "  bne a0, t1, 3f",
+    "  sw zero, 24(sp)",
     "  mv a0, sp",
-    "  mv a1, s0",
-    "  call mmk_trap_rust",
-    "  mv sp, a0",
+    "  call mmk_yield_rust",
+    "  beqz a1, 6f",
+    "4: mv sp, a0",
     "  lw t0, 112(sp)",
     "  csrw mepc, t0",
     "  lw x8, 16(sp)",
     "  lw x9, 20(sp)",
-    "  lw x18, 56(sp)",
-    "  lw x19, 60(sp)",
-    "  lw x20, 64(sp)",
-    "  lw x21, 68(sp)",
-    "  lw x22, 72(sp)",
-    "  lw x23, 76(sp)",
-    "  lw x24, 80(sp)",
-    "  lw x25, 84(sp)",
-    "  lw x26, 88(sp)",
-    "  lw x27, 92(sp)",
     "  lw t0, 116(sp)",
     "  beqz t0, _mmk_trap_irq",
     "  lw a0, 24(sp)",
     "  addi sp, sp, 128",
     "  mret",
+    "6: li a0, 1",
+    "3: sw a0, 24(sp)",
+    "  sw a1, 28(sp)",
+    "5: mv a0, sp",
+    "  mv a1, s0",
+    "  call mmk_trap_rust",
+    "  j 4b",
     ".size _mmk_trap, . - _mmk_trap",
-    // The interrupt-only parts, out of the syscall path: the full restore, then the save
-    // of the caller-saved registers.
+    // The interrupt-only parts, out of the syscall path: the rest of the restore, then the
+    // save of every register but s0 and s1.
     ".global _mmk_trap_irq",
     ".type _mmk_trap_irq, @function",
     "_mmk_trap_irq:",
@@ -161,6 +157,16 @@ global_asm!(
     "  lw x15, 44(sp)",
     "  lw x16, 48(sp)",
     "  lw x17, 52(sp)",
+    "  lw x18, 56(sp)",
+    "  lw x19, 60(sp)",
+    "  lw x20, 64(sp)",
+    "  lw x21, 68(sp)",
+    "  lw x22, 72(sp)",
+    "  lw x23, 76(sp)",
+    "  lw x24, 80(sp)",
+    "  lw x25, 84(sp)",
+    "  lw x26, 88(sp)",
+    "  lw x27, 92(sp)",
     "  lw x28, 96(sp)",
     "  lw x29, 100(sp)",
     "  lw x30, 104(sp)",
@@ -172,18 +178,32 @@ global_asm!(
     "  sw x5, 4(sp)",
     "  sw x6, 8(sp)",
     "  sw x7, 12(sp)",
+    "  sw x10, 24(sp)",
+    "  sw x11, 28(sp)",
     "  sw x12, 32(sp)",
     "  sw x13, 36(sp)",
     "  sw x14, 40(sp)",
     "  sw x15, 44(sp)",
     "  sw x16, 48(sp)",
     "  sw x17, 52(sp)",
+    "  sw x18, 56(sp)",
+    "  sw x19, 60(sp)",
+    "  sw x20, 64(sp)",
+    "  sw x21, 68(sp)",
+    "  sw x22, 72(sp)",
+    "  sw x23, 76(sp)",
+    "  sw x24, 80(sp)",
+    "  sw x25, 84(sp)",
+    "  sw x26, 88(sp)",
+    "  sw x27, 92(sp)",
     "  sw x28, 96(sp)",
     "  sw x29, 100(sp)",
     "  sw x30, 104(sp)",
     "  sw x31, 108(sp)",
-    "  li s1, 0",
-    "  j 1b",
+    "  csrr t0, mepc",
+    "  sw t0, 112(sp)",
+    "  sw zero, 116(sp)",
+    "  j 5b",
     ".size _mmk_trap_irq, . - _mmk_trap_irq",
 );
 
@@ -376,10 +396,29 @@ pub fn start() -> ! {
 
 fn syscall(number: usize, arg: usize) -> usize {
     let mut a0 = number;
-    // SAFETY: traps into `_mmk_trap`, which restores `sp`, `s0`-`s11` and `a0` (the result)
-    // before returning here, possibly after other tasks ran; every other caller-saved
-    // register is declared clobbered, so the kernel need not save it.
-    unsafe { asm!("ecall", inout("a0") a0, in("a1") arg, clobber_abi("C")) };
+    // SAFETY: traps into `_mmk_trap`, which restores `sp`, `s0`, `s1` and `a0` (the result)
+    // before returning here, possibly after other tasks ran; every other register the
+    // compiler allocates (all caller-saved ones and `s2`-`s11`) is declared clobbered, so
+    // the compiler keeps only what is live across the call, and the kernel need not save
+    // it. (`s0` and `s1` cannot be declared: LLVM reserves them as frame and base pointer.)
+    unsafe {
+        asm!(
+            "ecall",
+            inout("a0") a0,
+            in("a1") arg,
+            out("s2") _,
+            out("s3") _,
+            out("s4") _,
+            out("s5") _,
+            out("s6") _,
+            out("s7") _,
+            out("s8") _,
+            out("s9") _,
+            out("s10") _,
+            out("s11") _,
+            clobber_abi("C"),
+        )
+    };
     a0
 }
 
@@ -438,11 +477,9 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     let event = if mcause == MCAUSE_MACHINE_TIMER {
         Event::TimerInterrupt
     } else if mcause == MCAUSE_ECALL_M {
-        // SAFETY: in-bounds words of the saved frame; resume after the 4-byte `ecall`.
-        let (number, arg) = unsafe {
-            *frame.add(FRAME_MEPC) += 4;
-            (*frame.add(FRAME_A0), *frame.add(FRAME_A1))
-        };
+        // SAFETY: in-bounds words of the saved frame (`_mmk_trap` already advanced the
+        // saved `mepc` past the 4-byte `ecall`).
+        let (number, arg) = unsafe { (*frame.add(FRAME_A0), *frame.add(FRAME_A1)) };
         match number {
             sys::YIELD => Event::Yield,
             sys::SLEEP_FOR => Event::SleepFor(arg as u32),
@@ -464,6 +501,33 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     match g.kernel.current() {
         Some(t) => g.kernel.tcb(t).context as *mut usize,
         None => g.idle_context as *mut usize,
+    }
+}
+
+/// The answer of [`mmk_yield_rust`], returned in `a0` and `a1`.
+#[repr(C)]
+struct YieldAnswer {
+    /// The frame to restore (`a0`).
+    frame: *mut usize,
+    /// 0: no task is running, take the general path; `frame` is meaningless (`a1`).
+    handled: usize,
+}
+
+/// The yield fast path, called by `_mmk_trap` for a yield `ecall` with the saved frame (its
+/// result word already 0): one call into the kernel, which rotates the running task's level
+/// and answers with the frame to restore. A yield from no task (the idle context) is
+/// refused through the general handler (`handled` 0), which reports the error in the frame.
+#[unsafe(no_mangle)]
+extern "C" fn mmk_yield_rust(frame: *mut usize) -> YieldAnswer {
+    // SAFETY: as in `mmk_trap_rust`: interrupts are off in the trap handler, so this is the
+    // only access to the state.
+    let g = unsafe { &mut *STATE.0.get() };
+    match g.kernel.yield_switch(frame as usize) {
+        Some(context) => YieldAnswer {
+            frame: context as *mut usize,
+            handled: 1,
+        },
+        None => YieldAnswer { frame, handled: 0 },
     }
 }
 

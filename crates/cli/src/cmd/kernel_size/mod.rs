@@ -75,7 +75,9 @@ const COMPONENTS: [(&str, bool, &str); 10] = [
 /// Which component a symbol belongs to, from its name.
 fn classify(name: &str) -> &'static str {
     match name {
-        "_start" | "_mmk_trap" | "_mmk_trap_irq" | "mmk_trap_rust" => return "arch_glue",
+        "_start" | "_mmk_trap" | "_mmk_trap_irq" | "mmk_trap_rust" | "mmk_yield_rust" => {
+            return "arch_glue";
+        }
         "mmk_main" => return "demo_tasks",
         _ => {}
     }
@@ -133,9 +135,13 @@ struct SectionRow {
 #[derive(Debug, Serialize)]
 struct SwitchStatic {
     /// Instructions of `_mmk_trap`: the trap entry and exit of a syscall (save and restore
-    /// of `s0`–`s11` and `mepc`, the call, `mret`), all executed, straight-line. Interrupts
-    /// additionally run parts of `_mmk_trap_irq` (the caller-saved registers).
+    /// of `s0`, `s1` and `mepc`, the yield fast path or the general call, `mret`); a yield
+    /// runs about half of them. Interrupts additionally run parts of `_mmk_trap_irq` (every
+    /// other register).
     trap_entry_exit_instructions: u64,
+    /// Size in instructions of the yield fast path in Rust: `mmk_yield_rust` and
+    /// `Kernel::yield_switch` (loop-free; its rare general case calls `schedule`).
+    yield_path_instructions: u64,
     /// Instructions of `_mmk_trap_irq` (size).
     trap_interrupt_extra_instructions: u64,
     /// Size in instructions of the Rust trap handler (not all run on one path).
@@ -334,6 +340,8 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
     let switch_static = SwitchStatic {
         trap_entry_exit_instructions: instructions_of(&elf, |_, s| s.name == "_mmk_trap"),
         trap_interrupt_extra_instructions: instructions_of(&elf, |_, s| s.name == "_mmk_trap_irq"),
+        yield_path_instructions: instructions_of(&elf, |_, s| s.name == "mmk_yield_rust")
+            + instructions_of(&elf, |w, _| has(w, "Kernel", "yield_switch")),
         trap_handler_instructions: instructions_of(&elf, |_, s| s.name == "mmk_trap_rust"),
         schedule_instructions: instructions_of(&elf, |w, _| has(w, "Kernel", "schedule")),
         pop_highest_instructions: instructions_of(&elf, |w, _| has(w, "ReadyQueue", "pop_highest")),
@@ -415,10 +423,12 @@ fn print_table(r: &Report) {
         ),
     }
     println!(
-        "  static: syscall trap entry + exit {} instructions (straight-line; interrupts add \
-         up to {}); in size: trap handler {}, Kernel::schedule {}, ReadyQueue::pop_highest {}",
+        "  static: syscall trap entry + exit {} instructions (interrupts add up to {}); in \
+         size: yield fast path {}, trap handler {}, Kernel::schedule {}, \
+         ReadyQueue::pop_highest {}",
         s.trap_entry_exit_instructions,
         s.trap_interrupt_extra_instructions,
+        s.yield_path_instructions,
         s.trap_handler_instructions,
         s.schedule_instructions,
         s.pop_highest_instructions
@@ -476,6 +486,7 @@ mod tests {
             "arch_glue"
         );
         assert_eq!(classify("_mmk_trap"), "arch_glue");
+        assert_eq!(classify("mmk_yield_rust"), "arch_glue");
         assert_eq!(
             classify("_RNvNtNtCsheXoZokrRQM_17compiler_builtins5float3add8___adddf3"),
             "soft_float"
