@@ -20,6 +20,15 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Run one model alone on one input (OCR on an image, VAD on a WAV file).
+    #[command(subcommand)]
+    Infer(cmd::infer::InferCommand),
+    /// Measure every available model on this device and write the latency profile
+    /// (P50/P95/P99 per stage, per input size, per engine) the scheduler predicts cost from.
+    Profile(cmd::profile::ProfileArgs),
+    /// Performance benchmarks.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +36,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Infer(c) => cmd::infer::run(c),
+        Command::Profile(a) => cmd::profile::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(code) => code,
