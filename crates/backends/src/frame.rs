@@ -87,10 +87,10 @@ impl RgbFrame {
         let p01 = self.pixel(x0, y0 + 1);
         let p11 = self.pixel(x0 + 1, y0 + 1);
         let mut out = [0.0f32; 3];
-        for c in 0..3 {
+        for (c, o) in out.iter_mut().enumerate() {
             let top = f32::from(p00[c]) * (1.0 - ax) + f32::from(p10[c]) * ax;
             let bottom = f32::from(p01[c]) * (1.0 - ax) + f32::from(p11[c]) * ax;
-            out[c] = top * (1.0 - ay) + bottom * ay;
+            *o = top * (1.0 - ay) + bottom * ay;
         }
         out
     }

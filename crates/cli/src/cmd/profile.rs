@@ -40,6 +40,7 @@ pub struct ProfileArgs {
 }
 
 /// Measures backends and collects the entries.
+#[derive(Debug)]
 pub struct Profiler {
     profile: DeviceProfile,
     options: MeasureOptions,

@@ -170,6 +170,7 @@ fn direct(
     }
 }
 
+#[derive(Debug)]
 struct Bench<'a> {
     runs: u32,
     clock: MonotonicClock,
