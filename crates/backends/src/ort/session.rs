@@ -61,7 +61,7 @@ impl OnnxSession for OrtSession {
         let values = inputs
             .into_iter()
             .map(|t| {
-                Tensor::from_array((t.shape, t.data))
+                Tensor::<f32>::from_array((t.shape, t.data))
                     .map(SessionInputValue::from)
                     .map_err(engine_err)
             })

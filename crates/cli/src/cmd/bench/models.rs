@@ -123,7 +123,8 @@ fn direct_ort(
         let values = inputs
             .iter()
             .map(|t| {
-                Tensor::from_array((t.shape.clone(), t.data.clone())).map(SessionInputValue::from)
+                Tensor::<f32>::from_array((t.shape.clone(), t.data.clone()))
+                    .map(SessionInputValue::from)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let out = session.raw().run(values.as_slice())?;
