@@ -55,6 +55,9 @@ pub enum BackendError {
         /// What went wrong.
         reason: String,
     },
+    /// The requested engine is not compiled in, or its runtime library is missing.
+    #[error("engine unavailable: {0}")]
+    EngineUnavailable(String),
     /// The job's input is not acceptable (wrong shape, sample rate, empty prompt …).
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -3,10 +3,36 @@
 //! Real inference engines behind one small trait, [`Backend`], and the uniform timing probe
 //! of S8 ([`probe::run_timed`]) that measures pre-processing, execution and post-processing
 //! of every inference the same way, whatever the engine.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`engine`] | choosing an ONNX engine (tract / ONNX Runtime) and its threads |
+//! | `tract`, `ort` | the engines (cargo features `tract`, default, and `ort`) |
+//! | [`ocr`] | PP-OCRv4 text detection + recognition |
+//! | [`vad`] | Silero voice activity detection |
+//! | [`gate`] | the cheap blur / darkness routing gate for frames (S4) |
+//! | [`profile`] | device latency profiles (P50/P95/P99 per stage) and how to measure them |
+//! | [`frame`], [`audio`] | image and WAV inputs |
 #![deny(missing_docs)]
 
+pub mod audio;
 pub mod backend;
+pub mod engine;
+pub mod frame;
+pub mod gate;
+pub mod ocr;
+#[cfg(feature = "ort")]
+pub mod ort;
+pub mod paths;
 pub mod probe;
+pub mod profile;
+pub mod tensor;
+#[cfg(feature = "tract")]
+pub mod tract;
+pub mod vad;
 
 pub use backend::{Backend, BackendError};
+pub use engine::{EngineKind, EngineOptions, OnnxSession, open_session};
+pub use frame::RgbFrame;
 pub use probe::{StageTiming, run_timed};
+pub use tensor::TensorF32;

@@ -20,6 +20,12 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Run one model alone on one input (OCR on an image, VAD on a WAV file).
+    #[command(subcommand)]
+    Infer(cmd::infer::InferCommand),
+    /// Measure every available model on this device and write the latency profile
+    /// (P50/P95/P99 per stage, per input size, per engine) the scheduler predicts cost from.
+    Profile(cmd::profile::ProfileArgs),
     /// Serve the live policy API, status, metrics and trace viewer over HTTP (S12, S13).
     Serve(cmd::serve::ServeArgs),
     /// View, export, validate or generate mmtrace files (the mmTracer viewer).
@@ -45,6 +51,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Infer(c) => cmd::infer::run(c),
+        Command::Profile(a) => cmd::profile::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Bench(c) => cmd::bench::run(c),

@@ -3,9 +3,13 @@
 pub mod bench;
 #[cfg(target_os = "linux")]
 pub mod cgroup_selftest;
+pub mod engine_arg;
+pub mod infer;
 pub mod kernel_size;
 pub mod ldti;
 pub mod policy;
+pub mod profile;
 pub mod serve;
 pub mod sim;
+pub mod synthetic;
 pub mod trace;

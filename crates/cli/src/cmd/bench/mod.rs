@@ -2,6 +2,7 @@
 //! table or (`--json`) for scripts.
 
 pub mod core;
+pub mod models;
 pub mod policy;
 mod trace;
 
@@ -17,6 +18,9 @@ pub enum BenchCommand {
     /// reservations per second, LDTI evaluation, and EDF against score dispatch.
     /// Build with --release for meaningful figures.
     Core(self::core::CoreArgs),
+    /// Per model: latency P50/P99 per stage, peak RSS, and the cost of mmsched's layer
+    /// against calling the engine directly.
+    Models(models::ModelsArgs),
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.
     Policy(policy::PolicyBenchArgs),
@@ -28,6 +32,7 @@ pub enum BenchCommand {
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Core(args) => self::core::run(args),
+        BenchCommand::Models(a) => models::run(a),
         BenchCommand::Policy(a) => policy::run(a),
         BenchCommand::Trace(a) => trace::run(a),
     }

@@ -1,0 +1,127 @@
+//! Engine selection: which ONNX engine runs a model, and with how many threads.
+//!
+//! Why a tiny object-safe trait ([`OnnxSession`]) rather than generics everywhere: the engine
+//! is chosen at run time (`--engine tract|ort`), the OCR and VAD code is the same for both,
+//! and one virtual call per inference is negligible next to the model itself.
+
+use std::path::Path;
+
+use crate::backend::BackendError;
+use crate::tensor::TensorF32;
+
+/// One loaded ONNX model, ready to run.
+pub trait OnnxSession: Send {
+    /// Runs the model on `inputs` (in the model's input order) and returns every output
+    /// (in the model's output order).
+    fn run(&mut self, inputs: Vec<TensorF32>) -> Result<Vec<TensorF32>, BackendError>;
+
+    /// A string from the model's metadata (`metadata_props` in ONNX), if present.
+    fn metadata(&self, key: &str) -> Option<String>;
+
+    /// The engine that runs this session.
+    fn engine(&self) -> EngineKind;
+}
+
+/// The ONNX engines mmsched can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// tract: pure Rust, always compiled in (cargo feature `tract`, on by default).
+    Tract,
+    /// ONNX Runtime, loaded at run time (cargo feature `ort`).
+    Ort,
+}
+
+impl EngineKind {
+    /// The engine's short name (`tract` or `ort`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Tract => "tract",
+            EngineKind::Ort => "ort",
+        }
+    }
+
+    /// Whether this engine was compiled into this build.
+    pub fn is_compiled_in(self) -> bool {
+        match self {
+            EngineKind::Tract => cfg!(feature = "tract"),
+            EngineKind::Ort => cfg!(feature = "ort"),
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = BackendError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tract" => Ok(EngineKind::Tract),
+            "ort" => Ok(EngineKind::Ort),
+            other => Err(BackendError::InvalidInput(format!(
+                "unknown engine `{other}`: use `tract` or `ort`"
+            ))),
+        }
+    }
+}
+
+/// How an engine runs a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Which engine.
+    pub kind: EngineKind,
+    /// Threads the engine may use inside one operator (intra-op). The scheduler owns the
+    /// cores, so the default is 1: tract is single-threaded in this build (no
+    /// `multithread-mm`), and ONNX Runtime is told `intra_op_num_threads = 1`,
+    /// `inter_op_num_threads = 1` instead of sizing its own pool to the machine.
+    pub threads: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            kind: EngineKind::Tract,
+            threads: 1,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Options for `kind` with one thread.
+    pub fn new(kind: EngineKind) -> Self {
+        Self { kind, threads: 1 }
+    }
+}
+
+/// Opens `path` with the engine in `options`.
+///
+/// Fails with [`BackendError::ModelMissing`] if the file does not exist (the message names
+/// `mmsched models fetch`), and with [`BackendError::EngineUnavailable`] if the engine was not
+/// compiled in or its library cannot be found.
+pub fn open_session(
+    path: &Path,
+    options: &EngineOptions,
+) -> Result<Box<dyn OnnxSession>, BackendError> {
+    if !path.is_file() {
+        return Err(BackendError::ModelMissing {
+            path: path.display().to_string(),
+        });
+    }
+    match options.kind {
+        #[cfg(feature = "tract")]
+        EngineKind::Tract => Ok(Box::new(crate::tract::TractSession::open(path)?)),
+        #[cfg(feature = "ort")]
+        EngineKind::Ort => Ok(Box::new(crate::ort::OrtSession::open(
+            path,
+            options.threads,
+        )?)),
+        #[allow(unreachable_patterns)]
+        kind => Err(BackendError::EngineUnavailable(format!(
+            "engine `{kind}` is not compiled into this build: rebuild with `cargo build -p mmsched --features {kind}`"
+        ))),
+    }
+}

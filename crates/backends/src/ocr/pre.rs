@@ -1,0 +1,229 @@
+//! Pre-processing for the PP-OCR models: resize, normalise, lay out as NCHW.
+//!
+//! PaddleOCR trains on OpenCV images, so channels are fed in B, G, R order, and resizing is
+//! bilinear (OpenCV's `INTER_LINEAR`).
+
+use crate::backend::BackendError;
+use crate::frame::RgbFrame;
+use crate::tensor::TensorF32;
+
+/// Detector input size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetInputSize {
+    /// Exactly `width × height` (each a multiple of 32): the frame is scaled to fit, keeping
+    /// its aspect ratio, and the rest is padding. One plan for every frame: the choice for
+    /// a camera stream (e.g. 320×320).
+    Fixed {
+        /// Detector input width.
+        width: u32,
+        /// Detector input height.
+        height: u32,
+    },
+    /// Scale the frame so its longest side is this many pixels, then round each side up to
+    /// a multiple of 32. Sharper on large documents; one plan per distinct size.
+    MaxSide(u32),
+}
+
+impl Default for DetInputSize {
+    fn default() -> Self {
+        DetInputSize::MaxSide(640)
+    }
+}
+
+impl std::str::FromStr for DetInputSize {
+    type Err = BackendError;
+    /// `WxH` (e.g. `320x320`) for a fixed size, `max:N` or `N` for a longest side.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            BackendError::InvalidInput(format!(
+                "detector size `{s}`: use WxH with multiples of 32 (e.g. 320x320) or max:N (e.g. max:960)"
+            ))
+        };
+        let size = if let Some((w, h)) = s.split_once(['x', 'X']) {
+            let width: u32 = w.trim().parse().map_err(|_| bad())?;
+            let height: u32 = h.trim().parse().map_err(|_| bad())?;
+            DetInputSize::Fixed { width, height }
+        } else {
+            let n: u32 = s
+                .trim_start_matches("max:")
+                .trim()
+                .parse()
+                .map_err(|_| bad())?;
+            DetInputSize::MaxSide(n)
+        };
+        size.validate().map_err(|_| bad())?;
+        Ok(size)
+    }
+}
+
+impl DetInputSize {
+    /// Checks the sides are multiples of 32 between 32 and 4096.
+    pub fn validate(&self) -> Result<(), BackendError> {
+        let ok = |v: u32| (32..=4096).contains(&v);
+        match *self {
+            DetInputSize::Fixed { width, height }
+                if ok(width) && ok(height) && width % 32 == 0 && height % 32 == 0 =>
+            {
+                Ok(())
+            }
+            DetInputSize::MaxSide(n) if ok(n) => Ok(()),
+            other => Err(BackendError::InvalidInput(format!(
+                "detector size {other:?}: sides must be multiples of 32 in 32..=4096"
+            ))),
+        }
+    }
+
+    /// A short label for profiles, e.g. `320x320` or `max640`.
+    pub fn label(&self) -> String {
+        match *self {
+            DetInputSize::Fixed { width, height } => format!("{width}x{height}"),
+            DetInputSize::MaxSide(n) => format!("max{n}"),
+        }
+    }
+}
+
+/// A detector input and how to map its pixels back onto the frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetTensor {
+    /// `[1, 3, H, W]`, normalised.
+    pub tensor: TensorF32,
+    /// Frame pixels per detector pixel, horizontally.
+    pub scale_x: f32,
+    /// Frame pixels per detector pixel, vertically.
+    pub scale_y: f32,
+    /// Width of the region holding the frame (the rest is padding).
+    pub valid_w: usize,
+    /// Height of the region holding the frame.
+    pub valid_h: usize,
+}
+
+const DET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const DET_STD: [f32; 3] = [0.229, 0.224, 0.225];
+
+fn round_up_32(v: f32) -> usize {
+    ((v / 32.0).ceil() as usize).max(1) * 32
+}
+
+/// Resizes and normalises `frame` for the detector.
+pub fn det_tensor(frame: &RgbFrame, size: DetInputSize) -> DetTensor {
+    let (fw, fh) = (frame.width() as f32, frame.height() as f32);
+    let (tw, th, vw, vh) = match size {
+        DetInputSize::Fixed { width, height } => {
+            let s = (width as f32 / fw).min(height as f32 / fh);
+            let vw = ((fw * s).round() as usize).clamp(1, width as usize);
+            let vh = ((fh * s).round() as usize).clamp(1, height as usize);
+            (width as usize, height as usize, vw, vh)
+        }
+        DetInputSize::MaxSide(n) => {
+            let s = n as f32 / fw.max(fh);
+            let tw = round_up_32(fw * s);
+            let th = round_up_32(fh * s);
+            (tw, th, tw, th)
+        }
+    };
+    let (sx, sy) = (fw / vw as f32, fh / vh as f32);
+    let plane = tw * th;
+    let mut data = vec![0.0f32; 3 * plane];
+    for y in 0..vh {
+        let fy = (y as f32 + 0.5) * sy;
+        for x in 0..vw {
+            let [r, g, b] = frame.sample_bilinear((x as f32 + 0.5) * sx, fy);
+            let i = y * tw + x;
+            // Channel order B, G, R, as PaddleOCR sees OpenCV images.
+            for (c, v) in [b, g, r].into_iter().enumerate() {
+                data[c * plane + i] = (v / 255.0 - DET_MEAN[c]) / DET_STD[c];
+            }
+        }
+    }
+    DetTensor {
+        tensor: TensorF32 {
+            shape: vec![1, 3, th, tw],
+            data,
+        },
+        scale_x: sx,
+        scale_y: sy,
+        valid_w: vw,
+        valid_h: vh,
+    }
+}
+
+/// Recogniser input height (fixed by PP-OCRv4).
+pub const REC_HEIGHT: usize = 48;
+/// Narrowest recogniser input (PP-OCR's default 320).
+pub const REC_MIN_WIDTH: usize = 320;
+/// Recogniser widths are padded up to a multiple of this, so few plans are needed.
+pub const REC_WIDTH_STEP: usize = 160;
+
+/// Crops `[x0, x1) × [y0, y1)` of `frame` (frame pixels), resizes it to height 48 keeping the
+/// aspect ratio (at most `max_width` wide) and normalises it to `[-1, 1]`; the tensor
+/// width is padded to a multiple of [`REC_WIDTH_STEP`] (at least [`REC_MIN_WIDTH`]).
+pub fn rec_tensor(frame: &RgbFrame, rect: [f32; 4], max_width: usize) -> TensorF32 {
+    let [x0, y0, x1, y1] = rect;
+    let (bw, bh) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
+    let w = ((REC_HEIGHT as f32 * bw / bh).ceil() as usize).clamp(1, max_width.max(1));
+    let tw = w.max(REC_MIN_WIDTH).div_ceil(REC_WIDTH_STEP) * REC_WIDTH_STEP;
+    let plane = REC_HEIGHT * tw;
+    let mut data = vec![0.0f32; 3 * plane];
+    let (sx, sy) = (bw / w as f32, bh / REC_HEIGHT as f32);
+    for y in 0..REC_HEIGHT {
+        let fy = y0 + (y as f32 + 0.5) * sy;
+        for x in 0..w {
+            let [r, g, b] = frame.sample_bilinear(x0 + (x as f32 + 0.5) * sx, fy);
+            let i = y * tw + x;
+            for (c, v) in [b, g, r].into_iter().enumerate() {
+                data[c * plane + i] = v / 127.5 - 1.0;
+            }
+        }
+    }
+    TensorF32 {
+        shape: vec![1, 3, REC_HEIGHT, tw],
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(
+            "320x320".parse::<DetInputSize>().expect("valid"),
+            DetInputSize::Fixed {
+                width: 320,
+                height: 320
+            }
+        );
+        assert_eq!(
+            "max:960".parse::<DetInputSize>().expect("valid"),
+            DetInputSize::MaxSide(960)
+        );
+        assert!("300x320".parse::<DetInputSize>().is_err());
+        assert!("big".parse::<DetInputSize>().is_err());
+    }
+
+    #[test]
+    fn fixed_size_letterboxes_and_max_side_rounds() {
+        let f = RgbFrame::new(640, 480, vec![255; 640 * 480 * 3]).expect("valid");
+        let t = det_tensor(
+            &f,
+            DetInputSize::Fixed {
+                width: 320,
+                height: 320,
+            },
+        );
+        assert_eq!(t.tensor.shape, vec![1, 3, 320, 320]);
+        assert_eq!((t.valid_w, t.valid_h), (320, 240));
+        assert!((t.scale_x - 2.0).abs() < 1e-6);
+        let t = det_tensor(&f, DetInputSize::MaxSide(500));
+        assert_eq!(t.tensor.shape, vec![1, 3, 384, 512]);
+    }
+
+    #[test]
+    fn rec_width_is_bucketed() {
+        let f = RgbFrame::new(400, 40, vec![0; 400 * 40 * 3]).expect("valid");
+        let t = rec_tensor(&f, [0.0, 0.0, 400.0, 40.0], 1600);
+        assert_eq!(t.shape, vec![1, 3, 48, 480]);
+        assert!((t.data[0] + 1.0).abs() < 1e-6);
+    }
+}

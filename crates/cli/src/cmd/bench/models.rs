@@ -1,0 +1,364 @@
+//! `mmsched bench models`: what each model costs, and what mmsched's layer costs on top.
+//!
+//! For every model and engine: P50/P99 of each stage through [`run_timed`] over the
+//! model's `Backend`, the process's peak RSS after the model ran, and the **layer ratio**:
+//! throughput through mmsched (`run_timed` over the `Backend`: pre-processing, engine
+//! call through the session abstraction, post-processing, three clock reads) divided by the
+//! throughput of calling the engine directly on the same, already prepared tensors (tract's
+//! `SimplePlan::run`, or ONNX Runtime's `Session::run`). The layer does strictly more work
+//! (pre- and post-processing), so the ratio is a conservative bound on its overhead; the goal
+//! is ≥ 0.97. Layer and direct runs alternate so both see the same machine load, and the
+//! ratio is taken on medians, robust against other processes stealing the CPU.
+//!
+//! The gate (blur/darkness, S4) is measured the same way against the detector it can skip.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use mmsched_backends::gate;
+use mmsched_backends::ocr::{
+    DetInputSize, OcrConfig, TextDetector, TextRecognizer, det_tensor, rec_tensor,
+};
+use mmsched_backends::vad::{SileroVad, VadConfig};
+use mmsched_backends::{Backend, EngineKind, EngineOptions, RgbFrame, TensorF32, paths, run_timed};
+use mmsched_core::policy::Policy;
+use mmsched_core::time::{Clock, MonotonicClock};
+use serde::Serialize;
+
+use crate::cmd::engine_arg::{EngineArg, ms};
+use crate::cmd::synthetic::{audio_chunk, text_like_frame};
+
+/// Arguments of `bench models`.
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Timed runs per model (each one layer run and one direct run).
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    runs: u32,
+    /// Engines to measure (default: every engine compiled in whose runtime is present).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    engine: Vec<EngineArg>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Percentiles of one stage, milliseconds.
+#[derive(Debug, Serialize)]
+struct StageMs {
+    p50: f64,
+    p99: f64,
+}
+
+/// One model's result.
+#[derive(Debug, Serialize)]
+struct ModelResult {
+    model: String,
+    engine: &'static str,
+    input: String,
+    runs: u32,
+    pre_ms: StageMs,
+    exec_ms: StageMs,
+    post_ms: StageMs,
+    total_ms: StageMs,
+    /// Median of calling the engine directly on prepared tensors.
+    direct_p50_ms: f64,
+    /// Direct-call median ÷ layer median (throughput through the layer ÷ direct).
+    layer_ratio: f64,
+    /// Direct-call median ÷ the layer's execution-stage median (engine call only).
+    exec_ratio: f64,
+    /// Peak resident memory of the process after this model ran, MiB.
+    peak_rss_mib: f64,
+}
+
+/// The gate's cost against the detector.
+#[derive(Debug, Serialize)]
+struct GateResult {
+    frame: String,
+    p50_us: f64,
+    p99_us: f64,
+    /// Detector (tract, 320×320) median ÷ gate median.
+    times_cheaper_than_detector: f64,
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn stage(h: &hdrhistogram::Histogram<u64>) -> StageMs {
+    StageMs {
+        p50: ms(h.value_at_quantile(0.5)),
+        p99: ms(h.value_at_quantile(0.99)),
+    }
+}
+
+fn hist() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+        .expect("constant bounds are valid")
+}
+
+/// Calls an engine directly on prepared tensors, bypassing mmsched's layer.
+type DirectCall = Box<dyn FnMut() -> Result<()>>;
+
+#[cfg(feature = "ort")]
+fn direct_ort(
+    path: &std::path::Path,
+    inputs: Vec<TensorF32>,
+    threads: usize,
+) -> Result<DirectCall> {
+    use mmsched_backends::ort::OrtSession;
+    use mmsched_backends::ort::runtime::session::SessionInputValue;
+    use mmsched_backends::ort::runtime::value::Tensor;
+    let mut session = OrtSession::open(path, threads)?;
+    Ok(Box::new(move || {
+        let values = inputs
+            .iter()
+            .map(|t| {
+                Tensor::<f32>::from_array((t.shape.clone(), t.data.clone()))
+                    .map(SessionInputValue::from)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = session.raw().run(values.as_slice())?;
+        std::hint::black_box(out.len());
+        Ok(())
+    }))
+}
+
+fn direct_tract(path: &std::path::Path, inputs: Vec<TensorF32>) -> Result<DirectCall> {
+    use mmsched_backends::tract::TractSession;
+    use mmsched_backends::tract::tract_onnx::prelude::{TValue, TVec, Tensor};
+    let mut session = TractSession::open(path)?;
+    let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
+    let plan = session.plan(&shapes)?;
+    // Tensors are built once and shared: each run only bumps a reference count.
+    let values: TVec<TValue> = inputs
+        .iter()
+        .map(|t| Tensor::from_shape(&t.shape, &t.data).map(TValue::from))
+        .collect::<Result<_, _>>()?;
+    Ok(Box::new(move || {
+        let out = plan.run(values.clone())?;
+        std::hint::black_box(out.len());
+        Ok(())
+    }))
+}
+
+fn direct(
+    kind: EngineKind,
+    path: &std::path::Path,
+    inputs: Vec<TensorF32>,
+    threads: usize,
+) -> Result<DirectCall> {
+    match kind {
+        EngineKind::Tract => direct_tract(path, inputs),
+        #[cfg(feature = "ort")]
+        EngineKind::Ort => direct_ort(path, inputs, threads),
+        #[allow(unreachable_patterns)]
+        other => {
+            let _ = threads;
+            anyhow::bail!(
+                "engine {other} is not compiled into this build: rebuild with `--features ort`"
+            )
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Bench<'a> {
+    runs: u32,
+    clock: MonotonicClock,
+    bar: &'a ProgressBar,
+}
+
+impl Bench<'_> {
+    fn measure<B: Backend>(
+        &self,
+        backend: &mut B,
+        input: &B::Input,
+        input_label: &str,
+        engine: EngineKind,
+        mut direct: DirectCall,
+    ) -> Result<ModelResult> {
+        self.bar
+            .set_message(format!("{} [{engine}, {input_label}]", backend.name()));
+        for _ in 0..3 {
+            run_timed(backend, input, &self.clock)?;
+            direct()?;
+        }
+        let (mut pre, mut exec, mut post, mut total, mut dir) =
+            (hist(), hist(), hist(), hist(), hist());
+        for _ in 0..self.runs {
+            let (_, t) = run_timed(backend, input, &self.clock)?;
+            pre.saturating_record(t.pre_nanos.max(1));
+            exec.saturating_record(t.exec_nanos.max(1));
+            post.saturating_record(t.post_nanos.max(1));
+            total.saturating_record(t.total_nanos().max(1));
+            let d0 = self.clock.now_nanos();
+            direct()?;
+            dir.saturating_record(self.clock.now_nanos().saturating_sub(d0).max(1));
+            self.bar.inc(1);
+        }
+        let direct_p50 = dir.value_at_quantile(0.5) as f64;
+        Ok(ModelResult {
+            model: backend.name().to_string(),
+            engine: engine.as_str(),
+            input: input_label.to_string(),
+            runs: self.runs,
+            pre_ms: stage(&pre),
+            exec_ms: stage(&exec),
+            post_ms: stage(&post),
+            total_ms: stage(&total),
+            direct_p50_ms: ms(direct_p50 as u64),
+            layer_ratio: direct_p50 / total.value_at_quantile(0.5) as f64,
+            exec_ratio: direct_p50 / exec.value_at_quantile(0.5) as f64,
+            peak_rss_mib: peak_rss_mib(),
+        })
+    }
+}
+
+fn bench_engine(b: &Bench<'_>, engine: EngineOptions, out: &mut Vec<ModelResult>) -> Result<()> {
+    let kind = engine.kind;
+    let threads = engine.threads;
+    let size = DetInputSize::Fixed {
+        width: 320,
+        height: 320,
+    };
+    let camera = text_like_frame(640, 480)?;
+    let config = OcrConfig {
+        det_size: size,
+        engine,
+        ..OcrConfig::default()
+    };
+    let mut det = TextDetector::new(config.clone())?;
+    let prepared = det_tensor(&camera, size).tensor;
+    let call = direct(kind, &config.det_path, vec![prepared], threads)?;
+    out.push(b.measure(&mut det, &camera, "640x480@320x320", kind, call)?);
+    drop(det);
+
+    let mut rec = TextRecognizer::new(config.clone())?;
+    let line = text_like_frame(320, 48)?;
+    let prepared = rec_tensor(&line, [0.0, 0.0, 320.0, 48.0], config.rec_max_width);
+    let call = direct(kind, &config.rec_path, vec![prepared], threads)?;
+    out.push(b.measure(&mut rec, &line, "w320", kind, call)?);
+    drop(rec);
+
+    let vad_config = VadConfig {
+        engine,
+        ..VadConfig::default()
+    };
+    let mut vad = SileroVad::new(vad_config.clone())?;
+    let chunk = audio_chunk();
+    let p = vad.prepare(&chunk)?;
+    let call = direct(kind, &vad_config.path, vec![p.input, p.state], threads)?;
+    out.push(b.measure(&mut vad, &chunk, "chunk512", kind, call)?);
+    Ok(())
+}
+
+fn bench_gate(runs: u32, detector_p50_ms: Option<f64>) -> Result<GateResult> {
+    let frame: RgbFrame = text_like_frame(640, 480)?;
+    let policy = Policy::default();
+    let clock = MonotonicClock::new();
+    let mut h = hist();
+    for _ in 0..runs.max(100) {
+        let r = gate::evaluate(&frame, policy.routing(), &clock);
+        h.saturating_record(r.elapsed_nanos.max(1));
+    }
+    let p50_us = h.value_at_quantile(0.5) as f64 / 1e3;
+    Ok(GateResult {
+        frame: "640x480".into(),
+        p50_us,
+        p99_us: h.value_at_quantile(0.99) as f64 / 1e3,
+        times_cheaper_than_detector: detector_p50_ms.map_or(0.0, |d| d * 1e3 / p50_us),
+    })
+}
+
+/// Runs `bench models`.
+pub fn run(a: ModelsArgs) -> Result<ExitCode> {
+    let explicit = !a.engine.is_empty();
+    let engines: Vec<EngineKind> = if explicit {
+        a.engine.iter().map(|&e| e.into()).collect()
+    } else {
+        [EngineKind::Tract, EngineKind::Ort]
+            .into_iter()
+            .filter(|k| k.is_compiled_in())
+            .collect()
+    };
+    let bar = ProgressBar::new(engines.len() as u64 * 3 * u64::from(a.runs));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let b = Bench {
+        runs: a.runs,
+        clock: MonotonicClock::new(),
+        bar: &bar,
+    };
+    let mut results = Vec::new();
+    for kind in engines {
+        if let Err(e) = bench_engine(&b, EngineOptions::new(kind), &mut results) {
+            if explicit || kind != EngineKind::Ort {
+                return Err(e.context(format!(
+                    "benchmarking engine {kind} (models in {})",
+                    paths::mmsched_home().display()
+                )));
+            }
+            bar.println(format!("skipping engine ort: {e:#}"));
+        }
+    }
+    bar.finish_and_clear();
+    let det_p50 = results
+        .iter()
+        .find(|r| r.model == "ppocr-v4-det" && r.engine == "tract")
+        .map(|r| r.total_ms.p50);
+    let gate = bench_gate(a.runs, det_p50).context("measuring the gate")?;
+    if a.json {
+        let out = serde_json::json!({"models": results, "gate": gate});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<13} {:<6} {:<16} {:>15} {:>17} {:>15} {:>10} {:>7} {:>7} {:>8}",
+        "model",
+        "engine",
+        "input",
+        "pre p50/p99",
+        "exec p50/p99",
+        "post p50/p99",
+        "direct",
+        "ratio",
+        "exec",
+        "peakRSS"
+    );
+    for r in &results {
+        println!(
+            "{:<13} {:<6} {:<16} {:>7.3}/{:<7.3} {:>8.3}/{:<8.3} {:>7.3}/{:<7.3} {:>10.3} {:>7.3} {:>7.3} {:>5.0}MiB",
+            r.model,
+            r.engine,
+            r.input,
+            r.pre_ms.p50,
+            r.pre_ms.p99,
+            r.exec_ms.p50,
+            r.exec_ms.p99,
+            r.post_ms.p50,
+            r.post_ms.p99,
+            r.direct_p50_ms,
+            r.layer_ratio,
+            r.exec_ratio,
+            r.peak_rss_mib
+        );
+    }
+    println!(
+        "gate (blur+dark, {}): p50 {:.1} µs, p99 {:.1} µs — {:.0}× cheaper than the detector",
+        gate.frame, gate.p50_us, gate.p99_us, gate.times_cheaper_than_detector
+    );
+    println!("(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)");
+    Ok(ExitCode::SUCCESS)
+}

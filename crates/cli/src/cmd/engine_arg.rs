@@ -1,0 +1,50 @@
+//! The `--engine` and `--threads` flags shared by the inference commands.
+
+use clap::{Args, ValueEnum};
+use mmsched_backends::{EngineKind, EngineOptions};
+
+/// Which ONNX engine runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// tract: pure Rust, always available.
+    Tract,
+    /// ONNX Runtime: needs a build with `--features ort` and the library in
+    /// `$MMSCHED_HOME/lib/libonnxruntime.so.1.32.0` (or `ORT_DYLIB_PATH`).
+    Ort,
+}
+
+impl From<EngineArg> for EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Tract => EngineKind::Tract,
+            EngineArg::Ort => EngineKind::Ort,
+        }
+    }
+}
+
+/// Engine selection flags.
+#[derive(Debug, Clone, Args)]
+pub struct EngineFlags {
+    /// ONNX engine to run the model with.
+    #[arg(long, value_enum, default_value = "tract")]
+    pub engine: EngineArg,
+    /// Threads the engine may use inside one operator (tract is always single-threaded in
+    /// this build; ONNX Runtime uses this many intra-op threads).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+}
+
+impl EngineFlags {
+    /// The engine options these flags ask for.
+    pub fn options(&self) -> EngineOptions {
+        EngineOptions {
+            kind: self.engine.into(),
+            threads: usize::from(self.threads),
+        }
+    }
+}
+
+/// Milliseconds with microsecond precision, for display and JSON.
+pub fn ms(nanos: u64) -> f64 {
+    (nanos as f64 / 1e3).round() / 1e3
+}

@@ -1,0 +1,200 @@
+//! `mmsched profile`: measure every available model on this device and write the device
+//! latency profile (`$MMSCHED_HOME/profile.json`) that the scheduler predicts job cost from.
+//!
+//! Adding a model is one call of [`Profiler::add`] with any `Backend`, e.g.
+//! `p.add(&mut WhisperAsr::new(cfg)?, "candle", "10s", 1, &audio)?;`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
+use mmsched_backends::profile::{DeviceProfile, EntryLabel, MeasureOptions, profile_backend};
+use mmsched_backends::vad::{SileroVad, VadConfig};
+use mmsched_backends::{Backend, EngineKind, EngineOptions, paths};
+use mmsched_core::time::MonotonicClock;
+
+use crate::cmd::engine_arg::{EngineArg, ms};
+use crate::cmd::synthetic::{audio_chunk, text_like_frame};
+
+/// Arguments of `profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Timed runs per model and input size (after the warm-up).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    runs: u32,
+    /// Untimed warm-up runs per model and input size.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    warmup: u32,
+    /// Engines to profile (default: every engine compiled in whose runtime is present).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    engine: Vec<EngineArg>,
+    /// Where to write the profile (default `$MMSCHED_HOME/profile.json`).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print the profile as JSON on stdout too.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Measures backends and collects the entries.
+#[derive(Debug)]
+pub struct Profiler {
+    profile: DeviceProfile,
+    options: MeasureOptions,
+    clock: MonotonicClock,
+    bar: ProgressBar,
+}
+
+impl Profiler {
+    /// Measures `backend` on `input` and records it as (`engine`, `input_label`).
+    pub fn add<B: Backend + ?Sized>(
+        &mut self,
+        backend: &mut B,
+        engine: &str,
+        input_label: &str,
+        threads: u32,
+        input: &B::Input,
+    ) -> Result<()> {
+        self.bar
+            .set_message(format!("{} [{engine}, {input_label}]", backend.name()));
+        let label = EntryLabel {
+            engine: engine.to_string(),
+            input: input_label.to_string(),
+            threads,
+        };
+        let bar = self.bar.clone();
+        let entry = profile_backend(backend, &label, input, self.options, &self.clock, || {
+            bar.inc(1)
+        })?;
+        self.profile.upsert(entry);
+        Ok(())
+    }
+}
+
+/// Runs per (model, size) pair for the progress bar.
+const JOBS_PER_ENGINE: u64 = 6;
+
+fn profile_onnx_models(p: &mut Profiler, engine: EngineOptions) -> Result<()> {
+    let name = engine.kind.as_str();
+    let threads = u32::try_from(engine.threads).unwrap_or(1);
+    let camera = text_like_frame(640, 480)?;
+    for size in [
+        DetInputSize::Fixed {
+            width: 320,
+            height: 320,
+        },
+        DetInputSize::Fixed {
+            width: 640,
+            height: 480,
+        },
+    ] {
+        let mut det = TextDetector::new(OcrConfig {
+            det_size: size,
+            engine,
+            ..OcrConfig::default()
+        })?;
+        p.add(&mut det, name, &size.label(), threads, &camera)?;
+    }
+    let mut rec = TextRecognizer::new(OcrConfig {
+        engine,
+        ..OcrConfig::default()
+    })?;
+    for width in [320u32, 640] {
+        // A line whose aspect ratio gives a recogniser input exactly `width` wide.
+        let line = text_like_frame(width, 48)?;
+        p.add(&mut rec, name, &format!("w{width}"), threads, &line)?;
+    }
+    let mut ocr = OcrPipeline::new(OcrConfig {
+        det_size: DetInputSize::Fixed {
+            width: 320,
+            height: 320,
+        },
+        engine,
+        ..OcrConfig::default()
+    })?;
+    p.add(&mut ocr, name, "640x480@320x320", threads, &camera)?;
+    let mut vad = SileroVad::new(VadConfig {
+        engine,
+        ..VadConfig::default()
+    })?;
+    p.add(&mut vad, name, "chunk512", threads, &audio_chunk())?;
+    Ok(())
+}
+
+/// Runs `profile`.
+pub fn run(a: ProfileArgs) -> Result<ExitCode> {
+    let engines: Vec<EngineKind> = if a.engine.is_empty() {
+        [EngineKind::Tract, EngineKind::Ort]
+            .into_iter()
+            .filter(|k| k.is_compiled_in())
+            .collect()
+    } else {
+        a.engine.iter().map(|&e| e.into()).collect()
+    };
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| paths::mmsched_home().join("profile.json"));
+    let total = engines.len() as u64 * JOBS_PER_ENGINE * u64::from(a.warmup + a.runs);
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut p = Profiler {
+        profile: DeviceProfile::new(),
+        options: MeasureOptions {
+            warmup_runs: a.warmup,
+            runs: a.runs,
+        },
+        clock: MonotonicClock::new(),
+        bar,
+    };
+    let explicit = !a.engine.is_empty();
+    for kind in engines {
+        match profile_onnx_models(&mut p, EngineOptions::new(kind)) {
+            Ok(()) => {}
+            // Asked for explicitly: fail. Picked by default: skip an engine whose runtime
+            // library is missing, and say so.
+            Err(e) if !explicit && kind == EngineKind::Ort => {
+                p.bar.println(format!("skipping engine ort: {e:#}"));
+            }
+            Err(e) => return Err(e.context(format!("profiling with engine {kind}"))),
+        }
+    }
+    p.bar.finish_and_clear();
+    p.profile
+        .save(&out)
+        .with_context(|| format!("writing the profile to {}", out.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&p.profile)?);
+    } else {
+        println!(
+            "{:<14} {:<6} {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "model", "engine", "input", "pre p50", "exec p50", "exec p95", "post p50", "total p99"
+        );
+        for e in &p.profile.entries {
+            let s = &e.stages;
+            println!(
+                "{:<14} {:<6} {:<16} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                e.model,
+                e.engine,
+                e.input,
+                ms(s.pre.p50_nanos),
+                ms(s.exec.p50_nanos),
+                ms(s.exec.p95_nanos),
+                ms(s.post.p50_nanos),
+                ms(s.total.p99_nanos)
+            );
+        }
+        println!(
+            "(milliseconds; {} runs each)  written to {}",
+            a.runs,
+            out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
