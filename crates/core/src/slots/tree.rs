@@ -14,7 +14,8 @@
 //!   hold the request (a run may straddle two leaves: the suffix of one plus the prefix of
 //!   the next).
 //! - Booking or freeing `n` slots sets or clears whole words and recomputes the touched
-//!   leaves and their ancestors: O(log N + n / 64).
+//!   leaves and their ancestors (stopping at the first level where nothing changed):
+//!   O(log N + n / 64).
 //! - Owners: a second bitmap marks the first slot of every booked stretch, and `owners`
 //!   holds the owner at each marked slot. "Who holds slot i" is the nearest mark at or
 //!   before `i`, found a word at a time.
@@ -96,7 +97,7 @@ fn low_mask(len: u32) -> u64 {
     u64::MAX >> (WORD - len)
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Node {
     best: u32,
     pre: u32,
@@ -230,11 +231,19 @@ impl FreeRunTree {
         if !free {
             self.set_mark(lo, owner);
         }
+        // Ancestors level by level; a level where no node changed leaves everything above
+        // it unchanged, which is the common case for a short booking in a long ring.
         let (mut a, mut b, mut half) =
             ((leaves + wl as usize) / 2, (leaves + wh as usize) / 2, WORD);
         while a >= 1 {
+            let mut changed = false;
             for node in a..=b {
+                let old = self.nodes[node];
                 self.pull(node, half);
+                changed |= self.nodes[node] != old;
+            }
+            if !changed {
+                break;
             }
             a /= 2;
             b /= 2;
