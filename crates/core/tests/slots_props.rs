@@ -112,6 +112,171 @@ fn pick(m: &Model, i: usize) -> Option<ModelRes> {
     (!m.live.is_empty()).then(|| m.live[i % m.live.len()])
 }
 
+/// Replays `ops` on a table and on the naive model, checking they agree after each one.
+fn replay(horizon: u32, base: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let config = SlotTableConfig {
+        slot_len_micros: 500,
+        horizon_slots: horizon,
+        max_reservations: horizon,
+        max_standing: 0,
+    };
+    let mut t = SlotTable::new(config, base).unwrap();
+    let mut m = Model {
+        base,
+        horizon: u64::from(horizon),
+        live: vec![],
+        dead: vec![],
+    };
+    for op in ops {
+        match op {
+            Op::Reserve {
+                offset,
+                len,
+                modality,
+            } => {
+                let len = len.min(horizon);
+                let from = m.base + offset;
+                let got = t.reserve(Modality::ALL[modality], from, len);
+                if from >= m.end() {
+                    let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
+                    prop_assert!(outside);
+                    continue;
+                }
+                match (got, m.first_fit(from, u64::from(len))) {
+                    (Ok(r), Some(want)) => {
+                        prop_assert_eq!(r.start_slot, want, "reserve finds the first fit");
+                        prop_assert_eq!(r.modality, Modality::ALL[modality]);
+                        m.live.push(ModelRes {
+                            id: r.id,
+                            start: want,
+                            len: u64::from(len),
+                            active: false,
+                        });
+                    }
+                    (Err(SlotError::Conflict(c)), None) => {
+                        prop_assert_eq!(c.fit_slot, m.first_fit(m.base, u64::from(len)));
+                        let want_blocker = (from..(from + u64::from(len)).min(m.end()))
+                            .find_map(|s| m.holder(s).map(|r| (s, r.id)));
+                        prop_assert_eq!(c.blocker.map(|b| (b.slot, b.reservation)), want_blocker);
+                    }
+                    (got, want) => prop_assert!(false, "table {:?}, model {:?}", got, want),
+                }
+            }
+            Op::ReserveAt { offset, len } => {
+                let len = len.min(horizon);
+                let start = m.base + offset;
+                let got = t.reserve_at(Modality::Text, start, len);
+                if start >= m.end() {
+                    let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
+                    prop_assert!(outside);
+                    continue;
+                }
+                match got {
+                    Ok(r) => {
+                        prop_assert!(m.free(start, u64::from(len)));
+                        m.live.push(ModelRes {
+                            id: r.id,
+                            start,
+                            len: u64::from(len),
+                            active: false,
+                        });
+                    }
+                    Err(SlotError::Conflict(c)) => {
+                        prop_assert!(!m.free(start, u64::from(len)));
+                        prop_assert_eq!(c.fit_slot, m.first_fit(start, u64::from(len)));
+                    }
+                    Err(e) => prop_assert!(false, "{}", e),
+                }
+            }
+            Op::Release(i) => {
+                if let Some(r) = pick(&m, i) {
+                    let got = t.release(r.id);
+                    if r.active {
+                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
+                        prop_assert!(illegal);
+                    } else {
+                        prop_assert_eq!(got.unwrap().state, SlotState::Idle);
+                        m.take(r.id);
+                    }
+                }
+            }
+            Op::Activate(i) => {
+                if let Some(r) = pick(&m, i) {
+                    let got = t.activate(r.id);
+                    if r.active {
+                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
+                        prop_assert!(illegal);
+                    } else {
+                        prop_assert_eq!(got.unwrap().state, SlotState::Active);
+                        m.live.iter_mut().find(|x| x.id == r.id).unwrap().active = true;
+                    }
+                }
+            }
+            Op::Complete(i) => {
+                if let Some(r) = pick(&m, i) {
+                    let got = t.complete(r.id);
+                    if r.active {
+                        prop_assert!(got.is_ok());
+                        m.take(r.id);
+                    } else {
+                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
+                        prop_assert!(illegal);
+                    }
+                }
+            }
+            Op::Stale(i) => {
+                if !m.dead.is_empty() {
+                    let id = m.dead[i % m.dead.len()];
+                    prop_assert_eq!(t.activate(id), Err(SlotError::NotLive(id)));
+                    prop_assert_eq!(t.release(id), Err(SlotError::NotLive(id)));
+                    prop_assert_eq!(t.complete(id), Err(SlotError::NotLive(id)));
+                }
+            }
+            Op::Advance(delta) => {
+                let to = m.base + delta;
+                let mut events = vec![];
+                t.advance_to(to, |e| events.push(e));
+                let mut expired = vec![];
+                let mut overran = vec![];
+                for r in m.live.clone() {
+                    if !r.active && r.start < to {
+                        expired.push(m.take(r.id).id);
+                    } else if r.active && r.start + r.len <= to {
+                        overran.push(m.take(r.id).id);
+                    } else if r.active && r.start < to {
+                        let x = m.live.iter_mut().find(|x| x.id == r.id).unwrap();
+                        x.len = r.start + r.len - to;
+                        x.start = to;
+                    }
+                }
+                m.base = m.base.max(to);
+                let mut got_expired: Vec<_> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        HorizonEvent::Expired(r) => Some(r.id),
+                        _ => None,
+                    })
+                    .collect();
+                let mut got_overran: Vec<_> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        HorizonEvent::Overran(r) => Some(r.id),
+                        _ => None,
+                    })
+                    .collect();
+                expired.sort();
+                overran.sort();
+                got_expired.sort();
+                got_overran.sort();
+                prop_assert_eq!(got_expired, expired);
+                prop_assert_eq!(got_overran, overran);
+            }
+        }
+        check_agree(&t, &m)?;
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -121,129 +286,17 @@ proptest! {
         base in 0u64..100,
         ops in prop::collection::vec(op(64), 1..120),
     ) {
-        let config = SlotTableConfig {
-            slot_len_micros: 500,
-            horizon_slots: horizon,
-            max_reservations: horizon,
-            max_standing: 0,
-        };
-        let mut t = SlotTable::new(config, base).unwrap();
-        let mut m = Model { base, horizon: u64::from(horizon), live: vec![], dead: vec![] };
-        for op in ops {
-            match op {
-                Op::Reserve { offset, len, modality } => {
-                    let len = len.min(horizon);
-                    let from = m.base + offset;
-                    let got = t.reserve(Modality::ALL[modality], from, len);
-                    if from >= m.end() {
-                        let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
-                        prop_assert!(outside);
-                        continue;
-                    }
-                    match (got, m.first_fit(from, u64::from(len))) {
-                        (Ok(r), Some(want)) => {
-                            prop_assert_eq!(r.start_slot, want, "reserve finds the first fit");
-                            prop_assert_eq!(r.modality, Modality::ALL[modality]);
-                            m.live.push(ModelRes { id: r.id, start: want, len: u64::from(len), active: false });
-                        }
-                        (Err(SlotError::Conflict(c)), None) => {
-                            prop_assert_eq!(c.fit_slot, m.first_fit(m.base, u64::from(len)));
-                            let want_blocker = (from..(from + u64::from(len)).min(m.end()))
-                                .find_map(|s| m.holder(s).map(|r| (s, r.id)));
-                            prop_assert_eq!(c.blocker.map(|b| (b.slot, b.reservation)), want_blocker);
-                        }
-                        (got, want) => prop_assert!(false, "table {:?}, model {:?}", got, want),
-                    }
-                }
-                Op::ReserveAt { offset, len } => {
-                    let len = len.min(horizon);
-                    let start = m.base + offset;
-                    let got = t.reserve_at(Modality::Text, start, len);
-                    if start >= m.end() {
-                        let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
-                        prop_assert!(outside);
-                        continue;
-                    }
-                    match got {
-                        Ok(r) => {
-                            prop_assert!(m.free(start, u64::from(len)));
-                            m.live.push(ModelRes { id: r.id, start, len: u64::from(len), active: false });
-                        }
-                        Err(SlotError::Conflict(c)) => {
-                            prop_assert!(!m.free(start, u64::from(len)));
-                            prop_assert_eq!(c.fit_slot, m.first_fit(start, u64::from(len)));
-                        }
-                        Err(e) => prop_assert!(false, "{}", e),
-                    }
-                }
-                Op::Release(i) => if let Some(r) = pick(&m, i) {
-                    let got = t.release(r.id);
-                    if r.active {
-                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
-                        prop_assert!(illegal);
-                    } else {
-                        prop_assert_eq!(got.unwrap().state, SlotState::Idle);
-                        m.take(r.id);
-                    }
-                },
-                Op::Activate(i) => if let Some(r) = pick(&m, i) {
-                    let got = t.activate(r.id);
-                    if r.active {
-                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
-                        prop_assert!(illegal);
-                    } else {
-                        prop_assert_eq!(got.unwrap().state, SlotState::Active);
-                        m.live.iter_mut().find(|x| x.id == r.id).unwrap().active = true;
-                    }
-                },
-                Op::Complete(i) => if let Some(r) = pick(&m, i) {
-                    let got = t.complete(r.id);
-                    if r.active {
-                        prop_assert!(got.is_ok());
-                        m.take(r.id);
-                    } else {
-                        let illegal = matches!(got, Err(SlotError::IllegalTransition { .. }));
-                        prop_assert!(illegal);
-                    }
-                },
-                Op::Stale(i) => if !m.dead.is_empty() {
-                    let id = m.dead[i % m.dead.len()];
-                    prop_assert_eq!(t.activate(id), Err(SlotError::NotLive(id)));
-                    prop_assert_eq!(t.release(id), Err(SlotError::NotLive(id)));
-                    prop_assert_eq!(t.complete(id), Err(SlotError::NotLive(id)));
-                },
-                Op::Advance(delta) => {
-                    let to = m.base + delta;
-                    let mut events = vec![];
-                    t.advance_to(to, |e| events.push(e));
-                    let mut expired = vec![];
-                    let mut overran = vec![];
-                    for r in m.live.clone() {
-                        if !r.active && r.start < to {
-                            expired.push(m.take(r.id).id);
-                        } else if r.active && r.start + r.len <= to {
-                            overran.push(m.take(r.id).id);
-                        } else if r.active && r.start < to {
-                            let x = m.live.iter_mut().find(|x| x.id == r.id).unwrap();
-                            x.len = r.start + r.len - to;
-                            x.start = to;
-                        }
-                    }
-                    m.base = m.base.max(to);
-                    let mut got_expired: Vec<_> = events.iter().filter_map(|e| match e {
-                        HorizonEvent::Expired(r) => Some(r.id), _ => None }).collect();
-                    let mut got_overran: Vec<_> = events.iter().filter_map(|e| match e {
-                        HorizonEvent::Overran(r) => Some(r.id), _ => None }).collect();
-                    expired.sort();
-                    overran.sort();
-                    got_expired.sort();
-                    got_overran.sort();
-                    prop_assert_eq!(got_expired, expired);
-                    prop_assert_eq!(got_overran, overran);
-                }
-            }
-            check_agree(&t, &m)?;
-        }
+        replay(horizon, base, ops)?;
+    }
+
+    /// Horizons spanning several 64-slot words, with runs crossing word boundaries.
+    #[test]
+    fn table_agrees_with_a_naive_model_on_longer_horizons(
+        horizon in 64u32..400,
+        base in 0u64..1000,
+        ops in prop::collection::vec(op(400), 1..120),
+    ) {
+        replay(horizon, base, ops)?;
     }
 
     #[test]

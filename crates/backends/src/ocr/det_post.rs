@@ -39,7 +39,7 @@ impl Default for DbParams {
         Self {
             bin_threshold: 0.3,
             box_threshold: 0.6,
-            unclip_ratio: 1.6,
+            unclip_ratio: 2.0,
             min_box_side: 3.0,
         }
     }

@@ -39,17 +39,14 @@ impl std::str::FromStr for DetInputSize {
                 "detector size `{s}`: use WxH with multiples of 32 (e.g. 320x320) or max:N (e.g. max:960)"
             ))
         };
-        let size = if let Some((w, h)) = s.split_once(['x', 'X']) {
+        let size = if let Some(n) = s.strip_prefix("max:") {
+            DetInputSize::MaxSide(n.trim().parse().map_err(|_| bad())?)
+        } else if let Some((w, h)) = s.split_once(['x', 'X']) {
             let width: u32 = w.trim().parse().map_err(|_| bad())?;
             let height: u32 = h.trim().parse().map_err(|_| bad())?;
             DetInputSize::Fixed { width, height }
         } else {
-            let n: u32 = s
-                .trim_start_matches("max:")
-                .trim()
-                .parse()
-                .map_err(|_| bad())?;
-            DetInputSize::MaxSide(n)
+            DetInputSize::MaxSide(s.trim().parse().map_err(|_| bad())?)
         };
         size.validate().map_err(|_| bad())?;
         Ok(size)

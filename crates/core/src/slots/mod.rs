@@ -18,11 +18,11 @@
 //! [`SlotError::NotLive`] for a reservation whose slots are already IDLE). A reservation of
 //! `n` slots moves through the states as one unit.
 //!
-//! Finding contiguous free slots is O(log N) in the horizon length: a segment tree over
-//! the ring of slots keeps, per node, the longest free run and the free runs at both
-//! edges (see `tree.rs`). Booking and freeing any number of slots is O(log N) too. All
-//! memory is allocated when the table is built; reserving, releasing and advancing never
-//! allocate.
+//! Finding contiguous free slots is O(log N) in the horizon length: a bitmap of free
+//! slots, with a segment tree over its 64-slot words that keeps, per node, the longest
+//! free run and the free runs at both edges (see `tree.rs`). Booking and freeing `n`
+//! slots is O(log N + n / 64). All memory is allocated when the table is built;
+//! reserving, releasing and advancing never allocate.
 //!
 //! The modality of a reservation is recorded and reported (in conflicts, events and
 //! queries); no timing decision ever depends on it.

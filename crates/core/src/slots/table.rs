@@ -38,6 +38,9 @@ pub struct SlotTable {
     pub(super) tree: FreeRunTree,
     pub(super) horizon: u32,
     pub(super) base: SlotId,
+    /// Position of `base` in the ring (`base % horizon`), kept so that locating a slot is
+    /// a subtraction, not a 64-bit division.
+    base_phys: u32,
     slot_len_micros: u64,
     pub(super) entries: Vec<Entry>,
     free_head: u32,
@@ -97,6 +100,7 @@ impl SlotTable {
             tree: FreeRunTree::new(config.horizon_slots),
             horizon: config.horizon_slots,
             base: base_slot,
+            base_phys: (base_slot % u64::from(config.horizon_slots)) as u32,
             slot_len_micros: config.slot_len_micros,
             entries,
             free_head: 0,
@@ -147,7 +151,7 @@ impl SlotTable {
 
     /// Books `len_slots` contiguous IDLE slots for `modality` at the first place they fit
     /// at or after `earliest_start` (a start before the horizon means "as soon as
-    /// possible"). O(log horizon).
+    /// possible"). O(log horizon + len_slots / 64).
     pub fn reserve(
         &mut self,
         modality: Modality,
@@ -168,7 +172,7 @@ impl SlotTable {
 
     /// Books exactly the slots `start_slot..start_slot + len_slots` for `modality`, or
     /// fails with a conflict naming what is in the way and the first fit after
-    /// `start_slot`. O(log horizon).
+    /// `start_slot`. O(log horizon + len_slots / 64).
     pub fn reserve_at(
         &mut self,
         modality: Modality,
@@ -224,12 +228,14 @@ impl SlotTable {
         self.end(id, Transition::Complete)
     }
 
-    /// The state of `slot`, which must be inside the horizon. O(log horizon).
+    /// The state of `slot`, which must be inside the horizon. O(1 + d / 64) for a slot `d`
+    /// slots past the start of its reservation.
     pub fn state(&self, slot: SlotId) -> Result<SlotState, SlotError> {
         Ok(self.occupant(slot)?.map_or(SlotState::Idle, |r| r.state))
     }
 
-    /// The reservation holding `slot` (inside the horizon), if any. O(log horizon).
+    /// The reservation holding `slot` (inside the horizon), if any. O(1 + d / 64) for a
+    /// slot `d` slots past the start of its reservation.
     pub fn occupant(&self, slot: SlotId) -> Result<Option<Reservation>, SlotError> {
         self.check_inside(slot)?;
         let owner = self.tree.owner_at(self.phys(slot));
@@ -253,8 +259,8 @@ impl SlotTable {
     /// - an ACTIVE reservation that reaches past `slot` keeps running and keeps its slots
     ///   from `slot` on (its `start_slot` becomes `slot`); nothing is reported.
     ///
-    /// Cost: O((k + 1) · log horizon) for k reservations touched (the whole table, once,
-    /// when the jump is at least a horizon long).
+    /// Cost: O((k + 1) · log horizon + s / 64) for k reservations touched and s slots
+    /// freed (the whole table, once, when the jump is at least a horizon long).
     pub fn advance_to(&mut self, slot: SlotId, mut on_event: impl FnMut(HorizonEvent)) {
         if slot <= self.base {
             return;
@@ -302,6 +308,7 @@ impl SlotTable {
             }
         }
         self.base = slot;
+        self.base_phys = (slot % u64::from(self.horizon)) as u32;
         self.renew_standing(&mut on_event);
     }
 
@@ -340,10 +347,13 @@ impl SlotTable {
         Ok(())
     }
 
-    /// Position of `slot` in the ring.
+    /// Position of `slot` (inside the horizon) in the ring.
     #[inline]
     pub(super) fn phys(&self, slot: SlotId) -> u32 {
-        (slot % u64::from(self.horizon)) as u32
+        debug_assert!(slot >= self.base && slot - self.base < u64::from(self.horizon));
+        let p = u64::from(self.base_phys) + (slot - self.base);
+        let h = u64::from(self.horizon);
+        (if p >= h { p - h } else { p }) as u32
     }
 
     /// Gives slots `start..start + len` (inside the horizon) to `owner` in the tree.
@@ -381,7 +391,7 @@ impl SlotTable {
     /// end inside the horizon. O(log horizon).
     pub(super) fn first_fit(&self, from: SlotId, len: u32) -> Option<SlotId> {
         let h = self.horizon;
-        let b = self.phys(self.base);
+        let b = self.base_phys;
         let d = (from - self.base) as u32;
         let mut run = 0;
         if d < h - b {

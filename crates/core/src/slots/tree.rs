@@ -1,67 +1,150 @@
-//! The free-run index behind the slot table: a segment tree over the physical ring of
-//! slots, the classic "hotel" tree.
+//! The free-run index behind the slot table: a bitmap of free slots, with a segment tree
+//! over its 64-slot words.
 //!
-//! Every node knows, for its range, the longest free run (`best`), the free run at its
-//! left edge (`pre`) and at its right edge (`suf`). That is enough to find the leftmost
-//! run of `n` free slots at or after a position in O(log N): walk the O(log N) canonical
-//! nodes of the searched range from left to right, carrying the free run that ends at the
-//! current position, and descend into the first node that can hold the request.
+//! Slot `i` of the ring is bit `i % 64` of word `i / 64` (1 = free). Each tree leaf is one
+//! word; every node knows, for its range, the longest free run (`best`), the free run at
+//! its left edge (`pre`) and at its right edge (`suf`). A leaf gets these from its word
+//! with bit tricks (trailing/leading ones, and the longest run by repeated
+//! `x & (x >> k)`), so the tree has 64 times fewer leaves than the ring has slots.
 //!
-//! Each node also carries a `cover`: the owner of its whole range when it is uniform
-//! (free, one reservation, or padding), or `MIXED`. Assigning a range to an owner stops at
-//! the covered nodes (lazy assignment), so booking or freeing `n` slots costs O(log N)
-//! whatever `n` is, and "who holds slot i" is a descent to the first uniform node.
+//! - Finding the leftmost run of `n` free slots at or after a position is O(log N): the
+//!   partial words at both ends are searched with bit operations, the whole words in
+//!   between by walking the O(log N) canonical nodes from left to right, carrying the free
+//!   run that ends at the current position, and descending into the first node that can
+//!   hold the request (a run may straddle two leaves: the suffix of one plus the prefix of
+//!   the next).
+//! - Booking or freeing `n` slots sets or clears whole words and recomputes the touched
+//!   leaves and their ancestors (stopping at the first level where nothing changed):
+//!   O(log N + n / 64).
+//! - Owners: a second bitmap marks the first slot of every booked stretch, and `owners`
+//!   holds the owner at each marked slot. "Who holds slot i" is the nearest mark at or
+//!   before `i`, found a word at a time.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
 /// Owner value of a free slot.
 pub(crate) const FREE: u32 = u32::MAX;
-/// Owner value of the padding leaves past the end of the ring (never free, never owned).
-const PADDING: u32 = u32::MAX - 1;
-/// Cover value of a node whose range has more than one owner.
-const MIXED: u32 = u32::MAX - 2;
 /// Owners (slab indices of reservations) must stay below this value.
-pub(crate) const MAX_OWNER: u32 = MIXED;
+pub(crate) const MAX_OWNER: u32 = u32::MAX - 2;
 
-#[derive(Debug, Clone, Copy)]
+/// Slots per bitmap word (and per tree leaf).
+const WORD: u32 = 64;
+
+/// Free slots at the low end of a word (bit 0 is the first slot).
+#[inline]
+pub(crate) fn word_prefix(w: u64) -> u32 {
+    w.trailing_ones()
+}
+
+/// Free slots at the high end of a word.
+#[inline]
+pub(crate) fn word_suffix(w: u64) -> u32 {
+    w.leading_ones()
+}
+
+/// The longest run of one bits in a word.
+///
+/// After `y &= y >> k`, bit `i` of `y` says that the `2k` bits from `i` are all ones:
+/// doubling `k` finds the power of two below the answer in at most 6 steps, then a binary
+/// search over the remaining bits finds the answer in at most 5 more.
+#[inline]
+pub(crate) fn word_longest(w: u64) -> u32 {
+    if w == u64::MAX {
+        return 64;
+    }
+    if w == 0 {
+        return 0;
+    }
+    // `y`: starts of runs of at least `k` ones.
+    let (mut y, mut k) = (w, 1u32);
+    loop {
+        let z = y & (y >> k);
+        if z == 0 {
+            break;
+        }
+        y = z;
+        k *= 2;
+    }
+    // Runs of at least `k` exist, none of `2k`: binary search in between.
+    let mut step = k / 2;
+    while step > 0 {
+        let z = y & (y >> step);
+        if z != 0 {
+            y = z;
+            k += step;
+        }
+        step /= 2;
+    }
+    k
+}
+
+/// The lowest bit position where `n` consecutive one bits start (`1 ≤ n ≤ 64`).
+#[inline]
+pub(crate) fn word_first_fit(w: u64, n: u32) -> Option<u32> {
+    let (mut y, mut have) = (w, 1u32);
+    while have < n && y != 0 {
+        let step = have.min(n - have);
+        y &= y >> step;
+        have += step;
+    }
+    (y != 0).then(|| y.trailing_zeros())
+}
+
+/// The low `len` bits set (`1 ≤ len ≤ 64`).
+#[inline]
+fn low_mask(len: u32) -> u64 {
+    u64::MAX >> (WORD - len)
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Node {
     best: u32,
     pre: u32,
     suf: u32,
-    cover: u32,
 }
 
 impl Node {
-    fn uniform(owner: u32, len: u32) -> Self {
-        let free = if owner == FREE { len } else { 0 };
+    #[inline]
+    fn leaf(w: u64) -> Self {
         Node {
-            best: free,
-            pre: free,
-            suf: free,
-            cover: owner,
+            best: word_longest(w),
+            pre: word_prefix(w),
+            suf: word_suffix(w),
         }
     }
 }
 
-/// Segment tree over `len` physical slots (indices `0..len`).
+/// Free-run index over `len` physical slots (indices `0..len`).
 #[derive(Debug, Clone)]
 pub(crate) struct FreeRunTree {
-    nodes: Vec<Node>,
-    /// Leaves in the tree (a power of two ≥ `len`).
-    size: u32,
-    /// Usable slots; leaves from `len` to `size` are padding.
+    /// Usable slots; the bits past `len` in the last word stay 0 (never free).
     len: u32,
+    /// One bit per slot, 1 = free.
+    words: Vec<u64>,
+    /// One bit per slot, 1 = first slot of a booked stretch.
+    marks: Vec<u64>,
+    /// The owner at each marked slot (stale elsewhere).
+    owners: Vec<u32>,
+    /// 1-based heap: node `k` has children `2k` and `2k + 1`, leaf `j` is `leaves + j`.
+    nodes: Vec<Node>,
+    /// Leaves in the tree (a power of two ≥ the number of words); the leaves past the
+    /// last word are padding with no free slot.
+    leaves: u32,
 }
 
 impl FreeRunTree {
-    /// A tree with `len` free slots (`1 ≤ len ≤ 2^31`).
+    /// A tree with `len` free slots (`1 ≤ len ≤ 2^26`).
     pub(crate) fn new(len: u32) -> Self {
-        let size = len.next_power_of_two();
+        let words = len.div_ceil(WORD);
+        let leaves = words.next_power_of_two();
         let mut tree = FreeRunTree {
-            nodes: vec![Node::uniform(FREE, 0); 2 * size as usize],
-            size,
             len,
+            words: vec![0; words as usize],
+            marks: vec![0; words as usize],
+            owners: vec![FREE; len as usize],
+            nodes: vec![Node::default(); 2 * leaves as usize],
+            leaves,
         };
         tree.reset();
         tree
@@ -69,19 +152,21 @@ impl FreeRunTree {
 
     /// Frees every slot.
     pub(crate) fn reset(&mut self) {
-        let size = self.size as usize;
-        for i in 0..size {
-            let owner = if i < self.len as usize { FREE } else { PADDING };
-            self.nodes[size + i] = Node::uniform(owner, 1);
+        let leaves = self.leaves as usize;
+        for (i, (w, m)) in self.words.iter_mut().zip(&mut self.marks).enumerate() {
+            let from = i as u32 * WORD;
+            *w = low_mask((self.len - from).min(WORD));
+            *m = 0;
+            self.nodes[leaves + i] = Node::leaf(*w);
         }
-        let mut half = 1;
-        let mut level_start = size / 2;
-        while level_start >= 1 {
-            for node in level_start..2 * level_start {
+        // Internal nodes bottom-up; `half` is the span of a child in slots.
+        let (mut a, mut half) = (leaves / 2, WORD);
+        while a >= 1 {
+            for node in a..2 * a {
                 self.pull(node, half);
             }
+            a /= 2;
             half *= 2;
-            level_start /= 2;
         }
     }
 
@@ -94,85 +179,93 @@ impl FreeRunTree {
             pre: if l.pre == half { half + r.pre } else { l.pre },
             suf: if r.suf == half { half + l.suf } else { r.suf },
             best: l.best.max(r.best).max(l.suf + r.pre),
-            cover: if l.cover == r.cover { l.cover } else { MIXED },
         };
     }
 
-    /// Hands a uniform node's owner down to its children before they are changed.
     #[inline]
-    fn push(&mut self, node: usize, half: u32) {
-        let cover = self.nodes[node].cover;
-        if cover != MIXED {
-            self.nodes[2 * node] = Node::uniform(cover, half);
-            self.nodes[2 * node + 1] = Node::uniform(cover, half);
-        }
+    fn is_free(&self, i: u32) -> bool {
+        self.words[(i / WORD) as usize] >> (i % WORD) & 1 == 1
     }
 
-    /// Gives the slots `lo..hi` to `owner` (or frees them with [`FREE`]).
+    #[inline]
+    fn is_mark(&self, i: u32) -> bool {
+        self.marks[(i / WORD) as usize] >> (i % WORD) & 1 == 1
+    }
+
+    #[inline]
+    fn set_mark(&mut self, i: u32, owner: u32) {
+        self.marks[(i / WORD) as usize] |= 1 << (i % WORD);
+        self.owners[i as usize] = owner;
+    }
+
+    /// Gives the slots `lo..hi` to `owner` (or frees them with [`FREE`]). Booking is only
+    /// ever done on free slots, and freeing on slots of one owner.
     ///
-    /// Iterative lazy assignment: hand pending covers down along the two boundary paths,
-    /// cover the O(log N) canonical nodes of the range, then recompute the boundary paths
-    /// bottom-up. O(log N) nodes touched, no recursion.
+    /// Sets or clears the bits word by word, recomputes those leaves, then their
+    /// ancestors level by level: O(log N + (hi − lo) / 64).
     pub(crate) fn assign(&mut self, lo: u32, hi: u32, owner: u32) {
         debug_assert!(lo < hi && hi <= self.len);
-        let levels = self.size.trailing_zeros();
-        let l = (lo + self.size) as usize;
-        let r = (hi + self.size) as usize;
-        // Above the level where the two boundary paths meet they are one path: visit
-        // each node once.
-        for i in (1..=levels).rev() {
-            let half = 1u32 << (i - 1);
-            let left = (l >> i) << i != l;
-            if left {
-                self.push(l >> i, half);
-            }
-            if (r >> i) << i != r && !(left && (r - 1) >> i == l >> i) {
-                self.push((r - 1) >> i, half);
-            }
+        let free = owner == FREE;
+        if free && hi < self.len && !self.is_free(hi) && !self.is_mark(hi) {
+            // The owner keeps the slots from `hi` on (a trimmed reservation): its stretch
+            // now starts there.
+            let kept = self.owner_at(hi);
+            self.set_mark(hi, kept);
         }
-        let (mut a, mut b, mut len) = (l, r, 1u32);
-        while a < b {
-            if a & 1 == 1 {
-                self.nodes[a] = Node::uniform(owner, len);
-                a += 1;
+        let (wl, wh) = (lo / WORD, (hi - 1) / WORD);
+        let leaves = self.leaves as usize;
+        for w in wl..=wh {
+            let from = w * WORD;
+            let s = lo.max(from) - from;
+            let e = hi.min(from + WORD) - from;
+            let mask = low_mask(e - s) << s;
+            let i = w as usize;
+            if free {
+                self.words[i] |= mask;
+            } else {
+                self.words[i] &= !mask;
             }
-            if b & 1 == 1 {
-                b -= 1;
-                self.nodes[b] = Node::uniform(owner, len);
-            }
-            a >>= 1;
-            b >>= 1;
-            len <<= 1;
+            self.marks[i] &= !mask;
+            self.nodes[leaves + i] = Node::leaf(self.words[i]);
         }
-        for i in 1..=levels {
-            let half = 1u32 << (i - 1);
-            let left = (l >> i) << i != l;
-            if left {
-                self.pull(l >> i, half);
+        if !free {
+            self.set_mark(lo, owner);
+        }
+        // Ancestors level by level; a level where no node changed leaves everything above
+        // it unchanged, which is the common case for a short booking in a long ring.
+        let (mut a, mut b, mut half) =
+            ((leaves + wl as usize) / 2, (leaves + wh as usize) / 2, WORD);
+        while a >= 1 {
+            let mut changed = false;
+            for node in a..=b {
+                let old = self.nodes[node];
+                self.pull(node, half);
+                changed |= self.nodes[node] != old;
             }
-            if (r >> i) << i != r && !(left && (r - 1) >> i == l >> i) {
-                self.pull((r - 1) >> i, half);
+            if !changed {
+                break;
             }
+            a /= 2;
+            b /= 2;
+            half *= 2;
         }
     }
 
     /// The owner of slot `i` ([`FREE`] when free).
     pub(crate) fn owner_at(&self, i: u32) -> u32 {
-        let (mut node, mut nl, mut nr) = (1usize, 0u32, self.size);
-        loop {
-            let cover = self.nodes[node].cover;
-            if cover != MIXED {
-                return cover;
-            }
-            let mid = nl + (nr - nl) / 2;
-            if i < mid {
-                node *= 2;
-                nr = mid;
-            } else {
-                node = 2 * node + 1;
-                nl = mid;
-            }
+        if self.is_free(i) {
+            return FREE;
         }
+        let mut w = (i / WORD) as usize;
+        // Marks at or before `i` in its word.
+        let mut bits = self.marks[w] & (u64::MAX >> (WORD - 1 - i % WORD));
+        while bits == 0 {
+            w = w
+                .checked_sub(1)
+                .expect("every booked stretch has a mark on its first slot");
+            bits = self.marks[w];
+        }
+        self.owners[w * WORD as usize + (WORD - 1 - bits.leading_zeros()) as usize]
     }
 
     /// The leftmost start of `n` contiguous free slots inside `lo..hi`, where a free run
@@ -184,72 +277,89 @@ impl FreeRunTree {
         if lo == hi {
             return None;
         }
-        self.fit_rec(1, 0, self.size, lo, hi, n, run)
-    }
-
-    #[allow(clippy::too_many_arguments)] // a recursive walk: node, its range, the query
-    fn fit_rec(
-        &self,
-        node: usize,
-        nl: u32,
-        nr: u32,
-        lo: u32,
-        hi: u32,
-        n: u32,
-        run: &mut u32,
-    ) -> Option<i64> {
-        let nd = self.nodes[node];
-        if lo <= nl && nr <= hi {
-            // A canonical node: it either completes the carried run, holds a fit, or
-            // passes on its free suffix.
-            if *run + nd.pre >= n {
-                return Some(i64::from(nl) - i64::from(*run));
-            }
-            if nd.best >= n {
-                return Some(i64::from(self.leftmost_run(node, nl, nr, n)));
-            }
-            *run = if nd.pre == nr - nl {
-                *run + (nr - nl)
-            } else {
-                nd.suf
-            };
-            return None;
+        let (wl, wh) = (lo / WORD, (hi - 1) / WORD);
+        if wl == wh {
+            return self.fit_segment(lo, hi, n, run);
         }
-        if nd.cover != MIXED {
-            // Uniform node only partly inside the query: its children are stale, so
-            // treat the overlapping part as one uniform stretch.
-            let a = lo.max(nl);
-            let b = hi.min(nr);
-            if nd.cover == FREE {
-                if *run + (b - a) >= n {
-                    return Some(i64::from(a) - i64::from(*run));
-                }
-                *run += b - a;
-            } else {
-                *run = 0;
-            }
-            return None;
+        if let Some(x) = self.fit_segment(lo, (wl + 1) * WORD, n, run) {
+            return Some(x);
         }
-        let mid = nl + (nr - nl) / 2;
-        if lo < mid
-            && let Some(x) = self.fit_rec(2 * node, nl, mid, lo, hi, n, run)
+        let full_hi = hi / WORD;
+        if wl + 1 < full_hi
+            && let Some(x) = self.fit_nodes(1, 0, self.leaves, wl + 1, full_hi, n, run)
         {
             return Some(x);
         }
-        if hi > mid {
-            return self.fit_rec(2 * node + 1, mid, nr, lo, hi, n, run);
+        if hi % WORD != 0 {
+            return self.fit_segment(full_hi * WORD, hi, n, run);
         }
         None
     }
 
-    /// The start of the leftmost free run of at least `n` slots inside a node whose `best`
-    /// is at least `n`.
-    fn leftmost_run(&self, mut node: usize, mut nl: u32, mut nr: u32, n: u32) -> u32 {
-        loop {
-            if self.nodes[node].cover != MIXED {
-                // Uniform and (since best ≥ n > 0) free.
-                return nl;
+    /// [`Self::first_fit`] inside one word: the slots `s..e`.
+    #[inline]
+    fn fit_segment(&self, s: u32, e: u32, n: u32, run: &mut u32) -> Option<i64> {
+        let len = e - s;
+        let x = (self.words[(s / WORD) as usize] >> (s % WORD)) & low_mask(len);
+        let pre = word_prefix(x);
+        if *run + pre >= n {
+            return Some(i64::from(s) - i64::from(*run));
+        }
+        if n <= WORD
+            && let Some(p) = word_first_fit(x, n)
+        {
+            return Some(i64::from(s + p));
+        }
+        *run = if pre == len {
+            *run + len
+        } else {
+            word_suffix(x << (WORD - len))
+        };
+        None
+    }
+
+    /// [`Self::first_fit`] over the whole words `a..b`, below `node` (words `nl..nr`).
+    #[allow(clippy::too_many_arguments)] // a recursive walk: node, its range, the query
+    fn fit_nodes(
+        &self,
+        node: usize,
+        nl: u32,
+        nr: u32,
+        a: u32,
+        b: u32,
+        n: u32,
+        run: &mut u32,
+    ) -> Option<i64> {
+        if a <= nl && nr <= b {
+            // A canonical node: it either completes the carried run, holds a fit, or
+            // passes on its free suffix.
+            let nd = self.nodes[node];
+            let span = (nr - nl) * WORD;
+            if *run + nd.pre >= n {
+                return Some(i64::from(nl * WORD) - i64::from(*run));
             }
+            if nd.best >= n {
+                return Some(i64::from(self.leftmost_run(node, nl, nr, n)));
+            }
+            *run = if nd.pre == span { *run + span } else { nd.suf };
+            return None;
+        }
+        let mid = nl + (nr - nl) / 2;
+        if a < mid
+            && let Some(x) = self.fit_nodes(2 * node, nl, mid, a, b, n, run)
+        {
+            return Some(x);
+        }
+        if b > mid {
+            return self.fit_nodes(2 * node + 1, mid, nr, a, b, n, run);
+        }
+        None
+    }
+
+    /// The start of the leftmost free run of at least `n` slots inside a node (words
+    /// `nl..nr`) whose `best` is at least `n`.
+    fn leftmost_run(&self, mut node: usize, mut nl: u32, mut nr: u32, n: u32) -> u32 {
+        while node < self.leaves as usize {
             let mid = nl + (nr - nl) / 2;
             let l = self.nodes[2 * node];
             let r = self.nodes[2 * node + 1];
@@ -257,12 +367,16 @@ impl FreeRunTree {
                 node *= 2;
                 nr = mid;
             } else if l.suf + r.pre >= n {
-                return mid - l.suf;
+                return mid * WORD - l.suf;
             } else {
                 node = 2 * node + 1;
                 nl = mid;
             }
         }
+        // A leaf whose longest run is at least n (so n ≤ 64).
+        let p = word_first_fit(self.words[nl as usize], n)
+            .expect("a word whose longest free run is at least n holds a fit");
+        nl * WORD + p
     }
 
     /// The first slot in `lo..hi` that is not free.
@@ -270,63 +384,54 @@ impl FreeRunTree {
         if lo >= hi {
             return None;
         }
-        self.taken_rec(1, 0, self.size, lo, hi)
-    }
-
-    fn taken_rec(&self, node: usize, nl: u32, nr: u32, lo: u32, hi: u32) -> Option<u32> {
-        let nd = self.nodes[node];
-        if nd.cover != MIXED {
-            return (nd.cover != FREE).then(|| lo.max(nl));
+        let (wl, wh) = (lo / WORD, (hi - 1) / WORD);
+        if wl == wh {
+            return self.taken_segment(lo, hi);
         }
-        if lo <= nl && nr <= hi && nd.pre == nr - nl {
-            return None;
+        if let Some(x) = self.taken_segment(lo, (wl + 1) * WORD) {
+            return Some(x);
         }
-        let mid = nl + (nr - nl) / 2;
-        if lo < mid
-            && let Some(x) = self.taken_rec(2 * node, nl, mid, lo, hi)
+        let full_hi = hi / WORD;
+        if wl + 1 < full_hi
+            && let Some(x) = self.taken_nodes(1, 0, self.leaves, wl + 1, full_hi)
         {
             return Some(x);
         }
-        if hi > mid {
-            return self.taken_rec(2 * node + 1, mid, nr, lo, hi);
+        if hi % WORD != 0 {
+            return self.taken_segment(full_hi * WORD, hi);
+        }
+        None
+    }
+
+    /// [`Self::first_taken`] inside one word: the slots `s..e`.
+    #[inline]
+    fn taken_segment(&self, s: u32, e: u32) -> Option<u32> {
+        let x = !(self.words[(s / WORD) as usize] >> (s % WORD)) & low_mask(e - s);
+        (x != 0).then(|| s + x.trailing_zeros())
+    }
+
+    /// [`Self::first_taken`] over the whole words `a..b`, below `node` (words `nl..nr`).
+    fn taken_nodes(&self, node: usize, nl: u32, nr: u32, a: u32, b: u32) -> Option<u32> {
+        if a <= nl && nr <= b {
+            if self.nodes[node].pre == (nr - nl) * WORD {
+                return None;
+            }
+            if node >= self.leaves as usize {
+                return Some(nl * WORD + (!self.words[nl as usize]).trailing_zeros());
+            }
+        }
+        let mid = nl + (nr - nl) / 2;
+        if a < mid
+            && let Some(x) = self.taken_nodes(2 * node, nl, mid, a, b)
+        {
+            return Some(x);
+        }
+        if b > mid {
+            return self.taken_nodes(2 * node + 1, mid, nr, a, b);
         }
         None
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn assign_and_query() {
-        let mut t = FreeRunTree::new(10);
-        let mut run = 0;
-        assert_eq!(t.first_fit(0, 10, 10, &mut run), Some(0));
-        t.assign(2, 5, 7);
-        assert_eq!(t.owner_at(1), FREE);
-        assert_eq!(t.owner_at(2), 7);
-        assert_eq!(t.owner_at(4), 7);
-        assert_eq!(t.owner_at(5), FREE);
-        let mut run = 0;
-        assert_eq!(t.first_fit(0, 10, 3, &mut run), Some(5));
-        let mut run = 0;
-        assert_eq!(t.first_fit(0, 10, 2, &mut run), Some(0));
-        let mut run = 0;
-        assert_eq!(t.first_fit(1, 10, 2, &mut run), Some(5));
-        let mut run = 0;
-        assert_eq!(t.first_fit(5, 10, 6, &mut run), None);
-        assert_eq!(run, 5, "free suffix carried out");
-        assert_eq!(t.first_taken(0, 10), Some(2));
-        assert_eq!(t.first_taken(5, 10), None);
-        t.assign(0, 10, FREE);
-        assert_eq!(t.first_taken(0, 10), None);
-    }
-
-    #[test]
-    fn carried_run_extends_backwards() {
-        let t = FreeRunTree::new(8);
-        let mut run = 3;
-        assert_eq!(t.first_fit(0, 2, 5, &mut run), Some(-3));
-    }
-}
+mod tests;
