@@ -20,6 +20,12 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
+    /// Fetch, verify and list the model files.
+    #[command(subcommand)]
+    Models(cmd::models::ModelsCommand),
+    /// Run one model alone on one input, with per-stage timing.
+    #[command(subcommand)]
+    Infer(cmd::infer::InferCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +33,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Models(c) => cmd::models::run(c),
+        Command::Infer(c) => cmd::infer::run(c),
     };
     match result {
         Ok(code) => code,
