@@ -56,9 +56,9 @@ fn espeak_sentence_at_22khz_is_resampled_and_transcribed() {
     let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = dir.path().join("speech.wav");
-    let sentence = "The weather is nice today and the train is on time.";
+    let sentence = "Please open the door and turn on the light in the kitchen.";
     let status = Command::new("espeak-ng")
-        .args(["-s", "150", "-w"])
+        .args(["-s", "140", "-w"])
         .arg(&wav)
         .arg(sentence)
         .status()
@@ -72,8 +72,9 @@ fn espeak_sentence_at_22khz_is_resampled_and_transcribed() {
     let text = transcribe(&mut s, &clip);
     let wer = word_error_rate(sentence, &text);
     eprintln!("espeak: {text:?} (WER {wer:.3})");
-    // Measured: see the report; synthetic speech is harder for Whisper than real speech.
-    assert!(wer <= 0.25, "WER {wer:.3} for {text:?}");
+    // Measured: 0.0 (exact). Synthetic speech is harder for Whisper than real speech, so
+    // the bound allows two words in twelve.
+    assert!(wer <= 0.17, "WER {wer:.3} for {text:?}");
 }
 
 #[test]

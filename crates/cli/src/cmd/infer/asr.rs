@@ -35,7 +35,7 @@ pub fn run(a: AsrArgs) -> Result<ExitCode> {
     let clock = MonotonicClock::new();
     let mut session =
         AsrSession::load(&files, &AsrOptions { threads: a.threads }).context("loading Whisper")?;
-    let clock = MonotonicClock::new();
+    let load_nanos = clock.now_nanos();
     let (text, t) = run_timed(&mut session, &clip, &clock)?;
     if a.json {
         let out = json!({
