@@ -15,11 +15,15 @@
 //! | [`frame`], [`audio`] | image and WAV inputs |
 #![deny(missing_docs)]
 
+#[cfg(feature = "candle")]
+pub mod asr;
 pub mod audio;
 pub mod backend;
 pub mod engine;
 pub mod frame;
 pub mod gate;
+#[cfg(feature = "candle")]
+pub mod llm;
 pub mod ocr;
 #[cfg(feature = "ort")]
 pub mod ort;
@@ -27,6 +31,8 @@ pub mod paths;
 pub mod probe;
 pub mod profile;
 pub mod tensor;
+#[cfg(feature = "candle")]
+pub mod threads;
 #[cfg(feature = "tract")]
 pub mod tract;
 pub mod vad;

@@ -20,7 +20,10 @@ enum Command {
     Policy(cmd::policy::PolicyCommand),
     /// Compute the LDTI health index from measurements and print it with its level.
     Ldti(cmd::ldti::LdtiArgs),
-    /// Run one model alone on one input (OCR on an image, VAD on a WAV file).
+    /// Fetch, verify and list the model files (into $MMSCHED_HOME, default ~/.cache/mmsched).
+    #[command(subcommand)]
+    Models(cmd::models::ModelsCommand),
+    /// Run one model alone on one input (OCR on an image, VAD or ASR on a WAV file, LLM on a prompt), with per-stage timing.
     #[command(subcommand)]
     Infer(cmd::infer::InferCommand),
     /// Measure every available model on this device and write the latency profile
@@ -51,6 +54,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
+        Command::Models(c) => cmd::models::run(c),
         Command::Infer(c) => cmd::infer::run(c),
         Command::Profile(a) => cmd::profile::run(a),
         Command::Serve(a) => cmd::serve::run(a),

@@ -7,6 +7,7 @@ pub mod engine_arg;
 pub mod infer;
 pub mod kernel_size;
 pub mod ldti;
+pub mod models;
 pub mod policy;
 pub mod profile;
 pub mod serve;

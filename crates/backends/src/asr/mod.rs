@@ -1,0 +1,17 @@
+//! Speech recognition: Whisper tiny.en on candle.
+//!
+//! - [`audio`]: WAV reading, resampling to 16 kHz, the Slaney mel filterbank;
+//! - [`model`]: loading weights (converted safetensors), configuration and tokenizer;
+//! - [`wer`]: word error rate, to judge transcripts;
+//! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
+//!   (log-mel, encoder, greedy decoding without timestamps, detokenising).
+
+pub mod audio;
+pub mod model;
+pub mod session;
+pub mod wer;
+
+pub use audio::{AudioClip, read_wav, resample};
+pub use model::{WhisperFiles, WhisperModel};
+pub use session::{AsrOptions, AsrSession};
+pub use wer::word_error_rate;

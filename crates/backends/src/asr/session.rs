@@ -1,0 +1,196 @@
+//! Whisper speech recognition as a [`Backend`]: pre = resample + log-mel, exec = encoder +
+//! greedy decoder, post = detokenise.
+
+use candle_core::{Device, IndexOp, Tensor};
+use candle_transformers::models::whisper::{self, audio::pcm_to_mel};
+
+use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
+use crate::asr::model::{WhisperFiles, WhisperModel};
+use crate::backend::{Backend, BackendError};
+use crate::threads::EngineThreads;
+
+/// Longest transcript per 30 s window, in tokens (Whisper's own limit is 224).
+const MAX_TOKENS_PER_WINDOW: usize = 224;
+/// Longest accepted clip: ten minutes.
+const MAX_CLIP_SECONDS: u64 = 600;
+
+/// How to run Whisper.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AsrOptions {
+    /// Worker threads for this engine (0: one per core).
+    pub threads: usize,
+}
+
+/// Log-mel windows of one clip: one `1 × n_mels × 3000` tensor per 30 s of audio.
+#[derive(Debug, Clone)]
+pub struct MelWindows {
+    windows: Vec<Tensor>,
+}
+
+/// A loaded Whisper model with its thread pool.
+#[derive(Debug)]
+pub struct AsrSession {
+    whisper: WhisperModel,
+    threads: EngineThreads,
+    suppress: Tensor,
+    suppress_first: Tensor,
+}
+
+fn engine(e: candle_core::Error) -> BackendError {
+    BackendError::Engine(e.to_string())
+}
+
+impl AsrSession {
+    /// Loads Whisper from `files`.
+    pub fn load(files: &WhisperFiles, options: &AsrOptions) -> Result<Self, BackendError> {
+        let threads = EngineThreads::new("asr", options.threads)?;
+        let whisper = threads.install(|| WhisperModel::load(files))?;
+        let vocab = whisper.config.vocab_size;
+        let eot = whisper.special.eot as usize;
+        // Never generated: the configured suppressed tokens, and every special token
+        // after end-of-text (start/task/language markers, no-timestamps, and the
+        // timestamp tokens: timestamps are suppressed).
+        let mut mask = vec![0f32; vocab];
+        for &t in &whisper.config.suppress_tokens {
+            if let Some(m) = mask.get_mut(t as usize) {
+                *m = f32::NEG_INFINITY;
+            }
+        }
+        for m in mask.iter_mut().skip(eot + 1) {
+            *m = f32::NEG_INFINITY;
+        }
+        let mut first = mask.clone();
+        // As Whisper does, the first token is neither a blank nor end-of-text.
+        let blank = whisper.tokenizer.token_to_id("\u{120}").map(|t| t as usize);
+        for t in [Some(eot), blank].into_iter().flatten() {
+            if let Some(m) = first.get_mut(t) {
+                *m = f32::NEG_INFINITY;
+            }
+        }
+        let suppress = Tensor::new(mask.as_slice(), &Device::Cpu).map_err(engine)?;
+        let suppress_first = Tensor::new(first.as_slice(), &Device::Cpu).map_err(engine)?;
+        Ok(Self {
+            whisper,
+            threads,
+            suppress,
+            suppress_first,
+        })
+    }
+}
+
+/// Encodes one 30 s window and decodes it greedily.
+fn decode_window(
+    m: &mut WhisperModel,
+    suppress: &Tensor,
+    suppress_first: &Tensor,
+    mel: &Tensor,
+) -> candle_core::Result<Vec<u32>> {
+    let features = m.model.encoder.forward(mel, true)?;
+    let prefix = [m.special.sot, m.special.no_timestamps];
+    let mut tokens: Vec<u32> = prefix.to_vec();
+    for i in 0..MAX_TOKENS_PER_WINDOW {
+        let input = Tensor::new(tokens.as_slice(), mel.device())?.unsqueeze(0)?;
+        let ys = m.model.decoder.forward(&input, &features, i == 0)?;
+        let (_, seq_len, _) = ys.dims3()?;
+        let logits = m
+            .model
+            .decoder
+            .final_linear(&ys.i((..1, seq_len - 1..))?)?
+            .i(0)?
+            .i(0)?;
+        let mask = if i == 0 { suppress_first } else { suppress };
+        let next = (logits + mask)?
+            .argmax(candle_core::D::Minus1)?
+            .to_scalar::<u32>()?;
+        if next == m.special.eot || tokens.len() >= m.config.max_target_positions {
+            break;
+        }
+        tokens.push(next);
+    }
+    Ok(tokens.split_off(prefix.len()))
+}
+
+impl Backend for AsrSession {
+    type Input = AudioClip;
+    type Prepared = MelWindows;
+    type Raw = Vec<Vec<u32>>;
+    type Output = String;
+
+    fn name(&self) -> &str {
+        "whisper-tiny.en"
+    }
+
+    fn prepare(&mut self, clip: &AudioClip) -> Result<MelWindows, BackendError> {
+        if clip.sample_rate_hz == 0 {
+            return Err(BackendError::InvalidInput("sample rate is 0 Hz".into()));
+        }
+        if clip.samples.is_empty() {
+            return Err(BackendError::InvalidInput(
+                "the audio has no samples".into(),
+            ));
+        }
+        if clip.duration_ms() > MAX_CLIP_SECONDS * 1000 {
+            return Err(BackendError::InvalidInput(format!(
+                "the audio is {} s long; split it into utterances of at most {MAX_CLIP_SECONDS} s",
+                clip.duration_ms() / 1000
+            )));
+        }
+        if clip.samples.iter().any(|s| !s.is_finite()) {
+            return Err(BackendError::InvalidInput(
+                "the audio contains NaN or infinite samples".into(),
+            ));
+        }
+        let pcm = resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ);
+        let m = &self.whisper;
+        let n_mels = m.config.num_mel_bins;
+        let windows = self.threads.install(|| {
+            pcm.chunks(whisper::N_SAMPLES)
+                .map(|chunk| {
+                    let mel = pcm_to_mel(&m.config, chunk, &m.mel_filters);
+                    let frames = mel.len() / n_mels;
+                    Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
+                        2,
+                        0,
+                        whisper::N_FRAMES.min(frames),
+                    )
+                })
+                .collect::<candle_core::Result<Vec<_>>>()
+        });
+        Ok(MelWindows {
+            windows: windows.map_err(engine)?,
+        })
+    }
+
+    fn execute(&mut self, mel: MelWindows) -> Result<Vec<Vec<u32>>, BackendError> {
+        let (whisper, suppress, first) = (&mut self.whisper, &self.suppress, &self.suppress_first);
+        self.threads
+            .install(|| {
+                mel.windows
+                    .iter()
+                    .map(|w| decode_window(whisper, suppress, first, w))
+                    .collect::<candle_core::Result<Vec<_>>>()
+            })
+            .map_err(engine)
+    }
+
+    fn finish(&mut self, raw: Vec<Vec<u32>>) -> Result<String, BackendError> {
+        let mut text = String::new();
+        for tokens in raw {
+            let part = self
+                .whisper
+                .tokenizer
+                .decode(&tokens, true)
+                .map_err(|e| BackendError::Engine(e.to_string()))?;
+            if !text.is_empty() && !part.starts_with(' ') {
+                text.push(' ');
+            }
+            text.push_str(&part);
+        }
+        Ok(text.trim().to_owned())
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        // Weights are held as float32.
+        self.whisper.parameters * 4
+    }
+}

@@ -1,0 +1,499 @@
+//! A loaded LLM with a token-step API: prefill the prompt in chunks, then one token per
+//! [`LlmSession::step`], so that every decode step is a separately schedulable unit.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::LogitsProcessor;
+use mmsched_core::time::{Clock, Nanos};
+use serde::Serialize;
+
+use crate::backend::{Backend, BackendError};
+use crate::llm::model::{DEFAULT_MAX_SEQ_LEN, Gemma3, StageTimer};
+use crate::llm::tokenizer::GgufTokenizer;
+use crate::threads::EngineThreads;
+
+/// How to load and run the LLM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmOptions {
+    /// Worker threads for this engine (0: one per core).
+    pub threads: usize,
+    /// Maximum sequence length (prompt + generated tokens); sizes the rotary tables.
+    pub max_seq_len: usize,
+    /// Sampling temperature; `None` (or 0) is greedy, deterministic decoding.
+    pub temperature: Option<f64>,
+    /// Seed of the sampler (only used when sampling).
+    pub seed: u64,
+    /// Prompt tokens per prefill chunk in [`Backend::execute`].
+    pub prefill_chunk: usize,
+}
+
+impl Default for LlmOptions {
+    fn default() -> Self {
+        Self {
+            threads: 0,
+            max_seq_len: DEFAULT_MAX_SEQ_LEN,
+            temperature: None,
+            seed: 0,
+            prefill_chunk: 64,
+        }
+    }
+}
+
+/// Time of one forward pass (and sampling) by stage, summed over layers, in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StepStages {
+    /// Appending to and reading back the KV cache.
+    pub kv_cache_nanos: Nanos,
+    /// q/k/v/o projections, rotary embedding, scores, softmax, weighted sum.
+    pub attention_nanos: Nanos,
+    /// Embedding, norms, MLP, LM head and sampling.
+    pub rest_nanos: Nanos,
+}
+
+impl StepStages {
+    /// Sum of the stages.
+    pub fn total_nanos(&self) -> Nanos {
+        self.kv_cache_nanos + self.attention_nanos + self.rest_nanos
+    }
+
+    fn add(&mut self, o: &StepStages) {
+        self.kv_cache_nanos += o.kv_cache_nanos;
+        self.attention_nanos += o.attention_nanos;
+        self.rest_nanos += o.rest_nanos;
+    }
+}
+
+/// One generated token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Token {
+    /// Token id.
+    pub id: u32,
+    /// Its text (may be empty for control tokens or a partial UTF-8 sequence).
+    pub text: String,
+    /// Whether it ends generation (end of sequence / end of turn).
+    pub stop: bool,
+    /// Stage timing of the work that produced it.
+    pub stages: StepStages,
+    /// Wall time of the call that produced it (prefill chunk or step), nanoseconds.
+    pub nanos: Nanos,
+}
+
+/// A whole generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Generation {
+    /// Generated text (prompt excluded).
+    pub text: String,
+    /// Generated token ids (a final stop token included).
+    pub tokens: Vec<u32>,
+    /// Number of prompt tokens (with the beginning-of-sequence token).
+    pub prompt_tokens: usize,
+    /// Time to first token: all prefill chunks plus sampling the first token.
+    pub ttft_nanos: Nanos,
+    /// Mean time per output token after the first (0 when only one token).
+    pub tpot_nanos: Nanos,
+    /// Stage timing of each decode step (the first token's prefill excluded).
+    pub step_stages: Vec<StepStages>,
+    /// Stage timing of the prefill.
+    pub prefill_stages: StepStages,
+}
+
+/// A loaded Gemma-3 GGUF model with its tokenizer, KV cache and sampler.
+pub struct LlmSession {
+    model: Gemma3,
+    tokenizer: GgufTokenizer,
+    threads: EngineThreads,
+    clock: Arc<dyn Clock + Send + Sync>,
+    device: Device,
+    sampler: LogitsProcessor,
+    options: LlmOptions,
+    /// Prompt tokens not yet fed to the model.
+    pending: Vec<u32>,
+    /// Tokens in the KV cache.
+    position: usize,
+    /// The last token produced (fed to the model by the next step).
+    last: Option<u32>,
+    /// Time and stages of the most recent forward pass.
+    last_chunk_nanos: Nanos,
+    last_chunk_stages: StepStages,
+    weight_bytes: u64,
+}
+
+impl std::fmt::Debug for LlmSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSession")
+            .field("options", &self.options)
+            .field("position", &self.position)
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn engine(e: candle_core::Error) -> BackendError {
+    BackendError::Engine(e.to_string())
+}
+
+impl LlmSession {
+    /// Loads a Gemma-3 GGUF file.
+    pub fn load(
+        path: &Path,
+        options: LlmOptions,
+        clock: Arc<dyn Clock + Send + Sync>,
+    ) -> Result<Self, BackendError> {
+        let shown = path.display().to_string();
+        if !path.is_file() {
+            return Err(BackendError::ModelMissing { path: shown });
+        }
+        if options.max_seq_len == 0 {
+            return Err(BackendError::InvalidInput(
+                "max_seq_len must be at least 1".into(),
+            ));
+        }
+        let load = |reason: String| BackendError::Load {
+            path: shown.clone(),
+            reason,
+        };
+        let mut file = std::fs::File::open(path).map_err(|e| load(e.to_string()))?;
+        let ct = gguf_file::Content::read(&mut file)
+            .map_err(|e| load(format!("not a GGUF file: {e}")))?;
+        let weight_bytes: u64 = ct
+            .tensor_infos
+            .values()
+            .map(|t| {
+                let n = t.shape.elem_count();
+                (n / t.ggml_dtype.block_size() * t.ggml_dtype.type_size()) as u64
+            })
+            .sum();
+        let tokenizer = GgufTokenizer::from_gguf(&ct)?;
+        let device = Device::Cpu;
+        let threads = EngineThreads::new("llm", options.threads)?;
+        let model = threads
+            .install(|| Gemma3::from_gguf(&ct, &mut file, options.max_seq_len, &device))
+            .map_err(|e| load(e.to_string()))?;
+        let sampler = Self::sampler(&options);
+        Ok(Self {
+            model,
+            tokenizer,
+            threads,
+            clock,
+            device,
+            sampler,
+            options,
+            pending: Vec::new(),
+            position: 0,
+            last: None,
+            last_chunk_nanos: 0,
+            last_chunk_stages: StepStages::default(),
+            weight_bytes,
+        })
+    }
+
+    fn sampler(o: &LlmOptions) -> LogitsProcessor {
+        let t = o.temperature.filter(|t| *t > 0.0);
+        LogitsProcessor::new(o.seed, t, None)
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &GgufTokenizer {
+        &self.tokenizer
+    }
+
+    /// The options the session was loaded with.
+    pub fn options(&self) -> &LlmOptions {
+        &self.options
+    }
+
+    /// Tokens currently in the KV cache.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// Starts a new sequence with `prompt`: clears the KV cache, resets the sampler and
+    /// queues the prompt's tokens for prefill. Returns the number of prompt tokens.
+    pub fn start(&mut self, prompt: &str) -> Result<usize, BackendError> {
+        if prompt.trim().is_empty() {
+            return Err(BackendError::InvalidInput(
+                "the prompt is empty: give some text to continue".into(),
+            ));
+        }
+        let tokens = self.tokenizer.encode(prompt);
+        self.start_tokens(tokens)
+    }
+
+    /// Like [`start`](Self::start) with already tokenised input.
+    pub fn start_tokens(&mut self, tokens: Vec<u32>) -> Result<usize, BackendError> {
+        if tokens.is_empty() {
+            return Err(BackendError::InvalidInput("no prompt tokens".into()));
+        }
+        if tokens.len() >= self.model.max_seq_len() {
+            return Err(BackendError::InvalidInput(format!(
+                "the prompt has {} tokens; the maximum sequence is {} tokens",
+                tokens.len(),
+                self.model.max_seq_len()
+            )));
+        }
+        if let Some(bad) = tokens
+            .iter()
+            .find(|&&t| t as usize >= self.model.vocab_size())
+        {
+            return Err(BackendError::InvalidInput(format!(
+                "token id {bad} is outside the vocabulary"
+            )));
+        }
+        self.model.clear_kv_cache();
+        self.sampler = Self::sampler(&self.options);
+        self.position = 0;
+        self.last = None;
+        let n = tokens.len();
+        self.pending = tokens;
+        Ok(n)
+    }
+
+    /// Feeds up to `chunk` queued prompt tokens to the model. When the prompt is
+    /// exhausted, samples and returns the first generated token; until then `None`.
+    pub fn prefill_chunk(&mut self, chunk: usize) -> Result<Option<Token>, BackendError> {
+        if self.pending.is_empty() {
+            return Err(BackendError::InvalidInput(
+                "nothing to prefill: call start() with a prompt first".into(),
+            ));
+        }
+        let n = chunk.max(1).min(self.pending.len());
+        let ids: Vec<u32> = self.pending.drain(..n).collect();
+        let done = self.pending.is_empty();
+        let (logits, stages, nanos) = self.forward(&ids)?;
+        if !done {
+            return Ok(None);
+        }
+        self.sample(&logits, stages, nanos).map(Some)
+    }
+
+    /// Prefills the whole prompt in chunks of `chunk` tokens and returns the first token.
+    pub fn prefill(&mut self, prompt: &str, chunk: usize) -> Result<Token, BackendError> {
+        self.start(prompt)?;
+        self.prefill_queued(chunk)
+    }
+
+    /// Runs every queued prompt chunk; the first token carries the summed time and stages.
+    fn prefill_queued(&mut self, chunk: usize) -> Result<Token, BackendError> {
+        let mut stages = StepStages::default();
+        let mut nanos = 0;
+        loop {
+            if let Some(mut t) = self.prefill_chunk(chunk)? {
+                stages.add(&t.stages);
+                t.stages = stages;
+                t.nanos += nanos;
+                return Ok(t);
+            }
+            nanos += self.last_chunk_nanos;
+            stages.add(&self.last_chunk_stages);
+        }
+    }
+
+    /// One decode step: feeds the last token and samples the next one.
+    pub fn step(&mut self) -> Result<Token, BackendError> {
+        let Some(last) = self.last else {
+            return Err(BackendError::InvalidInput(
+                "no token to continue from: prefill a prompt first".into(),
+            ));
+        };
+        if self.position + 1 > self.model.max_seq_len() {
+            return Err(BackendError::InvalidInput(format!(
+                "the sequence reached the maximum of {} tokens",
+                self.model.max_seq_len()
+            )));
+        }
+        let (logits, stages, nanos) = self.forward(&[last])?;
+        self.sample(&logits, stages, nanos)
+    }
+
+    fn forward(&mut self, ids: &[u32]) -> Result<(Tensor, StepStages, Nanos), BackendError> {
+        let clock: &(dyn Clock + Send + Sync) = &*self.clock;
+        let t0 = clock.now_nanos();
+        let index_pos = self.position;
+        let (model, device, threads) = (&mut self.model, &self.device, &self.threads);
+        let (logits, stages) = threads
+            .install(|| {
+                let mut timer = StageTimer::start(clock);
+                let input = Tensor::new(ids, device)?.unsqueeze(0)?;
+                timer.rest();
+                let logits = model.forward(&input, index_pos, &mut timer)?;
+                Ok::<_, candle_core::Error>((
+                    logits,
+                    StepStages {
+                        kv_cache_nanos: timer.kv_cache_nanos,
+                        attention_nanos: timer.attention_nanos,
+                        rest_nanos: timer.rest_nanos,
+                    },
+                ))
+            })
+            .map_err(engine)?;
+        self.position += ids.len();
+        let nanos = clock.now_nanos() - t0;
+        self.last_chunk_nanos = nanos;
+        self.last_chunk_stages = stages;
+        Ok((logits, stages, nanos))
+    }
+
+    fn sample(
+        &mut self,
+        logits: &Tensor,
+        mut stages: StepStages,
+        nanos: Nanos,
+    ) -> Result<Token, BackendError> {
+        let t0 = self.clock.now_nanos();
+        let id = self.sampler.sample(logits).map_err(engine)?;
+        let sample_nanos = self.clock.now_nanos() - t0;
+        stages.rest_nanos += sample_nanos;
+        self.last = Some(id);
+        Ok(Token {
+            id,
+            text: self.tokenizer.decode(&[id]),
+            stop: self.tokenizer.is_stop(id),
+            stages,
+            nanos: nanos + sample_nanos,
+        })
+    }
+
+    /// Generates up to `max_tokens` tokens after `prompt` (stopping early at a stop
+    /// token), prefilling in chunks of the configured size.
+    pub fn generate(
+        &mut self,
+        prompt: &str,
+        max_tokens: usize,
+    ) -> Result<Generation, BackendError> {
+        if max_tokens == 0 {
+            return Err(BackendError::InvalidInput(
+                "max tokens is 0: ask for at least one token".into(),
+            ));
+        }
+        let first = self.prefill(prompt, self.options.prefill_chunk)?;
+        let prompt_tokens = self.position;
+        let mut g = self.decode_from(first, prompt_tokens, max_tokens)?;
+        g.text = self.tokenizer.decode(&g.tokens);
+        Ok(g)
+    }
+
+    /// Continues a prefilled sequence whose first token is `first` (text left empty).
+    fn decode_from(
+        &mut self,
+        first: Token,
+        prompt_tokens: usize,
+        max_tokens: usize,
+    ) -> Result<Generation, BackendError> {
+        let ttft_nanos = first.nanos;
+        let prefill_stages = first.stages;
+        let mut tokens = vec![first.id];
+        let mut stop = first.stop;
+        let mut step_stages = Vec::new();
+        let mut decode_nanos = 0;
+        while !stop && tokens.len() < max_tokens && self.position < self.model.max_seq_len() {
+            let t = self.step()?;
+            decode_nanos += t.nanos;
+            step_stages.push(t.stages);
+            tokens.push(t.id);
+            stop = t.stop;
+        }
+        let steps = step_stages.len() as u64;
+        Ok(Generation {
+            text: String::new(),
+            tokens,
+            prompt_tokens,
+            ttft_nanos,
+            tpot_nanos: decode_nanos.checked_div(steps).unwrap_or(0),
+            step_stages,
+            prefill_stages,
+        })
+    }
+
+    /// Reference decoding without the KV cache: for every new token the whole sequence is
+    /// run again from position 0 and the argmax taken. Quadratic and slow; it exists to
+    /// check that the cached, chunked, step-wise path produces the same tokens.
+    pub fn greedy_uncached(
+        &mut self,
+        prompt: &str,
+        max_tokens: usize,
+    ) -> Result<Vec<u32>, BackendError> {
+        let mut seq = self.tokenizer.encode(prompt);
+        let mut out = Vec::new();
+        while out.len() < max_tokens {
+            self.start_tokens(seq.clone())?;
+            let (logits, _, _) = self.forward(&seq)?;
+            let id = logits
+                .argmax(candle_core::D::Minus1)
+                .and_then(|t| t.to_scalar::<u32>())
+                .map_err(engine)?;
+            out.push(id);
+            seq.push(id);
+            if self.tokenizer.is_stop(id) {
+                break;
+            }
+        }
+        self.model.clear_kv_cache();
+        self.position = 0;
+        self.last = None;
+        Ok(out)
+    }
+}
+
+/// A text-generation job: continue `prompt` for up to `max_tokens` tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmJob {
+    /// Text to continue.
+    pub prompt: String,
+    /// Maximum number of generated tokens (at least 1).
+    pub max_tokens: usize,
+}
+
+/// Tokenised job, ready for the model.
+#[derive(Debug, Clone)]
+pub struct PreparedJob {
+    tokens: Vec<u32>,
+    max_tokens: usize,
+}
+
+/// The LLM as a [`Backend`]: pre = tokenise, exec = prefill + decode, post = detokenise.
+impl Backend for LlmSession {
+    type Input = LlmJob;
+    type Prepared = PreparedJob;
+    type Raw = Generation;
+    type Output = Generation;
+
+    fn name(&self) -> &str {
+        "gemma3-270m"
+    }
+
+    fn prepare(&mut self, input: &LlmJob) -> Result<PreparedJob, BackendError> {
+        if input.prompt.trim().is_empty() {
+            return Err(BackendError::InvalidInput(
+                "the prompt is empty: give some text to continue".into(),
+            ));
+        }
+        if input.max_tokens == 0 {
+            return Err(BackendError::InvalidInput(
+                "max tokens is 0: ask for at least one token".into(),
+            ));
+        }
+        Ok(PreparedJob {
+            tokens: self.tokenizer.encode(&input.prompt),
+            max_tokens: input.max_tokens,
+        })
+    }
+
+    fn execute(&mut self, job: PreparedJob) -> Result<Generation, BackendError> {
+        let prompt_tokens = self.start_tokens(job.tokens)?;
+        let first = self.prefill_queued(self.options.prefill_chunk)?;
+        // Text is produced in `finish`, so that detokenising is timed as post-processing.
+        self.decode_from(first, prompt_tokens, job.max_tokens)
+    }
+
+    fn finish(&mut self, mut raw: Generation) -> Result<Generation, BackendError> {
+        raw.text = self.tokenizer.decode(&raw.tokens);
+        Ok(raw)
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.weight_bytes + self.model.kv_cache_bytes()
+    }
+}

