@@ -290,7 +290,7 @@ impl FreeRunTree {
         {
             return Some(x);
         }
-        if hi % WORD != 0 {
+        if !hi.is_multiple_of(WORD) {
             return self.fit_segment(full_hi * WORD, hi, n, run);
         }
         None
@@ -415,7 +415,7 @@ impl FreeRunTree {
         {
             return Some(x);
         }
-        if hi % WORD != 0 {
+        if !hi.is_multiple_of(WORD) {
             return self.taken_segment(full_hi * WORD, hi);
         }
         None
