@@ -286,11 +286,11 @@ impl FreeRunTree {
         }
         let full_hi = hi / WORD;
         if wl + 1 < full_hi
-            && let Some(x) = self.fit_nodes(1, 0, self.leaves, wl + 1, full_hi, n, run)
+            && let Some(x) = self.fit_words(wl + 1, full_hi, n, run)
         {
             return Some(x);
         }
-        if hi % WORD != 0 {
+        if !hi.is_multiple_of(WORD) {
             return self.fit_segment(full_hi * WORD, hi, n, run);
         }
         None
@@ -318,41 +318,59 @@ impl FreeRunTree {
         None
     }
 
-    /// [`Self::first_fit`] over the whole words `a..b`, below `node` (words `nl..nr`).
-    #[allow(clippy::too_many_arguments)] // a recursive walk: node, its range, the query
-    fn fit_nodes(
-        &self,
-        node: usize,
-        nl: u32,
-        nr: u32,
-        a: u32,
-        b: u32,
-        n: u32,
-        run: &mut u32,
-    ) -> Option<i64> {
-        if a <= nl && nr <= b {
-            // A canonical node: it either completes the carried run, holds a fit, or
-            // passes on its free suffix.
-            let nd = self.nodes[node];
-            let span = (nr - nl) * WORD;
-            if *run + nd.pre >= n {
-                return Some(i64::from(nl * WORD) - i64::from(*run));
+    /// [`Self::first_fit`] over the whole words `a..b`.
+    ///
+    /// Bottom-up over the canonical nodes of the range: the left boundary climbs from the
+    /// first word and meets its nodes from left to right, so a fit near the start is found
+    /// after a level or two instead of a descent from the root; the right boundary's
+    /// nodes come right to left and wait on a small stack.
+    fn fit_words(&self, a: u32, b: u32, n: u32, run: &mut u32) -> Option<i64> {
+        let leaves = self.leaves as usize;
+        let (mut l, mut r, mut level) = (leaves + a as usize, leaves + b as usize, 0u32);
+        // At most one right node per level, and a tree has at most 21 levels (2^26 slots).
+        let mut right = [(0usize, 0u32); 32];
+        let mut pending = 0;
+        while l < r {
+            if l & 1 == 1 {
+                if let Some(x) = self.fit_node(l, level, n, run) {
+                    return Some(x);
+                }
+                l += 1;
             }
-            if nd.best >= n {
-                return Some(i64::from(self.leftmost_run(node, nl, nr, n)));
+            if r & 1 == 1 {
+                r -= 1;
+                right[pending] = (r, level);
+                pending += 1;
             }
-            *run = if nd.pre == span { *run + span } else { nd.suf };
-            return None;
+            l /= 2;
+            r /= 2;
+            level += 1;
         }
-        let mid = nl + (nr - nl) / 2;
-        if a < mid
-            && let Some(x) = self.fit_nodes(2 * node, nl, mid, a, b, n, run)
-        {
-            return Some(x);
+        while pending > 0 {
+            pending -= 1;
+            let (node, level) = right[pending];
+            if let Some(x) = self.fit_node(node, level, n, run) {
+                return Some(x);
+            }
         }
-        if b > mid {
-            return self.fit_nodes(2 * node + 1, mid, nr, a, b, n, run);
+        None
+    }
+
+    /// One canonical node of a search, `level` levels above the leaves: it either
+    /// completes the carried run, holds a fit, or passes on its free suffix.
+    #[inline]
+    fn fit_node(&self, node: usize, level: u32, n: u32, run: &mut u32) -> Option<i64> {
+        let nd = self.nodes[node];
+        let nl = ((node << level) - self.leaves as usize) as u32;
+        let words = 1u32 << level;
+        let span = words * WORD;
+        if *run + nd.pre >= n {
+            return Some(i64::from(nl * WORD) - i64::from(*run));
         }
+        if nd.best >= n {
+            return Some(i64::from(self.leftmost_run(node, nl, nl + words, n)));
+        }
+        *run = if nd.pre == span { *run + span } else { nd.suf };
         None
     }
 
@@ -397,7 +415,7 @@ impl FreeRunTree {
         {
             return Some(x);
         }
-        if hi % WORD != 0 {
+        if !hi.is_multiple_of(WORD) {
             return self.taken_segment(full_hi * WORD, hi);
         }
         None
