@@ -1,9 +1,8 @@
 //! Audio input: reading WAV files as 16 kHz mono `f32` samples in `[-1, 1]`.
 //!
-//! Other sample rates are converted by linear interpolation between neighbouring samples.
-//! That is simple and deterministic; it lets through some aliasing above 8 kHz when
-//! downsampling, which neither the VAD nor speech recognition at 16 kHz is sensitive to.
-//! Several channels are averaged into one.
+//! Other sample rates are converted with a windowed-sinc low-pass interpolator (no
+//! aliasing when downsampling, e.g. espeak-ng's 22.05 kHz output). Several channels are
+//! averaged into one. Every speech model (VAD, Whisper) reads its audio through here.
 
 use std::path::Path;
 
@@ -30,65 +29,122 @@ impl Audio {
     }
 }
 
-/// Reads a WAV file (PCM 8/16/24/32-bit or float), mixes it to mono and resamples it to
-/// 16 kHz.
-pub fn read_wav_16k(path: &Path) -> Result<Audio, BackendError> {
+/// Mono audio samples in [-1, 1] at a known rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudioClip {
+    /// Samples, mono.
+    pub samples: Vec<f32>,
+    /// Sample rate in hertz.
+    pub sample_rate_hz: u32,
+}
+
+impl AudioClip {
+    /// Duration in milliseconds.
+    pub fn duration_ms(&self) -> u64 {
+        if self.sample_rate_hz == 0 {
+            return 0;
+        }
+        self.samples.len() as u64 * 1000 / u64::from(self.sample_rate_hz)
+    }
+}
+
+/// Reads a PCM (8/16/24/32-bit integer) or 32-bit float WAV file; several channels are
+/// averaged to mono.
+pub fn read_wav(path: &Path) -> Result<AudioClip, BackendError> {
     let shown = path.display();
-    let mut reader = hound::WavReader::open(path).map_err(|e| {
-        BackendError::InvalidInput(format!("{shown} is not a readable WAV file: {e}"))
+    let reader = hound::WavReader::open(path).map_err(|e| match e {
+        hound::Error::IoError(io) => {
+            BackendError::InvalidInput(format!("cannot read {shown}: {io}"))
+        }
+        other => BackendError::InvalidInput(format!(
+            "{shown} is not a readable WAV file ({other}); convert it to 16 kHz mono PCM WAV, \
+             e.g. `ffmpeg -i IN -ar 16000 -ac 1 out.wav`"
+        )),
     })?;
     let spec = reader.spec();
-    if spec.channels == 0 || spec.sample_rate == 0 {
-        return Err(BackendError::InvalidInput(format!(
-            "{shown}: WAV header declares {} channels at {} Hz",
-            spec.channels, spec.sample_rate
-        )));
-    }
+    let channels = usize::from(spec.channels.max(1));
     let bad =
         |e: hound::Error| BackendError::InvalidInput(format!("{shown}: corrupt WAV data: {e}"));
     let interleaved: Vec<f32> = match spec.sample_format {
         hound::SampleFormat::Float => reader
-            .samples::<f32>()
+            .into_samples::<f32>()
             .collect::<Result<_, _>>()
             .map_err(bad)?,
         hound::SampleFormat::Int => {
             let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f32;
             reader
-                .samples::<i32>()
+                .into_samples::<i32>()
                 .map(|s| s.map(|v| v as f32 * scale))
                 .collect::<Result<_, _>>()
                 .map_err(bad)?
         }
     };
-    let channels = usize::from(spec.channels);
-    let mono: Vec<f32> = interleaved
-        .chunks_exact(channels)
-        .map(|frame| frame.iter().sum::<f32>() / channels as f32)
+    let samples = interleaved
+        .chunks(channels)
+        .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
         .collect();
-    Ok(Audio {
-        samples: resample_linear(&mono, spec.sample_rate, SAMPLE_RATE_HZ),
-        sample_rate_hz: SAMPLE_RATE_HZ,
-        source_rate_hz: spec.sample_rate,
+    Ok(AudioClip {
+        samples,
+        sample_rate_hz: spec.sample_rate,
     })
 }
 
-/// Resamples `samples` from `from_hz` to `to_hz` by linear interpolation.
-pub fn resample_linear(samples: &[f32], from_hz: u32, to_hz: u32) -> Vec<f32> {
-    if from_hz == to_hz || samples.is_empty() {
-        return samples.to_vec();
+/// Reads a WAV file (PCM 8/16/24/32-bit or float), mixes it to mono and resamples it to
+/// 16 kHz.
+pub fn read_wav_16k(path: &Path) -> Result<Audio, BackendError> {
+    let clip = read_wav(path)?;
+    Ok(Audio {
+        samples: resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ),
+        sample_rate_hz: SAMPLE_RATE_HZ,
+        source_rate_hz: clip.sample_rate_hz,
+    })
+}
+
+/// Resamples `input` from `from_hz` to `to_hz` with a windowed-sinc (Blackman) low-pass
+/// interpolator, 32 taps per side; the cut-off follows the lower of the two Nyquist
+/// frequencies, so downsampling does not alias.
+pub fn resample(input: &[f32], from_hz: u32, to_hz: u32) -> Vec<f32> {
+    if from_hz == to_hz || input.is_empty() || from_hz == 0 || to_hz == 0 {
+        return input.to_vec();
     }
-    let out_len = (samples.len() as u64 * u64::from(to_hz) / u64::from(from_hz)) as usize;
-    let step = f64::from(from_hz) / f64::from(to_hz);
-    (0..out_len)
-        .map(|i| {
-            let pos = i as f64 * step;
-            let i0 = pos.floor() as usize;
-            let frac = (pos - i0 as f64) as f32;
-            let a = samples[i0.min(samples.len() - 1)];
-            let b = samples[(i0 + 1).min(samples.len() - 1)];
-            a + (b - a) * frac
-        })
-        .collect()
+    const HALF_TAPS: i64 = 32;
+    let ratio = f64::from(from_hz) / f64::from(to_hz);
+    let cutoff = (1.0 / ratio).min(1.0) * 0.97;
+    let out_len = (input.len() as u64 * u64::from(to_hz) / u64::from(from_hz)) as usize;
+    let support = HALF_TAPS as f64 / cutoff;
+    let mut out = Vec::with_capacity(out_len);
+    for n in 0..out_len {
+        let t = n as f64 * ratio;
+        let centre = t.floor() as i64;
+        let lo = (centre - support.ceil() as i64).max(0);
+        let hi = (centre + support.ceil() as i64 + 1).min(input.len() as i64 - 1);
+        let mut acc = 0.0f64;
+        let mut norm = 0.0f64;
+        for k in lo..=hi {
+            let x = t - k as f64;
+            if x.abs() > support {
+                continue;
+            }
+            let arg = x * cutoff;
+            let sinc = if arg.abs() < 1e-9 {
+                1.0
+            } else {
+                (std::f64::consts::PI * arg).sin() / (std::f64::consts::PI * arg)
+            };
+            let w = 0.42
+                + 0.5 * (std::f64::consts::PI * x / support).cos()
+                + 0.08 * (2.0 * std::f64::consts::PI * x / support).cos();
+            let h = sinc * w;
+            acc += h * f64::from(input[k as usize]);
+            norm += h;
+        }
+        out.push(if norm.abs() > 1e-12 {
+            (acc / norm) as f32
+        } else {
+            0.0
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -98,7 +154,7 @@ mod tests {
     #[test]
     fn resampling_keeps_duration_and_a_slow_ramp() {
         let ramp: Vec<f32> = (0..22_050).map(|i| i as f32 / 22_050.0).collect();
-        let out = resample_linear(&ramp, 22_050, 16_000);
+        let out = resample(&ramp, 22_050, 16_000);
         assert_eq!(out.len(), 16_000);
         for (i, v) in out.iter().enumerate().step_by(997) {
             assert!((v - i as f32 / 16_000.0).abs() < 1e-3, "{i}: {v}");

@@ -1,36 +1,29 @@
-//! Where model files live: `$MMSCHED_HOME` (default `~/.cache/mmsched`), fixed layout.
+//! Where the ONNX engines' model files live: the catalogue of `mmsched-models` decides (the
+//! fixed cache layout under `$MMSCHED_HOME`, or a user's own file through
+//! `MMSCHED_MODEL_<NAME>`), so every command finds a model where `models fetch` put it.
 
 use std::path::PathBuf;
 
-/// The cache root: `$MMSCHED_HOME`, else `$HOME/.cache/mmsched`, else `.mmsched`.
-pub fn mmsched_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("MMSCHED_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(home);
-    }
-    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".cache").join("mmsched"),
-        None => PathBuf::from(".mmsched"),
-    }
-}
+use mmsched_models::Artifact;
 
-/// `models/<name>` under the cache root.
-pub fn model_dir(name: &str) -> PathBuf {
-    mmsched_home().join("models").join(name)
+/// The cache root: `$MMSCHED_HOME`, else `$HOME/.cache/mmsched`.
+pub fn mmsched_home() -> PathBuf {
+    mmsched_models::cache_dir()
 }
 
 /// PP-OCRv4 text detector (DBNet).
 pub fn ppocr_det() -> PathBuf {
-    model_dir("ppocr-v4").join("det.onnx")
+    mmsched_models::path_of(Artifact::PpocrDet)
 }
 
 /// PP-OCRv4 text recogniser (SVTR, CTC head).
 pub fn ppocr_rec() -> PathBuf {
-    model_dir("ppocr-v4").join("rec.onnx")
+    mmsched_models::path_of(Artifact::PpocrRec)
 }
 
 /// Silero VAD, the fixed-shape export without `If` nodes (the one tract runs).
 pub fn silero_vad() -> PathBuf {
-    model_dir("silero-vad").join("silero_vad_openvino_16k.onnx")
+    mmsched_models::path_of(Artifact::SileroVadOpenvino16k)
 }
 
 /// The ONNX Runtime shared library: `$ORT_DYLIB_PATH` if set, else the cached copy.
@@ -38,5 +31,5 @@ pub fn onnxruntime_lib() -> PathBuf {
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         return PathBuf::from(p);
     }
-    mmsched_home().join("lib").join("libonnxruntime.so.1.32.0")
+    mmsched_models::path_of(Artifact::OnnxRuntime)
 }

@@ -42,12 +42,13 @@ impl Alphabet {
                     (0, f32::MIN),
                     |acc, (i, v)| if v > acc.1 { (i, v) } else { acc },
                 );
-            if best != 0 && best != previous {
-                if let Some(s) = self.symbols.get(best) {
-                    text.push_str(s);
-                    sum += p;
-                    kept += 1;
-                }
+            if best != 0
+                && best != previous
+                && let Some(s) = self.symbols.get(best)
+            {
+                text.push_str(s);
+                sum += p;
+                kept += 1;
             }
             previous = best;
         }

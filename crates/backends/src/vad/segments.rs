@@ -76,10 +76,10 @@ pub fn speech_segments(probs: &[f32], params: &SegmentParams) -> Vec<SpeechSegme
             None => {}
         }
     }
-    if let Some(s) = start {
-        if last_speech + 1 - s >= params.min_speech_chunks {
-            out.push(segment(s, last_speech + 1));
-        }
+    if let Some(s) = start
+        && last_speech + 1 - s >= params.min_speech_chunks
+    {
+        out.push(segment(s, last_speech + 1));
     }
     out
 }

@@ -1,8 +1,7 @@
 //! `mmsched profile`: measure every available model on this device and write the device
 //! latency profile (`$MMSCHED_HOME/profile.json`) that the scheduler predicts job cost from.
 //!
-//! Adding a model is one call of [`Profiler::add`] with any `Backend`, e.g.
-//! `p.add(&mut WhisperAsr::new(cfg)?, "candle", "10s", 1, &audio)?;`.
+//! Adding a model is one call of [`Profiler::add`] with any `Backend`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,11 +9,17 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Arc;
+
+use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::audio::read_wav;
+use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
 use mmsched_backends::profile::{DeviceProfile, EntryLabel, MeasureOptions, profile_backend};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, EngineKind, EngineOptions, paths};
-use mmsched_core::time::MonotonicClock;
+use mmsched_core::time::{Clock, MonotonicClock};
+use mmsched_models::{Artifact, ModelPaths};
 
 use crate::cmd::engine_arg::{EngineArg, ms};
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
@@ -124,6 +129,34 @@ fn profile_onnx_models(p: &mut Profiler, engine: EngineOptions) -> Result<()> {
     Ok(())
 }
 
+/// Jobs measured by [`profile_candle_models`].
+const CANDLE_JOBS: u64 = 2;
+
+/// Whisper on the 10 s `beckett.wav` clip and Gemma-3 generating 16 tokens greedily.
+fn profile_candle_models(p: &mut Profiler) -> Result<()> {
+    let paths = ModelPaths::from_env();
+    let clip = read_wav(&paths.require(Artifact::Beckett)?)?;
+    let mut asr = AsrSession::load(
+        &WhisperFiles::from_cache(&paths)?,
+        &AsrOptions { threads: 0 },
+    )
+    .context("loading Whisper")?;
+    p.add(&mut asr, "candle", "10s", 0, &clip)?;
+    let clock: Arc<dyn Clock + Send + Sync> = Arc::new(MonotonicClock::new());
+    let mut llm = LlmSession::load(
+        &paths.require(Artifact::Gemma3)?,
+        LlmOptions::default(),
+        clock,
+    )
+    .context("loading Gemma-3")?;
+    let job = LlmJob {
+        prompt: "The three primary colours of light are".to_string(),
+        max_tokens: 16,
+    };
+    p.add(&mut llm, "candle", "prompt8+16tok", 0, &job)?;
+    Ok(())
+}
+
 /// Runs `profile`.
 pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     let engines: Vec<EngineKind> = if a.engine.is_empty() {
@@ -138,7 +171,8 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| paths::mmsched_home().join("profile.json"));
-    let total = engines.len() as u64 * JOBS_PER_ENGINE * u64::from(a.warmup + a.runs);
+    let total =
+        (engines.len() as u64 * JOBS_PER_ENGINE + CANDLE_JOBS) * u64::from(a.warmup + a.runs);
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
@@ -165,6 +199,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             Err(e) => return Err(e.context(format!("profiling with engine {kind}"))),
         }
     }
+    profile_candle_models(&mut p).context("profiling Whisper and Gemma-3 (candle)")?;
     p.bar.finish_and_clear();
     p.profile
         .save(&out)
