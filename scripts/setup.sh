@@ -27,7 +27,9 @@ fi
 rustup target list --installed | grep -q riscv32imac-unknown-none-elf \
   || rustup target add riscv32imac-unknown-none-elf
 
-# The dev profile optimises dependencies, so this build is the one the tests reuse.
+# Build exactly what `cargo test --workspace` builds (same profile, same features), so the
+# fetch below and the tests share one build.
+cargo test --workspace --no-run
 echo "setup: fetching models into ${MMSCHED_HOME:-$HOME/.cache/mmsched}"
-cargo run -p mmsched -- models fetch ${MMSCHED_FETCH_FLAGS:-}
+"${CARGO_TARGET_DIR:-target}/debug/mmsched" models fetch ${MMSCHED_FETCH_FLAGS:-}
 echo "setup: done"
