@@ -19,7 +19,7 @@ fn mmsched(args: &[&str]) -> serde_json::Value {
 fn soak_json_round_trips_and_writes_curves() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().to_str().expect("utf-8 path");
-    let v = mmsched(&[
+    let soak = [
         "sim",
         "soak",
         "--scenario",
@@ -35,7 +35,8 @@ fn soak_json_round_trips_and_writes_curves() {
         "--json",
         "--out",
         out,
-    ]);
+    ];
+    let v = mmsched(&soak);
     assert_eq!(v["scenario"], "inspection");
     assert_eq!(v["hours"], 1.0);
     assert_eq!(v["simulated"], true);
@@ -49,38 +50,19 @@ fn soak_json_round_trips_and_writes_curves() {
         let s = v[run]["start_score"].as_f64().expect("number");
         assert!((0.0..=100.0).contains(&s));
     }
-    // Round trip: what was printed is what was written, and it re-parses unchanged.
+    // Round trip: what was printed is what was written.
     let written: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("soak.json")).expect("soak.json written"),
     )
     .expect("valid JSON file");
     assert_eq!(written, v);
-    let again: serde_json::Value =
-        serde_json::from_str(&serde_json::to_string(&v).expect("serialise")).expect("parse");
-    assert_eq!(again, v);
     let csv = std::fs::read_to_string(dir.path().join("soak.csv")).expect("csv written");
     assert!(csv.starts_with("hour,ldti_compensated,score_compensated"));
     assert_eq!(csv.lines().count(), 1 + 6, "one row per 10-minute window");
     let svg = std::fs::read_to_string(dir.path().join("soak.svg")).expect("svg written");
     assert!(svg.starts_with("<svg") && svg.contains("simulated soak"));
     // Same seed, same numbers.
-    let w = mmsched(&[
-        "sim",
-        "soak",
-        "--scenario",
-        "inspection",
-        "--hours",
-        "1",
-        "--window-secs",
-        "600",
-        "--sample-secs",
-        "2",
-        "--seed",
-        "3",
-        "--json",
-        "--out",
-        out,
-    ]);
+    let w = mmsched(&soak);
     assert_eq!(w["compensated"], v["compensated"]);
 }
 

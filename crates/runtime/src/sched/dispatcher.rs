@@ -361,14 +361,7 @@ impl Dispatcher {
         now_nanos: Nanos,
         outcome: StepOutcome,
     ) -> Result<Job, DispatchError> {
-        let lanes = self.lanes.len();
-        let l = self
-            .lanes
-            .get_mut(lane)
-            .ok_or(DispatchError::NoSuchLane { lane, lanes })?;
-        let running = l.running.take().ok_or(DispatchError::Idle { lane })?;
-        // The booking may already have been retired by the horizon (an overrun): fine.
-        let _ = l.table.complete(running.reservation);
+        let running = self.end_running(lane)?;
         let job = running.job;
         self.cost
             .record(job.class, now_nanos.saturating_sub(running.started_nanos));
@@ -393,14 +386,20 @@ impl Dispatcher {
 
     /// Drops a job that failed on `lane` (counted as neither completed nor missed).
     pub fn abandon(&mut self, lane: usize) -> Result<Job, DispatchError> {
+        Ok(self.end_running(lane)?.job)
+    }
+
+    /// Takes the step running on `lane` off it and ends its slot booking.
+    fn end_running(&mut self, lane: usize) -> Result<Running, DispatchError> {
         let lanes = self.lanes.len();
         let l = self
             .lanes
             .get_mut(lane)
             .ok_or(DispatchError::NoSuchLane { lane, lanes })?;
         let running = l.running.take().ok_or(DispatchError::Idle { lane })?;
+        // The booking may already have been retired by the horizon (an overrun): fine.
         let _ = l.table.complete(running.reservation);
-        Ok(running.job)
+        Ok(running)
     }
 
     /// Counts per class so far.
