@@ -1,0 +1,18 @@
+//! # mmsched-report
+//!
+//! The report of one `mmsched run`: the summary schema (`summary.json`), the terminal
+//! summary table, the side-by-side table of `bench e2e`, and the self-contained HTML report
+//! with plots. The runtime fills [`RunSummary`] and [`RunSeries`]; this crate renders them.
+#![deny(missing_docs)]
+
+pub mod escape;
+pub mod num;
+pub mod series;
+pub mod summary;
+pub mod svg;
+
+pub use series::{LdtiPoint, OccupancyPoint, RatePoint, RunSeries};
+pub use summary::{
+    AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
+    LlmSummary, ModalitySummary, RoutingSummary, RunSummary, StreamAlignment,
+};

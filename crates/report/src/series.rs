@@ -1,0 +1,171 @@
+//! Time series of one run, for the plots of `report.html` (saved as `series.json`).
+//!
+//! These are not part of `summary.json`: they grow with the run length. The runtime pushes
+//! one value per event; the plots reduce them to the pixel resolution (see [`downsample`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::num::de_f64;
+
+/// Everything the plots of `report.html` need besides the summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunSeries {
+    /// Per modality name (`vision`, `vad`, `asr`, `llm`): every completed job's latency (ms),
+    /// in completion order.
+    pub latencies_ms: BTreeMap<String, Vec<f64>>,
+    /// Every LDTI evaluation, in time order (100+ per second is fine: plots keep the maximum
+    /// per pixel column, so spikes stay visible).
+    pub ldti: Vec<LdtiPoint>,
+    /// Slot occupancy per worker, sampled over time.
+    pub slot_occupancy: Vec<OccupancyPoint>,
+    /// Job rates per modality, sampled over time.
+    pub rates: Vec<RatePoint>,
+}
+
+impl RunSeries {
+    /// Records one completed job's latency for `modality` (ms).
+    pub fn record_latency(&mut self, modality: &str, latency_ms: f64) {
+        self.latencies_ms
+            .entry(modality.to_string())
+            .or_default()
+            .push(latency_ms);
+    }
+
+    /// Records one LDTI evaluation `t_s` seconds into the run.
+    pub fn record_ldti(&mut self, t_s: f64, value: f64, level: &str) {
+        self.ldti.push(LdtiPoint {
+            t_s,
+            value,
+            level: level.to_string(),
+        });
+    }
+}
+
+/// One LDTI evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LdtiPoint {
+    /// Seconds since the start of the run.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// The LDTI value.
+    #[serde(deserialize_with = "de_f64")]
+    pub value: f64,
+    /// The level it was classified as: `stable`, `degraded` or `critical`.
+    pub level: String,
+}
+
+/// Slot occupancy of every worker at one time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OccupancyPoint {
+    /// Seconds since the start of the run.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// Per worker (index = worker id): percent of its slot time busy since the last sample.
+    pub per_worker_pct: Vec<f64>,
+}
+
+/// Job rates of every modality at one time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    /// Seconds since the start of the run.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// Per modality name: completed jobs per second since the last sample (Hz).
+    pub per_modality_hz: BTreeMap<String, f64>,
+}
+
+/// How [`downsample`] reduces the points that fall into one bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce {
+    /// Keep the largest value: spikes stay visible (LDTI, latencies).
+    Max,
+    /// Keep the mean: levels stay honest (occupancy, rates).
+    Mean,
+}
+
+/// Reduces `(x, y)` points to at most one per bucket of `buckets` equal-width buckets over
+/// the x range, placed at the mean x of its points. Points with a non-finite coordinate are
+/// dropped; the input need not be sorted, the output is sorted by x.
+pub fn downsample(points: &[(f64, f64)], buckets: usize, reduce: Reduce) -> Vec<(f64, f64)> {
+    let finite: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    let buckets = buckets.max(1);
+    if finite.len() <= buckets {
+        let mut out = finite;
+        out.sort_by(|a, b| a.0.total_cmp(&b.0));
+        return out;
+    }
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (x, _)| {
+            (lo.min(*x), hi.max(*x))
+        });
+    let width = (hi - lo) / buckets as f64;
+    // Per bucket: (sum of x, count, reduced y, sum of y).
+    let mut acc: Vec<Option<(f64, u64, f64, f64)>> = vec![None; buckets];
+    for (x, y) in finite {
+        let index = if width > 0.0 {
+            (((x - lo) / width) as usize).min(buckets - 1)
+        } else {
+            0
+        };
+        acc[index] = Some(match acc[index] {
+            None => (x, 1, y, y),
+            Some((sx, n, max, sy)) => (sx + x, n + 1, max.max(y), sy + y),
+        });
+    }
+    acc.into_iter()
+        .flatten()
+        .map(|(sx, n, max, sy)| {
+            let y = match reduce {
+                Reduce::Max => max,
+                Reduce::Mean => sy / n as f64,
+            };
+            (sx / n as f64, y)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_reduction_keeps_a_single_spike() {
+        let mut points: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64 / 100.0, 0.1)).collect();
+        points[5_003].1 = 0.9;
+        let out = downsample(&points, 200, Reduce::Max);
+        assert!(out.len() <= 200);
+        let peak = out.iter().map(|p| p.1).fold(0.0, f64::max);
+        assert_eq!(peak, 0.9);
+    }
+
+    #[test]
+    fn mean_reduction_averages_a_bucket() {
+        let points = [(0.0, 1.0), (0.1, 3.0), (10.0, 5.0)];
+        let out = downsample(&points, 2, Reduce::Mean);
+        assert_eq!(out, vec![(0.05, 2.0), (10.0, 5.0)]);
+    }
+
+    #[test]
+    fn non_finite_points_are_dropped() {
+        let points = [(0.0, f64::NAN), (f64::INFINITY, 1.0), (1.0, 2.0)];
+        assert_eq!(downsample(&points, 10, Reduce::Max), vec![(1.0, 2.0)]);
+    }
+
+    #[test]
+    fn recording_appends_per_modality() {
+        let mut series = RunSeries::default();
+        series.record_latency("vision", 40.0);
+        series.record_latency("vision", 50.0);
+        series.record_ldti(0.01, 0.2, "stable");
+        assert_eq!(series.latencies_ms["vision"], vec![40.0, 50.0]);
+        assert_eq!(series.ldti.len(), 1);
+    }
+}

@@ -1,0 +1,557 @@
+//! The schema of `summary.json`: what one `mmsched run` did, per modality and overall.
+//!
+//! The key names are a public interface (scripts and `bench e2e --json` read them); new
+//! fields may be added, existing keys keep their names and meaning. Every struct reads with
+//! `#[serde(default)]`, so files written by an older build, which lack newer fields, still
+//! parse. Non-finite numbers are written as `null` and read back as NaN (see [`crate::num`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::num::de_f64;
+
+/// The summary of one run: the content of `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunSummary {
+    /// Scenario name (or the file it came from), as the user gave it.
+    pub scenario: String,
+    /// Scheduler that ran: `mmsched`, `os-threads`, `fifo` or `static-priority`.
+    pub scheduler: String,
+    /// Seconds actually run (shorter than asked when interrupted).
+    #[serde(deserialize_with = "de_f64")]
+    pub duration: f64,
+    /// Seed of every random choice in the run (jitter, loss, generated inputs).
+    pub seed: u64,
+    /// Vision (OCR) jobs.
+    pub vision: ModalitySummary,
+    /// Voice-activity detection jobs.
+    pub vad: ModalitySummary,
+    /// Speech-recognition jobs.
+    pub asr: ModalitySummary,
+    /// Text-generation requests, with token figures.
+    pub llm: LlmSummary,
+    /// The latency death-triangle index (LDTI) over the run.
+    pub ldti: LdtiSummary,
+    /// Clock alignment of the sensor streams.
+    pub alignment: AlignmentSummary,
+    /// Audio delivery through the jitter buffer.
+    pub audio: AudioSummary,
+    /// CPU time spent in scheduling decisions, in percent of the CPU time of the run.
+    #[serde(deserialize_with = "de_f64")]
+    pub scheduler_overhead_pct: f64,
+    /// The health loop and its actions.
+    pub health: HealthSummary,
+    /// The router's information gates.
+    pub routing: RoutingSummary,
+    /// Notes on the platform integration, e.g. `cgroup v1 cpu: workers in mmsched/audio`.
+    pub platform: Vec<String>,
+}
+
+impl Default for RunSummary {
+    fn default() -> Self {
+        Self {
+            scenario: String::new(),
+            scheduler: String::new(),
+            duration: 0.0,
+            seed: 0,
+            vision: ModalitySummary::default(),
+            vad: ModalitySummary::default(),
+            asr: ModalitySummary::default(),
+            llm: LlmSummary::default(),
+            ldti: LdtiSummary::default(),
+            alignment: AlignmentSummary::default(),
+            audio: AudioSummary::default(),
+            scheduler_overhead_pct: 0.0,
+            health: HealthSummary::default(),
+            routing: RoutingSummary::default(),
+            platform: Vec::new(),
+        }
+    }
+}
+
+impl RunSummary {
+    /// Deadline misses of the vision and audio branches together (vision + VAD + ASR): the
+    /// figure `bench e2e` compares across schedulers.
+    pub fn deadline_misses_vision_audio(&self) -> u64 {
+        self.vision
+            .deadline_misses
+            .saturating_add(self.vad.deadline_misses)
+            .saturating_add(self.asr.deadline_misses)
+    }
+
+    /// The four modalities in report order, with their `summary.json` key names.
+    pub fn modalities(&self) -> [(&'static str, &ModalitySummary); 4] {
+        [
+            ("vision", &self.vision),
+            ("vad", &self.vad),
+            ("asr", &self.asr),
+            ("llm", &self.llm.modality),
+        ]
+    }
+}
+
+/// Jobs of one modality and their latencies (milliseconds from arrival to result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModalitySummary {
+    /// Jobs that arrived (frames, VAD windows, utterances, requests).
+    pub jobs: u64,
+    /// Jobs that produced a result.
+    pub completed: u64,
+    /// Completed jobs whose result came after their deadline (SLA).
+    pub deadline_misses: u64,
+    /// Jobs the router skipped as not worth running (dark or blurred frame, silence).
+    pub skipped: u64,
+    /// Jobs dropped by overload shedding or an open circuit breaker.
+    pub shed: u64,
+    /// Median latency of completed jobs (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub p50_ms: f64,
+    /// 99th-percentile latency of completed jobs (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub p99_ms: f64,
+    /// Mean latency of completed jobs (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub mean_ms: f64,
+    /// The latency SLA (deadline relative to arrival) of this modality (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub sla_ms: f64,
+}
+
+impl Default for ModalitySummary {
+    fn default() -> Self {
+        Self {
+            jobs: 0,
+            completed: 0,
+            deadline_misses: 0,
+            skipped: 0,
+            shed: 0,
+            p50_ms: 0.0,
+            p99_ms: 0.0,
+            mean_ms: 0.0,
+            sla_ms: 0.0,
+        }
+    }
+}
+
+/// Text generation: the common job figures (flattened into the same JSON object) plus tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmSummary {
+    /// Requests as jobs: `llm.jobs`, `llm.p99_ms`, … sit beside the token figures.
+    #[serde(flatten)]
+    pub modality: ModalitySummary,
+    /// Generated tokens per second of run time.
+    #[serde(deserialize_with = "de_f64")]
+    pub tokens_per_s: f64,
+    /// Generated tokens.
+    pub tokens: u64,
+    /// Median time to first token (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub ttft_ms_p50: f64,
+    /// Median time per output token after the first (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub tpot_ms_p50: f64,
+    /// Text requests that arrived.
+    pub requests: u64,
+}
+
+impl Default for LlmSummary {
+    fn default() -> Self {
+        Self {
+            modality: ModalitySummary::default(),
+            tokens_per_s: 0.0,
+            tokens: 0,
+            ttft_ms_p50: 0.0,
+            tpot_ms_p50: 0.0,
+            requests: 0,
+        }
+    }
+}
+
+/// The LDTI over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LdtiSummary {
+    /// Time-weighted mean LDTI.
+    #[serde(deserialize_with = "de_f64")]
+    pub mean: f64,
+    /// Largest LDTI evaluated.
+    #[serde(deserialize_with = "de_f64")]
+    pub max: f64,
+    /// Seconds spent at each health level.
+    pub seconds_by_level: LevelSeconds,
+    /// LDTI at and above which the device was *degraded* (the policy's threshold).
+    #[serde(deserialize_with = "de_f64")]
+    pub degraded_at: f64,
+    /// LDTI at and above which the device was *critical* (the policy's threshold).
+    #[serde(deserialize_with = "de_f64")]
+    pub critical_at: f64,
+}
+
+impl Default for LdtiSummary {
+    /// Thresholds default to the core's `LevelThresholds` defaults (0.25 and 0.6).
+    fn default() -> Self {
+        Self {
+            mean: 0.0,
+            max: 0.0,
+            seconds_by_level: LevelSeconds::default(),
+            degraded_at: 0.25,
+            critical_at: 0.6,
+        }
+    }
+}
+
+/// Seconds spent at each LDTI health level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LevelSeconds {
+    /// Seconds at level *stable*.
+    #[serde(deserialize_with = "de_f64")]
+    pub stable: f64,
+    /// Seconds at level *degraded*.
+    #[serde(deserialize_with = "de_f64")]
+    pub degraded: f64,
+    /// Seconds at level *critical*.
+    #[serde(deserialize_with = "de_f64")]
+    pub critical: f64,
+}
+
+impl Default for LevelSeconds {
+    fn default() -> Self {
+        Self {
+            stable: 0.0,
+            degraded: 0.0,
+            critical: 0.0,
+        }
+    }
+}
+
+/// Clock alignment of the sensor streams against the device clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AlignmentSummary {
+    /// 99th-percentile residual alignment error of the worst stream (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub residual_p99_ms: f64,
+    /// Every stream's estimate and residual.
+    pub streams: Vec<StreamAlignment>,
+}
+
+impl Default for AlignmentSummary {
+    fn default() -> Self {
+        Self {
+            residual_p99_ms: 0.0,
+            streams: Vec::new(),
+        }
+    }
+}
+
+/// One stream's clock estimate at the end of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamAlignment {
+    /// Stream name (`camera`, `microphone`, `imu`, …).
+    pub name: String,
+    /// Estimated offset of the stream clock from the device clock (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub offset_ms: f64,
+    /// Estimated drift of the stream clock (parts per million).
+    #[serde(deserialize_with = "de_f64")]
+    pub drift_ppm: f64,
+    /// 99th-percentile residual alignment error (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub residual_p99_ms: f64,
+}
+
+impl Default for StreamAlignment {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            offset_ms: 0.0,
+            drift_ppm: 0.0,
+            residual_p99_ms: 0.0,
+        }
+    }
+}
+
+/// Audio delivery: packet loss, concealment, the jitter buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AudioSummary {
+    /// Frames played out concealed (lost or too late), in percent of all frames.
+    #[serde(deserialize_with = "de_f64")]
+    pub frame_loss_pct: f64,
+    /// Audio frames played out.
+    pub frames: u64,
+    /// Frames concealed because their packet was lost or late.
+    pub concealed: u64,
+    /// Packets that arrived after their playout time.
+    pub late_packets: u64,
+    /// Packets re-requested from the jitter buffer's history (health action *degraded*).
+    pub retransmit_requests: u64,
+    /// Re-requested packets that arrived in time.
+    pub recovered_packets: u64,
+    /// Median playout delay of the adaptive jitter buffer (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub playout_delay_ms_p50: f64,
+    /// 99th-percentile playout delay of the adaptive jitter buffer (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub playout_delay_ms_p99: f64,
+}
+
+impl Default for AudioSummary {
+    fn default() -> Self {
+        Self {
+            frame_loss_pct: 0.0,
+            frames: 0,
+            concealed: 0,
+            late_packets: 0,
+            retransmit_requests: 0,
+            recovered_packets: 0,
+            playout_delay_ms_p50: 0.0,
+            playout_delay_ms_p99: 0.0,
+        }
+    }
+}
+
+/// The health loop: how often it ran and what it did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HealthSummary {
+    /// LDTI evaluations.
+    pub evaluations: u64,
+    /// Achieved evaluation rate (Hz).
+    #[serde(deserialize_with = "de_f64")]
+    pub evaluate_hz: f64,
+    /// Seconds during which the camera ran at a lowered rate or resolution.
+    #[serde(deserialize_with = "de_f64")]
+    pub camera_scaled_seconds: f64,
+    /// Times the circuit breaker opened on the heaviest branch.
+    pub breaker_opened: u64,
+    /// Answers served from the result cache, marked stale.
+    pub stale_answers: u64,
+    /// Every level change and the action taken, in time order.
+    pub actions: Vec<HealthActionRecord>,
+}
+
+impl Default for HealthSummary {
+    fn default() -> Self {
+        Self {
+            evaluations: 0,
+            evaluate_hz: 0.0,
+            camera_scaled_seconds: 0.0,
+            breaker_opened: 0,
+            stale_answers: 0,
+            actions: Vec::new(),
+        }
+    }
+}
+
+/// One health action taken by the health loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HealthActionRecord {
+    /// Seconds since the start of the run.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// Level entered: `stable`, `degraded` or `critical`.
+    pub level: String,
+    /// What was done, in words (e.g. `camera 15 fps; retransmit on`).
+    pub action: String,
+}
+
+impl Default for HealthActionRecord {
+    fn default() -> Self {
+        Self {
+            t_s: 0.0,
+            level: String::new(),
+            action: String::new(),
+        }
+    }
+}
+
+/// The router's information gates (S4): what they saw and what they let skip.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RoutingSummary {
+    /// Camera frames the vision gate scored.
+    pub vision_seen: u64,
+    /// Frames skipped as too dark.
+    pub vision_skipped_dark: u64,
+    /// Frames skipped as too blurred.
+    pub vision_skipped_blurred: u64,
+    /// Audio packets the speech gate saw.
+    pub audio_packets_seen: u64,
+    /// Audio packets that did not reach speech recognition (no voice activity).
+    pub audio_skipped_silence: u64,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A summary with every field set to a distinct value.
+    pub(crate) fn sample() -> RunSummary {
+        let modality = |base: u64, sla_ms: f64| ModalitySummary {
+            jobs: base,
+            completed: base - 10,
+            deadline_misses: base / 100,
+            skipped: 7,
+            shed: 3,
+            p50_ms: sla_ms * 0.4,
+            p99_ms: sla_ms * 0.9,
+            mean_ms: sla_ms * 0.45,
+            sla_ms,
+        };
+        RunSummary {
+            scenario: "ar-glasses".into(),
+            scheduler: "mmsched".into(),
+            duration: 60.0,
+            seed: 42,
+            vision: modality(600, 100.0),
+            vad: modality(3000, 20.0),
+            asr: modality(40 + 10, 1000.0),
+            llm: LlmSummary {
+                modality: modality(12 + 10, 5000.0),
+                tokens_per_s: 12.5,
+                tokens: 750,
+                ttft_ms_p50: 120.0,
+                tpot_ms_p50: 80.0,
+                requests: 22,
+            },
+            ldti: LdtiSummary {
+                mean: 0.12,
+                max: 0.41,
+                seconds_by_level: LevelSeconds {
+                    stable: 55.0,
+                    degraded: 5.0,
+                    critical: 0.0,
+                },
+                ..LdtiSummary::default()
+            },
+            alignment: AlignmentSummary {
+                residual_p99_ms: 0.8,
+                streams: vec![StreamAlignment {
+                    name: "camera".into(),
+                    offset_ms: 12.0,
+                    drift_ppm: 40.0,
+                    residual_p99_ms: 0.8,
+                }],
+            },
+            audio: AudioSummary {
+                frame_loss_pct: 0.1,
+                frames: 3000,
+                concealed: 3,
+                late_packets: 5,
+                retransmit_requests: 4,
+                recovered_packets: 2,
+                playout_delay_ms_p50: 40.0,
+                playout_delay_ms_p99: 80.0,
+            },
+            scheduler_overhead_pct: 0.35,
+            health: HealthSummary {
+                evaluations: 6000,
+                evaluate_hz: 100.0,
+                camera_scaled_seconds: 5.0,
+                breaker_opened: 0,
+                stale_answers: 0,
+                actions: vec![HealthActionRecord {
+                    t_s: 20.5,
+                    level: "degraded".into(),
+                    action: "camera 15 fps; retransmit on".into(),
+                }],
+            },
+            routing: RoutingSummary {
+                vision_seen: 600,
+                vision_skipped_dark: 3,
+                vision_skipped_blurred: 4,
+                audio_packets_seen: 3000,
+                audio_skipped_silence: 900,
+            },
+            platform: vec!["cgroup v1 cpu: workers in mmsched/audio".into()],
+        }
+    }
+
+    #[test]
+    fn json_round_trip_is_lossless() {
+        let summary = sample();
+        let text = serde_json::to_string_pretty(&summary).expect("serialisable");
+        let back: RunSummary = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, summary);
+    }
+
+    #[test]
+    fn required_keys_are_present_with_their_names() {
+        let value = serde_json::to_value(sample()).expect("serialisable");
+        for modality in ["vision", "vad", "asr", "llm"] {
+            for key in [
+                "jobs",
+                "completed",
+                "deadline_misses",
+                "skipped",
+                "shed",
+                "p50_ms",
+                "p99_ms",
+            ] {
+                let found = &value[modality][key];
+                assert!(found.is_number(), "{modality}.{key} missing: {found}");
+            }
+        }
+        for path in [
+            "/llm/tokens_per_s",
+            "/ldti/mean",
+            "/ldti/max",
+            "/ldti/seconds_by_level/stable",
+            "/ldti/seconds_by_level/degraded",
+            "/ldti/seconds_by_level/critical",
+            "/alignment/residual_p99_ms",
+            "/audio/frame_loss_pct",
+            "/scheduler_overhead_pct",
+            "/duration",
+        ] {
+            let found = value.pointer(path);
+            assert!(
+                found.is_some_and(Value::is_number),
+                "{path} missing or not a number: {found:?}"
+            );
+        }
+        assert_eq!(value["scenario"], "ar-glasses");
+        assert_eq!(value["scheduler"], "mmsched");
+        // The LLM's job figures are flattened beside its token figures, not nested.
+        assert!(value["llm"].get("modality").is_none());
+        assert_eq!(value["llm"]["jobs"], 22);
+    }
+
+    #[test]
+    fn non_finite_values_are_written_as_null_and_read_back() {
+        let mut summary = sample();
+        summary.vision.p99_ms = f64::NAN;
+        summary.ldti.max = f64::INFINITY;
+        let text = serde_json::to_string(&summary).expect("serialisable");
+        assert!(!text.contains("NaN") && !text.contains("inf"));
+        let back: RunSummary = serde_json::from_str(&text).expect("null parses");
+        assert!(back.vision.p99_ms.is_nan());
+        assert!(back.ldti.max.is_nan());
+    }
+
+    #[test]
+    fn an_older_file_without_newer_fields_still_parses() {
+        let text = r#"{"scenario":"car","scheduler":"fifo","duration":5.0,
+                       "vision":{"jobs":3,"completed":2,"deadline_misses":1}}"#;
+        let summary: RunSummary = serde_json::from_str(text).expect("parses");
+        assert_eq!(summary.vision.deadline_misses, 1);
+        assert_eq!(summary.ldti.critical_at, 0.6);
+    }
+
+    #[test]
+    fn vision_audio_misses_add_vision_vad_and_asr_only() {
+        let mut summary = RunSummary::default();
+        summary.vision.deadline_misses = 5;
+        summary.vad.deadline_misses = 2;
+        summary.asr.deadline_misses = 1;
+        summary.llm.modality.deadline_misses = 100;
+        assert_eq!(summary.deadline_misses_vision_audio(), 8);
+    }
+}
