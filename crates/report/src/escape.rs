@@ -32,3 +32,21 @@ mod tests {
         assert_eq!(escape("ar-glasses 60 s"), "ar-glasses 60 s");
     }
 }
+
+/// `text` with control characters (terminal escape sequences among them) replaced by `?`,
+/// for names from user files printed on a terminal.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_do_not_reach_the_terminal() {
+        assert_eq!(printable("car\u{1b}[2J\n"), "car?[2J?");
+    }
+}

@@ -1,0 +1,219 @@
+//! The plots of `report.html`, each an inline `<svg>` built from the summary and series.
+
+use crate::series::{Reduce, RunSeries, downsample};
+use crate::summary::RunSummary;
+use crate::svg::axis::Axis;
+use crate::svg::bars::{BarSeries, bar_chart};
+use crate::svg::color;
+use crate::svg::plot::Plot;
+
+/// Modality names in report order; series under other names are plotted after these.
+const MODALITIES: [&str; 4] = ["vision", "vad", "asr", "llm"];
+
+/// Colour of the *degraded* LDTI band.
+const DEGRADED_FILL: &str = "#E69F00";
+/// Colour of the *critical* LDTI band.
+const CRITICAL_FILL: &str = "#D55E00";
+
+/// Modality names of `series` in report order: the four known ones, then any others.
+fn modality_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut order: Vec<String> = MODALITIES.iter().map(|m| m.to_string()).collect();
+    for name in names {
+        if !order.contains(name) {
+            order.push(name.clone());
+        }
+    }
+    order
+}
+
+/// The SLA of a modality from the summary, when it is one of the four and positive.
+fn sla_ms(summary: &RunSummary, modality: &str) -> Option<f64> {
+    summary
+        .modalities()
+        .into_iter()
+        .find(|(name, _)| *name == modality)
+        .map(|(_, m)| m.sla_ms)
+        .filter(|sla| sla.is_finite() && *sla > 0.0)
+}
+
+/// The end of the time axis: the run's duration or the last sample, whichever is later.
+fn time_end(summary: &RunSummary, last_sample_s: impl Iterator<Item = f64>) -> f64 {
+    last_sample_s
+        .filter(|t| t.is_finite())
+        .fold(summary.duration, f64::max)
+        .max(f64::MIN_POSITIVE)
+}
+
+/// Latency CDF per modality on a log axis (ms), each SLA a dashed line in its colour.
+pub fn latency_cdf(summary: &RunSummary, series: &RunSeries) -> String {
+    let order = modality_order(series.latencies_ms.keys());
+    let positive = |v: &&f64| v.is_finite() && **v > 0.0;
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    let mut any = false;
+    for name in &order {
+        for v in series
+            .latencies_ms
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(positive)
+        {
+            (lo, hi, any) = (lo.min(*v), hi.max(*v), true);
+        }
+        if let Some(sla) = sla_ms(summary, name) {
+            (lo, hi) = (lo.min(sla), hi.max(sla));
+        }
+    }
+    let mut plot = Plot::new(
+        "Latency CDF per modality (dashed: SLA)",
+        Axis::log(lo, hi),
+        "latency, ms (log scale)",
+        Axis::linear(0.0, 1.0),
+        "fraction of jobs ≤ latency",
+    );
+    for (i, name) in order.iter().enumerate() {
+        let values = series
+            .latencies_ms
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let count = values.iter().filter(positive).count();
+        if count == 0 && !MODALITIES.contains(&name.as_str()) {
+            continue;
+        }
+        plot.step_cdf(values, color(i), &format!("{name} (n={count})"));
+        if let Some(sla) = sla_ms(summary, name) {
+            plot.vline(sla, color(i), None);
+        }
+    }
+    if !any {
+        plot.note("no completed jobs");
+    }
+    plot.finish()
+}
+
+/// LDTI over time with the *degraded* and *critical* bands shaded; the maximum per pixel
+/// column is kept so short spikes stay visible.
+pub fn ldti_over_time(summary: &RunSummary, series: &RunSeries) -> String {
+    let points: Vec<(f64, f64)> = series.ldti.iter().map(|p| (p.t_s, p.value)).collect();
+    let peak = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max);
+    let end = time_end(summary, points.iter().map(|p| p.0));
+    let mut plot = Plot::new(
+        "LDTI over time",
+        Axis::linear(0.0, end),
+        "time, s",
+        Axis::linear(0.0, peak),
+        "LDTI",
+    );
+    let ldti = &summary.ldti;
+    let (degraded_at, critical_at) = (ldti.degraded_at, ldti.critical_at);
+    plot.band(degraded_at, critical_at, DEGRADED_FILL, "degraded");
+    plot.band(
+        critical_at,
+        peak.max(critical_at) * 2.0,
+        CRITICAL_FILL,
+        "critical",
+    );
+    let reduced = downsample(&points, plot.plot_width_px(), Reduce::Max);
+    plot.line(&reduced, color(0), "LDTI (max per px)");
+    if reduced.is_empty() {
+        plot.note("no LDTI samples");
+    }
+    plot.finish()
+}
+
+/// Slot occupancy of every worker over time (percent, mean per pixel column).
+pub fn slot_occupancy(summary: &RunSummary, series: &RunSeries) -> String {
+    let workers = series
+        .slot_occupancy
+        .iter()
+        .map(|p| p.per_worker_pct.len())
+        .max()
+        .unwrap_or(0);
+    let end = time_end(summary, series.slot_occupancy.iter().map(|p| p.t_s));
+    let mut plot = Plot::new(
+        "Slot occupancy per worker",
+        Axis::linear(0.0, end),
+        "time, s",
+        Axis::linear(0.0, 100.0),
+        "busy, % of slot time",
+    );
+    let width = plot.plot_width_px();
+    for worker in 0..workers {
+        let points: Vec<(f64, f64)> = series
+            .slot_occupancy
+            .iter()
+            .filter_map(|p| p.per_worker_pct.get(worker).map(|v| (p.t_s, *v)))
+            .collect();
+        let reduced = downsample(&points, width, Reduce::Mean);
+        plot.line(&reduced, color(worker), &format!("worker {worker}"));
+    }
+    if workers == 0 {
+        plot.note("no occupancy samples");
+    }
+    plot.finish()
+}
+
+/// Completed jobs per second per modality over time (mean per pixel column).
+pub fn rates(summary: &RunSummary, series: &RunSeries) -> String {
+    let order = modality_order(series.rates.iter().flat_map(|p| p.per_modality_hz.keys()));
+    let end = time_end(summary, series.rates.iter().map(|p| p.t_s));
+    let peak = series
+        .rates
+        .iter()
+        .flat_map(|p| p.per_modality_hz.values())
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max);
+    let mut plot = Plot::new(
+        "Completed jobs per second",
+        Axis::linear(0.0, end),
+        "time, s",
+        Axis::linear(0.0, peak),
+        "rate, Hz",
+    );
+    let width = plot.plot_width_px();
+    let mut any = false;
+    for (i, name) in order.iter().enumerate() {
+        let points: Vec<(f64, f64)> = series
+            .rates
+            .iter()
+            .filter_map(|p| p.per_modality_hz.get(name).map(|v| (p.t_s, *v)))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        any = true;
+        plot.line(&downsample(&points, width, Reduce::Mean), color(i), name);
+    }
+    if !any {
+        plot.note("no rate samples");
+    }
+    plot.finish()
+}
+
+/// Skipped, shed and late jobs per modality as grouped bars.
+pub fn skips_and_sheds(summary: &RunSummary) -> String {
+    let modalities = summary.modalities();
+    let categories: Vec<&str> = modalities.iter().map(|(name, _)| *name).collect();
+    let bars = |label: &str, index: usize, f: fn(&crate::ModalitySummary) -> u64| BarSeries {
+        label: label.to_string(),
+        color: color(index).to_string(),
+        values: modalities.iter().map(|(_, m)| f(m) as f64).collect(),
+    };
+    bar_chart(
+        "Skipped, shed and late jobs per modality",
+        "jobs",
+        &categories,
+        &[
+            bars("skipped (router)", 0, |m| m.skipped),
+            bars("shed (overload)", 1, |m| m.shed),
+            bars("deadline misses", 2, |m| m.deadline_misses),
+        ],
+    )
+}

@@ -1,0 +1,148 @@
+//! The summary table printed at the end of `mmsched run`.
+
+use std::fmt::Write as _;
+
+use crate::escape::printable;
+use crate::num::{fixed, ms};
+use crate::summary::RunSummary;
+
+/// The summary of a run as a fixed-width table for a terminal: one row per modality (jobs,
+/// completed, deadline misses, skipped, shed, P50, P99 and SLA in ms), then one line each
+/// for the LLM, the LDTI, alignment, audio, routing, health and the scheduler overhead.
+pub fn render_table(summary: &RunSummary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mmsched run: scenario {} · scheduler {} · {} s · seed {}",
+        printable(&summary.scenario),
+        printable(&summary.scheduler),
+        fixed(summary.duration, 1),
+        summary.seed
+    );
+    let _ = writeln!(
+        out,
+        "{:<9}{:>8}{:>11}{:>8}{:>9}{:>7}{:>9}{:>9}{:>9}",
+        "modality", "jobs", "completed", "misses", "skipped", "shed", "P50 ms", "P99 ms", "SLA ms"
+    );
+    for (name, m) in summary.modalities() {
+        let _ = writeln!(
+            out,
+            "{:<9}{:>8}{:>11}{:>8}{:>9}{:>7}{:>9}{:>9}{:>9}",
+            name,
+            m.jobs,
+            m.completed,
+            m.deadline_misses,
+            m.skipped,
+            m.shed,
+            ms(m.p50_ms),
+            ms(m.p99_ms),
+            ms(m.sla_ms)
+        );
+    }
+    let llm = &summary.llm;
+    let _ = writeln!(
+        out,
+        "LLM        {} tokens/s ({} tokens, {} requests; TTFT P50 {} ms, TPOT P50 {} ms)",
+        fixed(llm.tokens_per_s, 1),
+        llm.tokens,
+        llm.requests,
+        ms(llm.ttft_ms_p50),
+        ms(llm.tpot_ms_p50)
+    );
+    let ldti = &summary.ldti;
+    let levels = &ldti.seconds_by_level;
+    let _ = writeln!(
+        out,
+        "LDTI       mean {}, max {}; stable {} s, degraded {} s, critical {} s",
+        fixed(ldti.mean, 3),
+        fixed(ldti.max, 3),
+        fixed(levels.stable, 1),
+        fixed(levels.degraded, 1),
+        fixed(levels.critical, 1)
+    );
+    let _ = writeln!(
+        out,
+        "alignment  residual P99 {} ms (worst of {} streams)",
+        ms(summary.alignment.residual_p99_ms),
+        summary.alignment.streams.len()
+    );
+    let audio = &summary.audio;
+    let _ = writeln!(
+        out,
+        "audio      frame loss {} % ({} of {} frames concealed); playout delay P50 {} ms, P99 {} ms; {} retransmit requests, {} recovered",
+        fixed(audio.frame_loss_pct, 2),
+        audio.concealed,
+        audio.frames,
+        ms(audio.playout_delay_ms_p50),
+        ms(audio.playout_delay_ms_p99),
+        audio.retransmit_requests,
+        audio.recovered_packets
+    );
+    let routing = &summary.routing;
+    let _ = writeln!(
+        out,
+        "routing    vision skipped {} dark + {} blurred of {} frames; speech skipped {} silent of {} packets",
+        routing.vision_skipped_dark,
+        routing.vision_skipped_blurred,
+        routing.vision_seen,
+        routing.audio_skipped_silence,
+        routing.audio_packets_seen
+    );
+    let health = &summary.health;
+    let _ = writeln!(
+        out,
+        "health     {} evaluations at {} Hz; {} actions; camera scaled {} s; breaker opened {}×; {} stale answers",
+        health.evaluations,
+        fixed(health.evaluate_hz, 0),
+        health.actions.len(),
+        fixed(health.camera_scaled_seconds, 1),
+        health.breaker_opened,
+        health.stale_answers
+    );
+    let _ = writeln!(
+        out,
+        "scheduler  overhead {} % of CPU",
+        fixed(summary.scheduler_overhead_pct, 2)
+    );
+    for note in &summary.platform {
+        let _ = writeln!(out, "platform   {}", printable(note));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::sample;
+
+    #[test]
+    fn every_modality_has_an_aligned_row_with_its_figures() {
+        let table = render_table(&sample());
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].contains("ar-glasses") && lines[0].contains("60.0 s"));
+        let header_width = lines[1].chars().count();
+        for (row, name) in lines[2..6].iter().zip(["vision", "vad", "asr", "llm"]) {
+            assert!(row.starts_with(name), "{row}");
+            assert_eq!(row.chars().count(), header_width, "misaligned: {row}");
+        }
+        // vision: 600 jobs, 590 completed, 6 misses, 7 skipped, 3 shed, P50 40, P99 90, SLA 100.
+        let vision: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(
+            vision,
+            ["vision", "600", "590", "6", "7", "3", "40.0", "90.0", "100"]
+        );
+        assert!(table.contains("12.5 tokens/s"));
+        assert!(table.contains("mean 0.120, max 0.410; stable 55.0 s, degraded 5.0 s"));
+        assert!(table.contains("overhead 0.35 % of CPU"));
+    }
+
+    #[test]
+    fn undefined_figures_print_as_a_dash() {
+        let mut summary = sample();
+        summary.vision.p99_ms = f64::NAN;
+        summary.ldti.mean = f64::INFINITY;
+        let table = render_table(&summary);
+        assert!(!table.contains("NaN") && !table.contains("inf"));
+        assert!(table.contains("mean —"));
+    }
+}
