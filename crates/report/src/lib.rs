@@ -1,8 +1,4 @@
-//! # mmsched-report
-//!
-//! The report of one `mmsched run`: the summary schema (`summary.json`), the terminal
-//! summary table, the side-by-side table of `bench e2e`, and the self-contained HTML report
-//! with plots. The runtime fills [`RunSummary`] and [`RunSeries`]; this crate renders them.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 pub mod compare;
@@ -13,6 +9,7 @@ pub mod series;
 pub mod summary;
 pub mod svg;
 mod table;
+mod write;
 
 pub use compare::{MissRatio, change_pct, comparison_json, render_comparison};
 pub use html::render_html;
@@ -22,3 +19,6 @@ pub use summary::{
     LlmSummary, ModalitySummary, RoutingSummary, RunSummary, StreamAlignment,
 };
 pub use table::render_table;
+pub use write::{
+    HTML_FILE, ReportError, ReportFiles, SERIES_FILE, SUMMARY_FILE, read_summary, write_report,
+};

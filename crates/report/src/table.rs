@@ -56,9 +56,9 @@ pub fn render_table(summary: &RunSummary) -> String {
         "LDTI       mean {}, max {}; stable {} s, degraded {} s, critical {} s",
         fixed(ldti.mean, 3),
         fixed(ldti.max, 3),
-        fixed(levels.stable, 1),
-        fixed(levels.degraded, 1),
-        fixed(levels.critical, 1)
+        fixed(levels.stable, 2),
+        fixed(levels.degraded, 2),
+        fixed(levels.critical, 2)
     );
     let _ = writeln!(
         out,
@@ -132,7 +132,7 @@ mod tests {
             ["vision", "600", "590", "6", "7", "3", "40.0", "90.0", "100"]
         );
         assert!(table.contains("12.5 tokens/s"));
-        assert!(table.contains("mean 0.120, max 0.410; stable 55.0 s, degraded 5.0 s"));
+        assert!(table.contains("mean 0.120, max 0.410; stable 55.00 s, degraded 5.00 s"));
         assert!(table.contains("overhead 0.35 % of CPU"));
     }
 

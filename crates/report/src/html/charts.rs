@@ -169,7 +169,8 @@ pub fn rates(summary: &RunSummary, series: &RunSeries) -> String {
         .flat_map(|p| p.per_modality_hz.values())
         .copied()
         .filter(|v| v.is_finite())
-        .fold(1.0, f64::max);
+        .fold(1.0, f64::max)
+        * 1.05;
     let mut plot = Plot::new(
         "Completed jobs per second",
         Axis::linear(0.0, end),

@@ -73,9 +73,9 @@ pub fn figures_table(summary: &RunSummary) -> String {
                 "mean {} · max {} · stable {} s · degraded {} s · critical {} s (thresholds {} / {})",
                 fixed(ldti.mean, 3),
                 fixed(ldti.max, 3),
-                fixed(levels.stable, 1),
-                fixed(levels.degraded, 1),
-                fixed(levels.critical, 1),
+                fixed(levels.stable, 2),
+                fixed(levels.degraded, 2),
+                fixed(levels.critical, 2),
                 fixed(ldti.degraded_at, 2),
                 fixed(ldti.critical_at, 2)
             ),
