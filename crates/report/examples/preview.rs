@@ -30,15 +30,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Gen(0x9e37_79b9_7f4a_7c15);
     let mut series = RunSeries::default();
     let duration = 60.0;
-    for (name, base, spread, count) in [
-        ("vision", 35.0, 40.0, 580),
-        ("vad", 0.8, 1.5, 3000),
-        ("asr", 300.0, 500.0, 40),
-        ("llm", 900.0, 2500.0, 12),
+    for (name, base, spread, count, sla) in [
+        ("vision", 35.0, 40.0, 580, 100.0),
+        ("vad", 0.8, 1.5, 3000, 20.0),
+        ("asr", 300.0, 500.0, 40, 1000.0),
+        ("llm", 900.0, 2500.0, 12, 5000.0),
     ] {
-        for _ in 0..count {
+        for i in 0..count {
             let tail = rng.next().powi(6) * spread * 3.0;
-            series.record_latency(name, base + rng.next() * spread + tail);
+            let latency = base + rng.next() * spread + tail;
+            series.record_latency(name, latency);
+            if latency > sla {
+                series.record_miss(duration * i as f64 / count as f64, name, latency);
+            }
         }
     }
     for i in 0..6000 {

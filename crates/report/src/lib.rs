@@ -13,7 +13,7 @@ mod write;
 
 pub use compare::{MissRatio, change_pct, comparison_json, render_comparison};
 pub use html::render_html;
-pub use series::{LdtiPoint, OccupancyPoint, RatePoint, RunSeries};
+pub use series::{LdtiPoint, MissPoint, OccupancyPoint, RatePoint, RunSeries};
 pub use summary::{
     AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
     LlmSummary, ModalitySummary, RoutingSummary, RunSummary, StreamAlignment,

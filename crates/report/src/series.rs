@@ -23,6 +23,8 @@ pub struct RunSeries {
     pub slot_occupancy: Vec<OccupancyPoint>,
     /// Job rates per modality, sampled over time.
     pub rates: Vec<RatePoint>,
+    /// Every deadline miss, in completion order: where in the run the misses were.
+    pub misses: Vec<MissPoint>,
 }
 
 impl RunSeries {
@@ -34,6 +36,16 @@ impl RunSeries {
             .push(latency_ms);
     }
 
+    /// Records a deadline miss of `modality`: a job that completed `t_s` seconds into the
+    /// run with `latency_ms`, later than its SLA.
+    pub fn record_miss(&mut self, t_s: f64, modality: &str, latency_ms: f64) {
+        self.misses.push(MissPoint {
+            t_s,
+            modality: modality.to_string(),
+            latency_ms,
+        });
+    }
+
     /// Records one LDTI evaluation `t_s` seconds into the run.
     pub fn record_ldti(&mut self, t_s: f64, value: f64, level: &str) {
         self.ldti.push(LdtiPoint {
@@ -42,6 +54,19 @@ impl RunSeries {
             level: level.to_string(),
         });
     }
+}
+
+/// One job that completed after its deadline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissPoint {
+    /// Seconds since the start of the run, at completion.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// Modality name (`vision`, `vad`, `asr`, `llm`).
+    pub modality: String,
+    /// The job's latency (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub latency_ms: f64,
 }
 
 /// One LDTI evaluation.
@@ -165,7 +190,9 @@ mod tests {
         series.record_latency("vision", 40.0);
         series.record_latency("vision", 50.0);
         series.record_ldti(0.01, 0.2, "stable");
+        series.record_miss(0.5, "asr", 1200.0);
         assert_eq!(series.latencies_ms["vision"], vec![40.0, 50.0]);
         assert_eq!(series.ldti.len(), 1);
+        assert_eq!(series.misses[0].modality, "asr");
     }
 }

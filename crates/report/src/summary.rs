@@ -134,6 +134,52 @@ impl Default for ModalitySummary {
     }
 }
 
+impl ModalitySummary {
+    /// The figures of one modality from the latencies of its completed jobs (ms, any
+    /// order): `completed` is their number, `deadline_misses` those above `sla_ms`, and the
+    /// percentiles are nearest-rank (the P99 is a latency some job really had). Non-finite
+    /// latencies are not counted. Without completed jobs the latency figures are NaN
+    /// (written as `null`).
+    pub fn from_latencies(
+        jobs: u64,
+        skipped: u64,
+        shed: u64,
+        sla_ms: f64,
+        latencies_ms: &[f64],
+    ) -> Self {
+        let mut sorted: Vec<f64> = latencies_ms
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let rank = |p: f64| -> f64 {
+            if n == 0 {
+                return f64::NAN;
+            }
+            let index = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+            sorted[index]
+        };
+        let mean = if n == 0 {
+            f64::NAN
+        } else {
+            sorted.iter().sum::<f64>() / n as f64
+        };
+        Self {
+            jobs,
+            completed: n as u64,
+            deadline_misses: sorted.iter().filter(|v| **v > sla_ms).count() as u64,
+            skipped,
+            shed,
+            p50_ms: rank(0.50),
+            p99_ms: rank(0.99),
+            mean_ms: mean,
+            sla_ms,
+        }
+    }
+}
+
 /// Text generation: the common job figures (flattened into the same JSON object) plus tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -529,11 +575,16 @@ pub(crate) mod tests {
         let mut summary = sample();
         summary.vision.p99_ms = f64::NAN;
         summary.ldti.max = f64::INFINITY;
+        summary.llm.modality.p50_ms = f64::NAN;
         let text = serde_json::to_string(&summary).expect("serialisable");
         assert!(!text.contains("NaN") && !text.contains("inf"));
         let back: RunSummary = serde_json::from_str(&text).expect("null parses");
         assert!(back.vision.p99_ms.is_nan());
         assert!(back.ldti.max.is_nan());
+        assert!(
+            back.llm.modality.p50_ms.is_nan(),
+            "flattened fields read null too"
+        );
     }
 
     #[test]
@@ -543,6 +594,19 @@ pub(crate) mod tests {
         let summary: RunSummary = serde_json::from_str(text).expect("parses");
         assert_eq!(summary.vision.deadline_misses, 1);
         assert_eq!(summary.ldti.critical_at, 0.6);
+    }
+
+    #[test]
+    fn figures_from_latencies_use_nearest_rank_and_the_sla() {
+        let latencies: Vec<f64> = (1..=200).rev().map(f64::from).collect();
+        let m = ModalitySummary::from_latencies(210, 6, 4, 150.0, &latencies);
+        assert_eq!(m.completed, 200);
+        assert_eq!(m.deadline_misses, 50);
+        assert_eq!((m.p50_ms, m.p99_ms, m.mean_ms), (100.0, 198.0, 100.5));
+        assert_eq!((m.jobs, m.skipped, m.shed), (210, 6, 4));
+        let none = ModalitySummary::from_latencies(3, 3, 0, 100.0, &[f64::NAN]);
+        assert_eq!((none.completed, none.deadline_misses), (0, 0));
+        assert!(none.p50_ms.is_nan() && none.p99_ms.is_nan() && none.mean_ms.is_nan());
     }
 
     #[test]

@@ -93,6 +93,63 @@ pub fn latency_cdf(summary: &RunSummary, series: &RunSeries) -> String {
     plot.finish()
 }
 
+/// Every deadline miss as a point (completion time, latency on a log axis), coloured by
+/// modality, with each modality's SLA as a dashed line: where in the run the misses were.
+/// Per modality at most one point per pixel column is kept (the latest-finishing miss).
+pub fn misses_over_time(summary: &RunSummary, series: &RunSeries) -> String {
+    let order = modality_order(
+        series
+            .misses
+            .iter()
+            .map(|m| &m.modality)
+            .collect::<Vec<_>>()
+            .into_iter(),
+    );
+    let latencies = series
+        .misses
+        .iter()
+        .map(|m| m.latency_ms)
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let (lo, hi) = latencies.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let slas: Vec<f64> = order
+        .iter()
+        .filter_map(|name| sla_ms(summary, name))
+        .collect();
+    let lo = slas.iter().copied().fold(lo, f64::min);
+    let hi = slas.iter().copied().fold(hi, f64::max);
+    let end = time_end(summary, series.misses.iter().map(|m| m.t_s));
+    let mut plot = Plot::new(
+        "Deadline misses over time (dashed: SLA)",
+        Axis::linear(0.0, end),
+        "completion time, s",
+        Axis::log(lo, hi),
+        "latency, ms (log scale)",
+    );
+    let width = plot.plot_width_px();
+    for (i, name) in order.iter().enumerate() {
+        let points: Vec<(f64, f64)> = series
+            .misses
+            .iter()
+            .filter(|m| &m.modality == name)
+            .map(|m| (m.t_s, m.latency_ms))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        if let Some(sla) = sla_ms(summary, name) {
+            plot.hline(sla, color(i));
+        }
+        let label = format!("{name} ({})", points.len());
+        plot.markers(&downsample(&points, width, Reduce::Max), color(i), &label);
+    }
+    if series.misses.is_empty() {
+        plot.note("no deadline misses recorded");
+    }
+    plot.finish()
+}
+
 /// LDTI over time with the *degraded* and *critical* bands shaded; the maximum per pixel
 /// column is kept so short spikes stay visible.
 pub fn ldti_over_time(summary: &RunSummary, series: &RunSeries) -> String {

@@ -52,6 +52,11 @@ pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
              SLA line at the top means the SLA held.",
         ),
         (
+            charts::misses_over_time(summary, series),
+            "Each late job at its completion time and latency; clusters show when the \
+             device fell behind.",
+        ),
+        (
             charts::ldti_over_time(summary, series),
             "Latency death-triangle index; shaded bands are the degraded and critical levels.",
         ),
@@ -114,6 +119,9 @@ mod tests {
             " height=\"",
             " points=\"",
             " d=\"",
+            " cx=\"",
+            " cy=\"",
+            " r=\"",
             " viewBox=\"",
             " transform=\"",
         ] {
@@ -153,6 +161,9 @@ mod tests {
                 t_s: t,
                 per_worker_pct: vec![50.0, 20.0 + (i % 10) as f64],
             });
+            if i % 400 == 0 {
+                series.record_miss(t, "vision", 120.0 + i as f64 / 10.0);
+            }
             series.rates.push(RatePoint {
                 t_s: t,
                 per_modality_hz: BTreeMap::from([("vision".to_string(), 10.0)]),
@@ -164,9 +175,10 @@ mod tests {
     #[test]
     fn a_full_report_has_every_plot_with_finite_geometry() {
         let html = render_html(&sample(), &full_series());
-        assert_eq!(html.matches("<svg").count(), 5);
+        assert_eq!(html.matches("<svg").count(), 6);
         for title in [
             "Latency CDF per modality",
+            "Deadline misses over time",
             "LDTI over time",
             "Slot occupancy per worker",
             "Completed jobs per second",
@@ -176,6 +188,7 @@ mod tests {
         }
         assert!(html.contains("vision (n=2000)"));
         assert!(html.contains("worker 1"));
+        assert!(html.contains("vision (5)") && html.contains("<circle"));
         assert_all_finite(&html);
         // Self-contained: no script, no external reference.
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
@@ -238,6 +251,8 @@ mod tests {
         series.record_latency("llm", -1.0);
         series.record_ldti(f64::NAN, 0.5, "degraded");
         series.record_ldti(70.0, f64::INFINITY, "critical");
+        series.record_miss(f64::NAN, "vad", 30.0);
+        series.record_miss(3.0, "asr", f64::INFINITY);
         series.slot_occupancy.push(OccupancyPoint {
             t_s: f64::INFINITY,
             per_worker_pct: vec![f64::NAN],

@@ -108,6 +108,46 @@ impl Plot {
         }
     }
 
+    /// A dashed horizontal line at `y` across the plot (e.g. an SLA), in `color`. Nothing
+    /// is drawn for a `y` outside the axis.
+    pub fn hline(&mut self, y: f64, color: &str) {
+        let Some(fy) = self.y.fraction(y).filter(|f| (0.0..=1.0).contains(f)) else {
+            return;
+        };
+        let py = self.frame.py(fy);
+        let _ = write!(
+            self.layers,
+            r#"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{color}" stroke-width="1" stroke-dasharray="5 3"/>"#,
+            x1 = coord(self.frame.px(0.0)),
+            x2 = coord(self.frame.px(1.0)),
+            y = coord(py),
+            color = escape(color)
+        );
+    }
+
+    /// A small circle at each of `points` that has a position (a scatter).
+    pub fn markers(&mut self, points: &[(f64, f64)], color: &str, label: &str) {
+        let mut group = format!(r#"<g fill="{}" fill-opacity="0.7">"#, escape(color));
+        for &(x, y) in points {
+            if let Some((px, py)) = self.to_px(x, y) {
+                let _ = write!(
+                    group,
+                    r#"<circle cx="{}" cy="{}" r="2.5"/>"#,
+                    coord(px),
+                    coord(py)
+                );
+            }
+        }
+        group.push_str("</g>");
+        self.layers.push_str(&group);
+        self.legend.push(LegendEntry {
+            label: label.to_string(),
+            color: color.to_string(),
+            dashed: false,
+            filled: true,
+        });
+    }
+
     /// A line through `points` in order, broken where a point has no position (non-finite
     /// or not positive on a log axis).
     pub fn line(&mut self, points: &[(f64, f64)], color: &str, label: &str) {
