@@ -36,12 +36,17 @@ fn sla_ms(summary: &RunSummary, modality: &str) -> Option<f64> {
         .filter(|sla| sla.is_finite() && *sla > 0.0)
 }
 
-/// The end of the time axis: the run's duration or the last sample, whichever is later.
+/// The end of the time axis: the run's duration or the last sample, whichever is later;
+/// one second when neither is a positive time.
 fn time_end(summary: &RunSummary, last_sample_s: impl Iterator<Item = f64>) -> f64 {
-    last_sample_s
+    let end = last_sample_s
         .filter(|t| t.is_finite())
-        .fold(summary.duration, f64::max)
-        .max(f64::MIN_POSITIVE)
+        .fold(summary.duration, f64::max);
+    if end.is_finite() && end > 0.0 {
+        end
+    } else {
+        1.0
+    }
 }
 
 /// Latency CDF per modality on a log axis (ms), each SLA a dashed line in its colour.

@@ -233,6 +233,12 @@ mod tests {
         let html = render_html(&summary, &RunSeries::default());
         assert!(html.contains("no completed jobs"));
         assert!(html.contains("no LDTI samples"));
+        // An empty run still gets readable time axes (0 to 1 s), not denormal labels.
+        let exponent = html
+            .as_bytes()
+            .windows(3)
+            .any(|w| w[0].is_ascii_digit() && w[1] == b'e' && (w[2] == b'-' || w[2] == b'+'));
+        assert!(!exponent, "exponent label in an empty report");
         assert_all_finite(&html);
     }
 

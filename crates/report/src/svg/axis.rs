@@ -28,7 +28,9 @@ impl Axis {
     pub fn linear(lo: f64, hi: f64) -> Self {
         let (mut lo, mut hi) = sane_range(lo, hi);
         let magnitude = lo.abs().max(hi.abs());
-        if hi - lo <= magnitude * 1e-12 {
+        // Too narrow to split into distinct ticks (relative to the values, or near the
+        // smallest floating-point numbers).
+        if hi - lo <= magnitude * 1e-12 || hi - lo < 1e-250 {
             let pad = (magnitude * 0.1).max(1.0);
             lo -= pad;
             hi += pad;
@@ -139,7 +141,8 @@ fn nice_step(span: f64, target: usize) -> f64 {
     let step = [1.0, 2.0, 5.0, 10.0]
         .into_iter()
         .map(|m| m * magnitude)
-        .find(|s| *s >= raw)
+        // Tolerate rounding in `raw` (1.2 / 6 may come out a hair above 0.2).
+        .find(|s| *s >= raw * (1.0 - 1e-9))
         .unwrap_or(10.0 * magnitude);
     if step.is_finite() && step > 0.0 {
         step
@@ -288,6 +291,8 @@ mod tests {
         assert_eq!(axis.bounds(), (0.0, 0.8));
         assert_eq!(axis.ticks().len(), 5);
         assert_eq!(axis.label(0.4), "0.4");
+        let rounded_up = 6.0 * 0.2;
+        assert_eq!(nice_ticks(0.0, rounded_up).len(), 7, "step 0.2, not 0.5");
     }
 
     #[test]
@@ -309,6 +314,8 @@ mod tests {
         let (lo, hi) = flat.bounds();
         assert!(lo < 5.0 && hi > 5.0);
         assert_eq!(Axis::log(0.0, -3.0).bounds(), (1.0, 10.0));
+        let (lo, hi) = Axis::linear(0.0, f64::MIN_POSITIVE).bounds();
+        assert!(hi - lo >= 1.0, "{lo}..{hi}");
         assert_eq!(Axis::log(1.0, 1.0).fraction(-1.0), None);
     }
 }
