@@ -56,6 +56,41 @@ impl RunSeries {
     }
 }
 
+impl RunSeries {
+    /// Keeps at most `max_points` LDTI evaluations (at least one per bucket of equal time
+    /// width that had any): per bucket the evaluation with the highest LDTI, with its time
+    /// and level, so spikes survive. For long runs, whose 100 Hz health loop would make
+    /// `series.json` large; the plot reduces further to its pixel width either way.
+    /// Evaluations with a non-finite time or value are dropped.
+    pub fn thin_ldti(&mut self, max_points: usize) {
+        if self.ldti.len() <= max_points.max(1) {
+            return;
+        }
+        let buckets = max_points.max(1);
+        let finite = || {
+            self.ldti
+                .iter()
+                .filter(|p| p.t_s.is_finite() && p.value.is_finite())
+        };
+        let (lo, hi) = finite().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.t_s), hi.max(p.t_s))
+        });
+        let width = (hi - lo) / buckets as f64;
+        let mut kept: Vec<Option<&LdtiPoint>> = vec![None; buckets];
+        for point in finite() {
+            let index = if width > 0.0 {
+                (((point.t_s - lo) / width) as usize).min(buckets - 1)
+            } else {
+                0
+            };
+            if kept[index].is_none_or(|k| point.value > k.value) {
+                kept[index] = Some(point);
+            }
+        }
+        self.ldti = kept.into_iter().flatten().cloned().collect();
+    }
+}
+
 /// One job that completed after its deadline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MissPoint {
@@ -182,6 +217,29 @@ mod tests {
     fn non_finite_points_are_dropped() {
         let points = [(0.0, f64::NAN), (f64::INFINITY, 1.0), (1.0, 2.0)];
         assert_eq!(downsample(&points, 10, Reduce::Max), vec![(1.0, 2.0)]);
+    }
+
+    #[test]
+    fn thinning_ldti_keeps_the_peak_with_its_level() {
+        let mut series = RunSeries::default();
+        for i in 0..100_000 {
+            let spike = i == 54_321;
+            let level = if spike { "critical" } else { "stable" };
+            series.record_ldti(i as f64 / 100.0, if spike { 0.8 } else { 0.1 }, level);
+        }
+        series.record_ldti(f64::NAN, 0.9, "critical");
+        series.thin_ldti(1000);
+        assert!(series.ldti.len() <= 1000);
+        let peak = series
+            .ldti
+            .iter()
+            .max_by(|a, b| a.value.total_cmp(&b.value))
+            .expect("points kept");
+        assert_eq!(
+            (peak.t_s, peak.value, peak.level.as_str()),
+            (543.21, 0.8, "critical")
+        );
+        assert!(series.ldti.windows(2).all(|w| w[0].t_s < w[1].t_s));
     }
 
     #[test]

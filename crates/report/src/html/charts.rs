@@ -15,6 +15,11 @@ const DEGRADED_FILL: &str = "#E69F00";
 /// Colour of the *critical* LDTI band.
 const CRITICAL_FILL: &str = "#D55E00";
 
+/// Colour of the lines marking health actions on the LDTI plot.
+const ACTION_LINE: &str = "#777777";
+/// Most health actions marked on the LDTI plot (more would hide the curve).
+const MAX_ACTION_LINES: usize = 100;
+
 /// Modality names of `series` in report order: the four known ones, then any others.
 fn modality_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut order: Vec<String> = MODALITIES.iter().map(|m| m.to_string()).collect();
@@ -181,6 +186,12 @@ pub fn ldti_over_time(summary: &RunSummary, series: &RunSeries) -> String {
         CRITICAL_FILL,
         "critical",
     );
+    // Level changes as thin lines under the curve: did the actions follow the index?
+    let actions = &summary.health.actions;
+    for (i, action) in actions.iter().take(MAX_ACTION_LINES).enumerate() {
+        let label = (i == 0).then_some("health action");
+        plot.vline(action.t_s, ACTION_LINE, label);
+    }
     let reduced = downsample(&points, plot.plot_width_px(), Reduce::Max);
     plot.line(&reduced, color(0), "LDTI (max per px)");
     if reduced.is_empty() {

@@ -189,6 +189,10 @@ mod tests {
         assert!(html.contains("vision (n=2000)"));
         assert!(html.contains("worker 1"));
         assert!(html.contains("vision (5)") && html.contains("<circle"));
+        assert!(
+            html.contains(">health action</text>"),
+            "action marked on the LDTI plot"
+        );
         assert_all_finite(&html);
         // Self-contained: no script, no external reference.
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));

@@ -32,7 +32,8 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[&str], series: &[BarS
         .iter()
         .flat_map(|s| (0..categories.len()).map(move |i| value(s, i)))
         .fold(0.0, f64::max);
-    let y = Axis::linear(0.0, max.max(1.0));
+    // Headroom above the tallest bar for its value label.
+    let y = Axis::linear(0.0, max.max(1.0) * 1.1);
     let mut out = String::new();
     open(&mut out, &frame, title);
     for tick in y.ticks() {
