@@ -161,7 +161,7 @@ pub fn comparison_json(runs: &[(&str, &RunSummary)]) -> Result<Value, serde_json
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::tests::sample;
+    use crate::testdata::sample;
 
     fn run(vision: u64, vad: u64, asr: u64, tokens_per_s: f64) -> RunSummary {
         let mut s = sample();

@@ -9,6 +9,8 @@ pub mod series;
 pub mod summary;
 pub mod svg;
 mod table;
+#[cfg(test)]
+mod testdata;
 mod write;
 
 pub use compare::{MissRatio, change_pct, comparison_json, render_comparison};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::num::de_f64;
 
 /// The summary of one run: the content of `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunSummary {
     /// Scenario name (or the file it came from), as the user gave it.
@@ -47,28 +47,6 @@ pub struct RunSummary {
     pub platform: Vec<String>,
 }
 
-impl Default for RunSummary {
-    fn default() -> Self {
-        Self {
-            scenario: String::new(),
-            scheduler: String::new(),
-            duration: 0.0,
-            seed: 0,
-            vision: ModalitySummary::default(),
-            vad: ModalitySummary::default(),
-            asr: ModalitySummary::default(),
-            llm: LlmSummary::default(),
-            ldti: LdtiSummary::default(),
-            alignment: AlignmentSummary::default(),
-            audio: AudioSummary::default(),
-            scheduler_overhead_pct: 0.0,
-            health: HealthSummary::default(),
-            routing: RoutingSummary::default(),
-            platform: Vec::new(),
-        }
-    }
-}
-
 impl RunSummary {
     /// Deadline misses of the vision and audio branches together (vision + VAD + ASR): the
     /// figure `bench e2e` compares across schedulers.
@@ -91,7 +69,7 @@ impl RunSummary {
 }
 
 /// Jobs of one modality and their latencies (milliseconds from arrival to result).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModalitySummary {
     /// Jobs that arrived (frames, VAD windows, utterances, requests).
@@ -116,22 +94,6 @@ pub struct ModalitySummary {
     /// The latency SLA (deadline relative to arrival) of this modality (ms).
     #[serde(deserialize_with = "de_f64")]
     pub sla_ms: f64,
-}
-
-impl Default for ModalitySummary {
-    fn default() -> Self {
-        Self {
-            jobs: 0,
-            completed: 0,
-            deadline_misses: 0,
-            skipped: 0,
-            shed: 0,
-            p50_ms: 0.0,
-            p99_ms: 0.0,
-            mean_ms: 0.0,
-            sla_ms: 0.0,
-        }
-    }
 }
 
 impl ModalitySummary {
@@ -181,7 +143,7 @@ impl ModalitySummary {
 }
 
 /// Text generation: the common job figures (flattened into the same JSON object) plus tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmSummary {
     /// Requests as jobs: `llm.jobs`, `llm.p99_ms`, … sit beside the token figures.
@@ -200,19 +162,6 @@ pub struct LlmSummary {
     pub tpot_ms_p50: f64,
     /// Text requests that arrived.
     pub requests: u64,
-}
-
-impl Default for LlmSummary {
-    fn default() -> Self {
-        Self {
-            modality: ModalitySummary::default(),
-            tokens_per_s: 0.0,
-            tokens: 0,
-            ttft_ms_p50: 0.0,
-            tpot_ms_p50: 0.0,
-            requests: 0,
-        }
-    }
 }
 
 /// The LDTI over the run.
@@ -249,7 +198,7 @@ impl Default for LdtiSummary {
 }
 
 /// Seconds spent at each LDTI health level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LevelSeconds {
     /// Seconds at level *stable*.
@@ -263,18 +212,8 @@ pub struct LevelSeconds {
     pub critical: f64,
 }
 
-impl Default for LevelSeconds {
-    fn default() -> Self {
-        Self {
-            stable: 0.0,
-            degraded: 0.0,
-            critical: 0.0,
-        }
-    }
-}
-
 /// Clock alignment of the sensor streams against the device clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AlignmentSummary {
     /// 99th-percentile residual alignment error of the worst stream (ms).
@@ -284,17 +223,8 @@ pub struct AlignmentSummary {
     pub streams: Vec<StreamAlignment>,
 }
 
-impl Default for AlignmentSummary {
-    fn default() -> Self {
-        Self {
-            residual_p99_ms: 0.0,
-            streams: Vec::new(),
-        }
-    }
-}
-
 /// One stream's clock estimate at the end of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StreamAlignment {
     /// Stream name (`camera`, `microphone`, `imu`, …).
@@ -310,19 +240,8 @@ pub struct StreamAlignment {
     pub residual_p99_ms: f64,
 }
 
-impl Default for StreamAlignment {
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            offset_ms: 0.0,
-            drift_ppm: 0.0,
-            residual_p99_ms: 0.0,
-        }
-    }
-}
-
 /// Audio delivery: packet loss, concealment, the jitter buffer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AudioSummary {
     /// Frames played out concealed (lost or too late), in percent of all frames.
@@ -346,23 +265,8 @@ pub struct AudioSummary {
     pub playout_delay_ms_p99: f64,
 }
 
-impl Default for AudioSummary {
-    fn default() -> Self {
-        Self {
-            frame_loss_pct: 0.0,
-            frames: 0,
-            concealed: 0,
-            late_packets: 0,
-            retransmit_requests: 0,
-            recovered_packets: 0,
-            playout_delay_ms_p50: 0.0,
-            playout_delay_ms_p99: 0.0,
-        }
-    }
-}
-
 /// The health loop: how often it ran and what it did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HealthSummary {
     /// LDTI evaluations.
@@ -381,21 +285,8 @@ pub struct HealthSummary {
     pub actions: Vec<HealthActionRecord>,
 }
 
-impl Default for HealthSummary {
-    fn default() -> Self {
-        Self {
-            evaluations: 0,
-            evaluate_hz: 0.0,
-            camera_scaled_seconds: 0.0,
-            breaker_opened: 0,
-            stale_answers: 0,
-            actions: Vec::new(),
-        }
-    }
-}
-
 /// One health action taken by the health loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HealthActionRecord {
     /// Seconds since the start of the run.
@@ -405,16 +296,6 @@ pub struct HealthActionRecord {
     pub level: String,
     /// What was done, in words (e.g. `camera 15 fps; retransmit on`).
     pub action: String,
-}
-
-impl Default for HealthActionRecord {
-    fn default() -> Self {
-        Self {
-            t_s: 0.0,
-            level: String::new(),
-            action: String::new(),
-        }
-    }
 }
 
 /// The router's information gates (S4): what they saw and what they let skip.
@@ -434,91 +315,10 @@ pub struct RoutingSummary {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::testdata::sample;
     use serde_json::Value;
-
-    /// A summary with every field set to a distinct value.
-    pub(crate) fn sample() -> RunSummary {
-        let modality = |base: u64, sla_ms: f64| ModalitySummary {
-            jobs: base,
-            completed: base - 10,
-            deadline_misses: base / 100,
-            skipped: 7,
-            shed: 3,
-            p50_ms: sla_ms * 0.4,
-            p99_ms: sla_ms * 0.9,
-            mean_ms: sla_ms * 0.45,
-            sla_ms,
-        };
-        RunSummary {
-            scenario: "ar-glasses".into(),
-            scheduler: "mmsched".into(),
-            duration: 60.0,
-            seed: 42,
-            vision: modality(600, 100.0),
-            vad: modality(3000, 20.0),
-            asr: modality(40 + 10, 1000.0),
-            llm: LlmSummary {
-                modality: modality(12 + 10, 5000.0),
-                tokens_per_s: 12.5,
-                tokens: 750,
-                ttft_ms_p50: 120.0,
-                tpot_ms_p50: 80.0,
-                requests: 22,
-            },
-            ldti: LdtiSummary {
-                mean: 0.12,
-                max: 0.41,
-                seconds_by_level: LevelSeconds {
-                    stable: 55.0,
-                    degraded: 5.0,
-                    critical: 0.0,
-                },
-                ..LdtiSummary::default()
-            },
-            alignment: AlignmentSummary {
-                residual_p99_ms: 0.8,
-                streams: vec![StreamAlignment {
-                    name: "camera".into(),
-                    offset_ms: 12.0,
-                    drift_ppm: 40.0,
-                    residual_p99_ms: 0.8,
-                }],
-            },
-            audio: AudioSummary {
-                frame_loss_pct: 0.1,
-                frames: 3000,
-                concealed: 3,
-                late_packets: 5,
-                retransmit_requests: 4,
-                recovered_packets: 2,
-                playout_delay_ms_p50: 40.0,
-                playout_delay_ms_p99: 80.0,
-            },
-            scheduler_overhead_pct: 0.35,
-            health: HealthSummary {
-                evaluations: 6000,
-                evaluate_hz: 100.0,
-                camera_scaled_seconds: 5.0,
-                breaker_opened: 0,
-                stale_answers: 0,
-                actions: vec![HealthActionRecord {
-                    t_s: 20.5,
-                    level: "degraded".into(),
-                    action: "camera 15 fps; retransmit on".into(),
-                }],
-            },
-            routing: RoutingSummary {
-                vision_seen: 600,
-                vision_skipped_dark: 3,
-                vision_skipped_blurred: 4,
-                audio_packets_seen: 3000,
-                audio_skipped_silence: 900,
-            },
-            platform: vec!["cgroup v1 cpu: workers in mmsched/audio".into()],
-        }
-    }
 
     #[test]
     fn json_round_trip_is_lossless() {

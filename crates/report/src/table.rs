@@ -113,7 +113,7 @@ pub fn render_table(summary: &RunSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::tests::sample;
+    use crate::testdata::sample;
 
     #[test]
     fn every_modality_has_an_aligned_row_with_its_figures() {

@@ -154,7 +154,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::tests::sample;
+    use crate::testdata::sample;
 
     #[test]
     fn writes_three_files_that_read_back() {

@@ -103,7 +103,7 @@ mod tests {
 
     use super::*;
     use crate::series::{OccupancyPoint, RatePoint};
-    use crate::summary::tests::sample;
+    use crate::testdata::sample;
 
     /// Every number in the geometry attributes of the page, parsed.
     fn geometry_numbers(html: &str) -> Vec<String> {
