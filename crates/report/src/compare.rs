@@ -75,6 +75,26 @@ pub fn render_comparison(runs: &[(&str, &RunSummary)]) -> String {
     let reference_name = printable(reference_name);
     let label_width = 30;
     let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario {} · {} s · seed {}",
+        printable(&reference.scenario),
+        fixed(reference.duration, 1),
+        reference.seed
+    );
+    // The comparison is only fair on identical inputs: say so when they differ.
+    let differing: Vec<String> = runs
+        .iter()
+        .filter(|(_, s)| s.scenario != reference.scenario || s.seed != reference.seed)
+        .map(|(name, _)| printable(name))
+        .collect();
+    if !differing.is_empty() {
+        let _ = writeln!(
+            out,
+            "note: {} ran another scenario or seed than {reference_name}",
+            differing.join(", ")
+        );
+    }
     let mut row = |label: &str, cells: Vec<String>| {
         let _ = write!(out, "{label:<label_width$}");
         for (cell, width) in cells.iter().zip(&widths) {
@@ -82,15 +102,7 @@ pub fn render_comparison(runs: &[(&str, &RunSummary)]) -> String {
         }
         out.push('\n');
     };
-    let first = &runs[0].1;
-    row(
-        &format!(
-            "{} · {} s",
-            printable(&first.scenario),
-            fixed(first.duration, 0)
-        ),
-        names.clone(),
-    );
+    row("", names.clone());
     let column = |f: &dyn Fn(&RunSummary) -> String| -> Vec<String> {
         runs.iter().map(|(_, s)| f(s)).collect()
     };
@@ -235,6 +247,26 @@ mod tests {
         let value = comparison_json(&[("mmsched", &a), ("fifo", &a)]).expect("serialisable");
         assert_eq!(value["fifo"]["vision"]["jobs"], 600);
         assert_eq!(value["mmsched"]["scheduler"], "mmsched");
+    }
+
+    #[test]
+    fn columns_stay_aligned_and_differing_inputs_are_flagged() {
+        let mut long = sample();
+        long.scenario = "a/very/long/path/to/a/scenario/file/of/the/user.toml".into();
+        let mut other_seed = long.clone();
+        other_seed.seed += 1;
+        let table = render_comparison(&[("mmsched", &long), ("static-priority", &other_seed)]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].contains("user.toml") && lines[0].contains("seed 42"));
+        assert_eq!(
+            lines[1],
+            "note: static-priority ran another scenario or seed than mmsched"
+        );
+        let width = lines[2].chars().count();
+        assert!(
+            lines[2..].iter().all(|l| l.chars().count() == width),
+            "{table}"
+        );
     }
 
     #[test]
