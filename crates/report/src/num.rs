@@ -38,11 +38,6 @@ pub fn ms(value: f64) -> String {
     fixed(value, decimals)
 }
 
-/// `value` when finite, else `fallback`.
-pub fn finite_or(value: f64, fallback: f64) -> f64 {
-    if value.is_finite() { value } else { fallback }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
