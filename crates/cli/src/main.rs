@@ -15,6 +15,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The main job: a field scenario's camera, microphone, IMU and text requests into real
+    /// models (OCR, VAD, Whisper, Gemma-3) under a scheduler, with the health loop acting;
+    /// live progress, a summary table and a report directory.
+    Run(cmd::run::RunArgs),
     /// Check, print or describe scheduling policy documents.
     #[command(subcommand)]
     Policy(cmd::policy::PolicyCommand),
@@ -52,6 +56,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
         Command::Policy(c) => cmd::policy::run(c),
         Command::Ldti(a) => cmd::ldti::run(a),
         Command::Models(c) => cmd::models::run(c),

@@ -15,17 +15,33 @@
 //!    admission — battery-saver pruning, then shedding of the lowest scores while the
 //!    predicted demand does not fit before the deadlines;
 //! 4. dispatches admitted jobs to idle workers by the policy's rule (EDF by default),
-//!    booking `⌈cost / slot⌉` contiguous slots on the worker's table and firing them.
+//!    booking `⌈cost / slot⌉` contiguous slots on the worker's table starting now and
+//!    firing them. A job of a periodic stream with a standing reservation on the worker
+//!    runs in its stream's occurrence; any other job must fit in free slots before the
+//!    next reserved one — so a long step never runs into the slot booked for the next
+//!    frame. A job that does not fit is passed over (within a small lookahead) for one
+//!    that does, and waits for a later step. A worker may be restricted to some classes
+//!    (e.g. a real-time audio worker that runs only voice-activity jobs).
 //!
 //! Jobs are not preempted once started: long work is cut into schedulable units by the
 //! caller (an LLM request is one job per token, S7), so a due frame waits at most one unit.
 
+use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::arbiter::{Admission, Arbiter, Assessment, Job, JobId, ReadyQueue, Verdict};
+use crate::Modality;
+use crate::arbiter::{
+    Admission, Arbiter, Assessment, ClassId, Job, JobId, QueuedJob, ReadyQueue, Verdict,
+};
 use crate::policy::Policy;
-use crate::slots::{ReservationId, SlotError, SlotId, SlotTable, SlotTableConfig};
+use crate::slots::{
+    ReservationId, SlotError, SlotId, SlotState, SlotTable, SlotTableConfig, StandingId,
+};
 use crate::time::{NANOS_PER_MICRO, Nanos};
+
+/// How many queued jobs that cannot start on a worker now are passed over to look for one
+/// that can, per worker and step.
+const LOOKAHEAD: usize = 8;
 
 /// Something the scheduler is told.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,6 +92,80 @@ pub enum Decision {
     },
 }
 
+/// One call on a [`Scheduler`], as recorded for replay (see [`Scheduler::record`]).
+///
+/// A log of these, applied in order to a scheduler built with the same policy, worker
+/// count and start time, must give back exactly the recorded decisions: that is how the
+/// simulator checks that it and the runtime share one decision function.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogEntry {
+    /// The scheduler was built with this many workers at this time ([`Scheduler::new`]).
+    New {
+        /// Workers.
+        workers: u32,
+        /// Construction time.
+        now_nanos: Nanos,
+    },
+    /// A job class was registered (ids are given in order of registration).
+    Class(alloc::string::String),
+    /// [`Scheduler::restrict_worker`].
+    Restrict {
+        /// The worker.
+        worker: u32,
+        /// Its classes.
+        classes: Vec<ClassId>,
+    },
+    /// [`Scheduler::reserve_stream`].
+    ReserveStream {
+        /// The worker.
+        worker: u32,
+        /// The stream's class.
+        class: ClassId,
+        /// Its modality.
+        modality: Modality,
+        /// First occurrence.
+        first_nanos: Nanos,
+        /// Period.
+        period_nanos: Nanos,
+        /// Slots per occurrence.
+        len_slots: u32,
+    },
+    /// [`Scheduler::cancel_stream`].
+    CancelStream {
+        /// The worker.
+        worker: u32,
+        /// The stream's class.
+        class: ClassId,
+    },
+    /// [`Scheduler::set_policy`].
+    SetPolicy(Policy),
+    /// [`Scheduler::step`] with what it was told and what it decided.
+    Step {
+        /// Its time.
+        now_nanos: Nanos,
+        /// Its events.
+        events: Vec<SchedEvent>,
+        /// Its decisions.
+        decisions: Vec<Decision>,
+    },
+}
+
+/// Why a set-up call of the scheduler was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedulerError {
+    /// A worker index out of range.
+    #[error("worker {worker} does not exist (the scheduler has {workers} workers)")]
+    NoSuchWorker {
+        /// The worker asked for.
+        worker: u32,
+        /// How many there are.
+        workers: u32,
+    },
+    /// The slot table refused the booking.
+    #[error(transparent)]
+    Slots(#[from] SlotError),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Running {
     job: JobId,
@@ -94,6 +184,15 @@ pub struct Scheduler {
     batch: Vec<Job>,
     arrived: usize,
     assessments: Vec<Assessment>,
+    /// Per worker: the classes it may run (`None`: any).
+    allowed: Vec<Option<Vec<ClassId>>>,
+    /// Per worker: standing reservations of periodic streams, by class.
+    streams: Vec<BTreeMap<ClassId, StandingId>>,
+    passed: Vec<QueuedJob>,
+    log: Option<Vec<LogEntry>>,
+    created_nanos: Nanos,
+    /// Workers in the order they choose jobs: dedicated ones first.
+    dispatch_order: Vec<usize>,
 }
 
 impl Scheduler {
@@ -118,7 +217,141 @@ impl Scheduler {
             batch: Vec::with_capacity(256),
             arrived: 0,
             assessments: Vec::with_capacity(256),
+            allowed: alloc::vec![None; workers as usize],
+            streams: alloc::vec![BTreeMap::new(); workers as usize],
+            passed: Vec::with_capacity(LOOKAHEAD),
+            log: None,
+            created_nanos: now_nanos,
+            dispatch_order: (0..workers as usize).collect(),
         })
+    }
+
+    /// Starts recording every call from now on (for replay; see [`LogEntry`]).
+    /// The log starts with how the scheduler was built, so a replay can build its twin
+    /// ([`Scheduler::from_log`]); call it before anything else.
+    pub fn record(&mut self) {
+        let (workers, now_nanos) = (self.workers(), self.created_nanos);
+        self.log
+            .get_or_insert_with(|| alloc::vec![LogEntry::New { workers, now_nanos }]);
+    }
+
+    /// A scheduler built like the one that recorded `log` (its first entry), under `policy`.
+    pub fn from_log(policy: &Policy, log: &[LogEntry]) -> Result<Self, SchedulerError> {
+        let (workers, now_nanos) = match log.first() {
+            Some(LogEntry::New { workers, now_nanos }) => (*workers, *now_nanos),
+            _ => (1, 0),
+        };
+        Ok(Scheduler::new(policy, workers, now_nanos)?)
+    }
+
+    /// Takes what was recorded so far (empty when not recording).
+    pub fn take_log(&mut self) -> Vec<LogEntry> {
+        self.log.as_mut().map(core::mem::take).unwrap_or_default()
+    }
+
+    fn note(&mut self, entry: impl FnOnce() -> LogEntry) {
+        if let Some(log) = &mut self.log {
+            log.push(entry());
+        }
+    }
+
+    /// The id of a job class by name, registered on first use (recorded, unlike
+    /// registering through [`Scheduler::arbiter_mut`]).
+    pub fn class(&mut self, name: &str) -> ClassId {
+        self.note(|| LogEntry::Class(name.into()));
+        self.arbiter.class(name)
+    }
+
+    /// Switches to `policy` for the next steps (hot reload): weights, importance, battery
+    /// saver and the dispatch rule. Slot length and horizon are fixed at construction.
+    pub fn set_policy(&mut self, policy: &Policy) {
+        self.note(|| LogEntry::SetPolicy(policy.clone()));
+        self.arbiter.set_policy(policy);
+        let rule = self.arbiter.dispatch_rule();
+        if rule != self.ready.rule() {
+            let mut ready = ReadyQueue::with_capacity(rule, self.ready.len().max(256));
+            while let Some(q) = self.ready.pop() {
+                ready.push(q.job, q.score);
+            }
+            self.ready = ready;
+        }
+    }
+
+    /// Restricts `worker` to jobs of `classes` (e.g. a real-time audio worker).
+    pub fn restrict_worker(
+        &mut self,
+        worker: u32,
+        classes: &[ClassId],
+    ) -> Result<(), SchedulerError> {
+        let workers = self.workers();
+        let a = self
+            .allowed
+            .get_mut(worker as usize)
+            .ok_or(SchedulerError::NoSuchWorker { worker, workers })?;
+        *a = Some(classes.to_vec());
+        let n = self.allowed.len();
+        let dedicated = (0..n).filter(|&w| self.allowed[w].is_some());
+        let general = (0..n).filter(|&w| self.allowed[w].is_none());
+        self.dispatch_order = dedicated.chain(general).collect();
+        self.note(|| LogEntry::Restrict {
+            worker,
+            classes: classes.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// Books a standing reservation on `worker` for the periodic stream of `class`: `len`
+    /// slots every `period_nanos` from `first_nanos`. Jobs of `class` on that worker run in
+    /// its occurrences; other jobs must fit around them. A class holds at most one
+    /// stream per worker: booking again replaces the previous one.
+    pub fn reserve_stream(
+        &mut self,
+        worker: u32,
+        class: ClassId,
+        modality: Modality,
+        first_nanos: Nanos,
+        period_nanos: Nanos,
+        len_slots: u32,
+    ) -> Result<StandingId, SchedulerError> {
+        let w = worker as usize;
+        let workers = self.workers();
+        let Some(table) = self.tables.get_mut(w) else {
+            return Err(SchedulerError::NoSuchWorker { worker, workers });
+        };
+        if let Some(old) = self.streams[w].remove(&class) {
+            let _ = table.cancel_standing(old);
+        }
+        let slot_nanos = table.slot_len_micros() * NANOS_PER_MICRO;
+        let period = (period_nanos / slot_nanos).max(u64::from(len_slots.max(1)));
+        let first = first_nanos / slot_nanos;
+        let id = table.reserve_periodic(modality, first, period, len_slots.max(1))?;
+        self.streams[w].insert(class, id);
+        self.note(|| LogEntry::ReserveStream {
+            worker,
+            class,
+            modality,
+            first_nanos,
+            period_nanos,
+            len_slots,
+        });
+        Ok(id)
+    }
+
+    /// Cancels the standing reservation of `class` on `worker`, if any.
+    pub fn cancel_stream(&mut self, worker: u32, class: ClassId) {
+        let w = worker as usize;
+        if let (Some(table), Some(id)) = (
+            self.tables.get_mut(w),
+            self.streams.get_mut(w).and_then(|s| s.remove(&class)),
+        ) {
+            let _ = table.cancel_standing(id);
+        }
+        self.note(|| LogEntry::CancelStream { worker, class });
+    }
+
+    /// The slot table of `worker` (occupancy, for reports).
+    pub fn table(&self, worker: u32) -> Option<&SlotTable> {
+        self.tables.get(worker as usize)
     }
 
     /// The arbiter, to register job classes ([`Arbiter::class`]) before the first step.
@@ -181,10 +414,67 @@ impl Scheduler {
                 SchedEvent::Arrive(job) => self.batch.push(job),
             }
         }
+        let first = out.len();
         if !self.batch.is_empty() {
             self.admit(now_nanos, out);
         }
         self.dispatch(now_nanos, out);
+        if let Some(log) = &mut self.log {
+            log.push(LogEntry::Step {
+                now_nanos,
+                events: events.to_vec(),
+                decisions: out[first..].to_vec(),
+            });
+        }
+    }
+
+    /// Applies a recorded log to this scheduler (built like the recorded one) and checks
+    /// that every step decides exactly what was recorded. Returns the index of the first
+    /// entry that differs, with what this scheduler decided instead.
+    pub fn replay(&mut self, log: &[LogEntry]) -> Result<usize, (usize, Vec<Decision>)> {
+        let mut out = Vec::new();
+        for (i, entry) in log.iter().enumerate() {
+            match entry {
+                LogEntry::New { .. } => {}
+                LogEntry::Class(name) => {
+                    self.class(name);
+                }
+                LogEntry::Restrict { worker, classes } => {
+                    let _ = self.restrict_worker(*worker, classes);
+                }
+                LogEntry::ReserveStream {
+                    worker,
+                    class,
+                    modality,
+                    first_nanos,
+                    period_nanos,
+                    len_slots,
+                } => {
+                    let _ = self.reserve_stream(
+                        *worker,
+                        *class,
+                        *modality,
+                        *first_nanos,
+                        *period_nanos,
+                        *len_slots,
+                    );
+                }
+                LogEntry::CancelStream { worker, class } => self.cancel_stream(*worker, *class),
+                LogEntry::SetPolicy(p) => self.set_policy(p),
+                LogEntry::Step {
+                    now_nanos,
+                    events,
+                    decisions,
+                } => {
+                    out.clear();
+                    self.step(*now_nanos, events, &mut out);
+                    if &out != decisions {
+                        return Err((i, out));
+                    }
+                }
+            }
+        }
+        Ok(log.len())
     }
 
     fn admit(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) {
@@ -220,39 +510,86 @@ impl Scheduler {
     }
 
     fn dispatch(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) {
-        for w in 0..self.running.len() {
+        // Dedicated workers choose first: a job that a restricted worker accepts goes
+        // there and leaves the general workers to the rest.
+        for i in 0..self.dispatch_order.len() {
+            let w = self.dispatch_order[i];
             if self.running[w].is_some() {
                 continue;
             }
-            let Some(next) = self.ready.pop() else { return };
-            let table = &mut self.tables[w];
-            let slot_nanos = table.slot_len_micros() * NANOS_PER_MICRO;
-            let len = next.job.predicted_cost_nanos.div_ceil(slot_nanos).max(1);
-            let len = u32::try_from(len)
-                .unwrap_or(u32::MAX)
-                .min(table.horizon_slots());
-            let booked = table
-                .reserve(next.job.modality, table.slot_at(now_nanos), len)
-                .and_then(|r| table.activate(r.id));
-            match booked {
-                Ok(r) => {
-                    self.running[w] = Some(Running {
-                        job: next.job.id,
-                        reservation: r.id,
-                    });
-                    out.push(Decision::Start {
-                        worker: w as u32,
-                        job: next.job.id,
-                        start_slot: r.start_slot,
-                        len_slots: r.len_slots,
-                    });
+            if self.ready.is_empty() {
+                return;
+            }
+            let mut chosen = None;
+            while self.passed.len() < LOOKAHEAD {
+                let Some(q) = self.ready.pop() else { break };
+                let allowed = self.allowed[w]
+                    .as_ref()
+                    .is_none_or(|classes| classes.contains(&q.job.class));
+                match allowed.then(|| self.book(w, &q.job, now_nanos)).flatten() {
+                    Some(r) => {
+                        chosen = Some((q.job, r));
+                        break;
+                    }
+                    None => self.passed.push(q),
                 }
-                Err(_) => {
-                    // No room on this worker's horizon: keep the job for the next step.
-                    self.ready.push(next.job, next.score);
+            }
+            // Passed-over jobs keep their place for the next worker and the next step.
+            for q in self.passed.drain(..) {
+                self.ready.push(q.job, q.score);
+            }
+            if let Some((job, (reservation, start_slot, len_slots))) = chosen {
+                self.running[w] = Some(Running {
+                    job: job.id,
+                    reservation,
+                });
+                out.push(Decision::Start {
+                    worker: w as u32,
+                    job: job.id,
+                    start_slot,
+                    len_slots,
+                });
+            }
+        }
+    }
+
+    /// Books and fires slots for `job` on worker `w` starting now: its stream's
+    /// occurrence (the one holding this slot, or the next one when it starts in the next
+    /// slot and this one is free), else free slots from now on.
+    fn book(
+        &mut self,
+        w: usize,
+        job: &Job,
+        now_nanos: Nanos,
+    ) -> Option<(ReservationId, SlotId, u32)> {
+        let table = &mut self.tables[w];
+        let now_slot = table.slot_at(now_nanos);
+        if let Some(standing) = self.streams[w].get(&job.class).copied() {
+            let own = |r: &crate::slots::Reservation| {
+                r.standing == Some(standing) && r.state == SlotState::Reserved
+            };
+            for (slot, needs_idle_now) in [(now_slot, false), (now_slot + 1, true)] {
+                if let Ok(Some(r)) = table.occupant(slot)
+                    && own(&r)
+                    && (!needs_idle_now || table.state(now_slot).ok() == Some(SlotState::Idle))
+                {
+                    return table
+                        .activate(r.id)
+                        .ok()
+                        .map(|r| (r.id, r.start_slot, r.len_slots));
                 }
             }
         }
+        let slot_nanos = table.slot_len_micros() * NANOS_PER_MICRO;
+        let len = job.predicted_cost_nanos.div_ceil(slot_nanos).max(1);
+        let len = u32::try_from(len)
+            .unwrap_or(u32::MAX)
+            .min(table.horizon_slots());
+        let r = table.reserve_at(job.modality, now_slot, len).ok()?;
+        table
+            .activate(r.id)
+            .ok()
+            .map(|r| (r.id, r.start_slot, r.len_slots))
     }
 }
 
@@ -362,5 +699,175 @@ mod tests {
             out
         };
         assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn a_restricted_worker_runs_only_its_classes() {
+        let mut s = Scheduler::new(&Policy::default(), 2, 0).expect("valid policy");
+        let vad = s.arbiter_mut().class("vad");
+        let llm = s.arbiter_mut().class("llm");
+        s.restrict_worker(1, &[vad]).expect("worker 1 exists");
+        assert!(s.restrict_worker(2, &[vad]).is_err());
+        let mut out = Vec::new();
+        // Two LLM steps: only worker 0 may take one; the other waits.
+        s.step(
+            0,
+            &[
+                SchedEvent::Arrive(job(1, llm, 1_000, 10)),
+                SchedEvent::Arrive(job(2, llm, 1_000, 10)),
+            ],
+            &mut out,
+        );
+        let starts: Vec<_> = out
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Start { worker, job, .. } => Some((*worker, *job)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts.len(), 1, "{out:?}");
+        assert_eq!(starts[0].0, 0);
+        out.clear();
+        // A VAD job goes to the audio worker although it arrives last.
+        s.step(
+            1_000_000,
+            &[SchedEvent::Arrive(job(3, vad, 60, 1))],
+            &mut out,
+        );
+        assert!(
+            out.contains(&Decision::Start {
+                worker: 1,
+                job: JobId(3),
+                start_slot: 1,
+                len_slots: 1
+            }),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn long_steps_never_run_into_a_streams_reserved_slot() {
+        const MS: Nanos = NANOS_PER_MILLI;
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let audio = s.arbiter_mut().class("audio");
+        let llm = s.arbiter_mut().class("llm");
+        // Audio every 20 ms from 20 ms, 3 slots (1 ms each) per occurrence.
+        s.reserve_stream(0, audio, Modality::Audio, 20 * MS, 20 * MS, 3)
+            .expect("books");
+        assert!(
+            s.reserve_stream(3, audio, Modality::Audio, 0, MS, 1)
+                .is_err()
+        );
+        let mut out = Vec::new();
+        // At 12 ms a 10 ms step would overlap the occurrence at 20 ms: it waits.
+        s.step(
+            12 * MS,
+            &[SchedEvent::Arrive(job(1, llm, 5_000, 10))],
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|d| matches!(d, Decision::Start { .. })),
+            "{out:?}"
+        );
+        out.clear();
+        // The audio job runs in its occurrence at 20 ms.
+        let mut pkt = job(2, audio, 40, 3);
+        pkt.modality = Modality::Audio;
+        s.step(20 * MS, &[SchedEvent::Arrive(pkt)], &mut out);
+        assert!(
+            out.contains(&Decision::Start {
+                worker: 0,
+                job: JobId(2),
+                start_slot: 20,
+                len_slots: 3
+            }),
+            "{out:?}"
+        );
+        out.clear();
+        // After it, 10 ms fit before the next occurrence at 40 ms.
+        s.step(
+            23 * MS,
+            &[SchedEvent::Finish {
+                worker: 0,
+                job: JobId(2),
+            }],
+            &mut out,
+        );
+        assert!(
+            matches!(
+                out[..],
+                [Decision::Start {
+                    job: JobId(1),
+                    start_slot: 23,
+                    ..
+                }]
+            ),
+            "{out:?}"
+        );
+        // Cancelling the stream frees its future occurrences.
+        s.cancel_stream(0, audio);
+        assert_eq!(s.table(0).map(|t| t.live_reservations()), Some(1));
+    }
+
+    #[test]
+    fn a_new_policy_changes_the_dispatch_rule_for_queued_jobs() {
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let c = s.arbiter_mut().class("vision");
+        let mut out = Vec::new();
+        s.step(
+            0,
+            &[
+                SchedEvent::Arrive(job(1, c, 100, 10)),
+                SchedEvent::Arrive(job(2, c, 500, 10)),
+                SchedEvent::Arrive(job(3, c, 50, 10)),
+            ],
+            &mut out,
+        );
+        let mut spec = Policy::default().to_spec();
+        spec.arbiter.dispatch = Some(crate::policy::DispatchRule::Score);
+        s.set_policy(&Policy::try_from(spec).expect("valid"));
+        assert_eq!(s.queued(), 2);
+        assert_eq!(
+            s.arbiter().dispatch_rule(),
+            crate::policy::DispatchRule::Score
+        );
+    }
+
+    #[test]
+    fn a_recorded_log_replays_to_the_same_decisions() {
+        let mut s = Scheduler::new(&Policy::default(), 2, 0).expect("valid policy");
+        s.record();
+        let vad = s.class("vad");
+        let llm = s.class("llm");
+        s.restrict_worker(1, &[vad]).expect("exists");
+        s.reserve_stream(
+            0,
+            vad,
+            Modality::Audio,
+            20 * NANOS_PER_MILLI,
+            20 * NANOS_PER_MILLI,
+            2,
+        )
+        .expect("books");
+        let mut out = Vec::new();
+        for i in 0..40u64 {
+            let class = if i % 3 == 0 { llm } else { vad };
+            let mut ev = vec![SchedEvent::Arrive(job(i, class, i * 9 + 60, 1 + i % 4))];
+            if let Some(j) = s.running(0) {
+                ev.push(SchedEvent::Finish { worker: 0, job: j });
+            }
+            s.step(i * 3 * NANOS_PER_MILLI, &ev, &mut out);
+        }
+        let log = s.take_log();
+        assert!(log.len() > 40);
+        let mut again = Scheduler::from_log(&Policy::default(), &log).expect("valid policy");
+        assert_eq!(again.workers(), 2);
+        assert_eq!(again.replay(&log), Ok(log.len()));
+        // A different policy decides differently somewhere, and replay says where.
+        let mut spec = Policy::default().to_spec();
+        spec.arbiter.dispatch = Some(crate::policy::DispatchRule::Score);
+        let other = Policy::try_from(spec).expect("valid");
+        let mut different = Scheduler::new(&other, 1, 0).expect("valid policy");
+        assert!(different.replay(&log).is_err());
     }
 }

@@ -149,7 +149,8 @@ pub struct LlmSummary {
     /// Requests as jobs: `llm.jobs`, `llm.p99_ms`, … sit beside the token figures.
     #[serde(flatten)]
     pub modality: ModalitySummary,
-    /// Generated tokens per second of run time.
+    /// Generated tokens per second of request time: all tokens over the summed time from
+    /// each request's arrival to its last token (queueing and preemption included).
     #[serde(deserialize_with = "de_f64")]
     pub tokens_per_s: f64,
     /// Generated tokens.

@@ -26,6 +26,7 @@ pub mod emodel;
 pub mod jitter;
 pub mod plot;
 pub mod profile;
+pub mod replay;
 pub mod rng;
 pub mod soak;
 pub mod speech;

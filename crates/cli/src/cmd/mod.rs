@@ -10,6 +10,7 @@ pub mod ldti;
 pub mod models;
 pub mod policy;
 pub mod profile;
+pub mod run;
 pub mod serve;
 pub mod sim;
 pub mod synthetic;

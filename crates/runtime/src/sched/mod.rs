@@ -1,15 +1,14 @@
-//! The scheduler: decisions ([`dispatcher`]), cost prediction ([`cost`]), the unit of work
-//! ([`work`]) and the worker threads that run it ([`worker`]).
-//!
-//! The split keeps every decision in one place that takes time as an argument: the
-//! dispatcher can be driven by the threaded loop here or stepped by hand in tests, and it
-//! calls the same core functions (admission, ready queue, slot table) the simulator calls.
+//! The scheduler side of the runtime: the unit of work ([`work`]), cost prediction
+//! ([`cost`]), worker threads ([`worker`]) and the executors that decide which work runs
+//! where ([`exec`]): mmsched's own, driven by the core's shared decision step
+//! ([`mmsched_core::scheduler::Scheduler::step`], the one the simulator drives), and the
+//! three baselines people compare against.
 
 pub mod cost;
-pub mod dispatcher;
+pub mod exec;
 pub mod work;
 pub mod worker;
 
-pub use dispatcher::{ClassStats, Decision, Dispatch, DispatchError, Dispatcher};
+pub use exec::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
 pub use work::{StepOutcome, Work, WorkError};
-pub use worker::{Completion, Event, LaneConfig, SchedulerLoop, WorkerPool};
+pub use worker::{Completion, LaneConfig, WorkerPool};

@@ -1,16 +1,12 @@
 //! Worker threads: one per lane, pinned to a CPU, optionally real-time and in a resource
 //! group, each running one step at a time and reporting back over a channel.
 
-use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use mmsched_core::Modality;
-use mmsched_core::arbiter::{ClassId, JobId};
+use mmsched_core::arbiter::JobId;
 use mmsched_core::time::{Clock, Nanos};
 
-use super::dispatcher::{Decision, DispatchError, Dispatcher};
 use super::work::{StepOutcome, Work, WorkError};
 
 /// How one lane's thread is set up. Each request the OS refuses becomes a note to log
@@ -69,7 +65,7 @@ impl WorkerPool {
     pub fn start<C: Clock + Clone + Send + 'static>(
         lanes: &[LaneConfig],
         clock: C,
-        done: Sender<Event>,
+        done: Sender<Completion>,
         #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
     ) -> Self {
         let mut senders = Vec::new();
@@ -129,8 +125,9 @@ impl Drop for WorkerPool {
     }
 }
 
+/// Applies a lane's set-up to the calling thread, sending one note per request.
 #[cfg(target_os = "linux")]
-fn setup_lane(
+pub(crate) fn setup_lane(
     lane: usize,
     config: &LaneConfig,
     cgroups: Option<&crate::platform::cgroup::CgroupHandle>,
@@ -157,7 +154,12 @@ fn setup_lane(
     }
 }
 
-fn worker_loop<C: Clock>(lane: usize, rx: &Receiver<Task>, clock: &C, done: &Sender<Event>) {
+pub(crate) fn worker_loop<C: Clock>(
+    lane: usize,
+    rx: &Receiver<Task>,
+    clock: &C,
+    done: &Sender<Completion>,
+) {
     while let Ok((job, mut work)) = rx.recv() {
         let started_nanos = clock.now_nanos();
         let outcome = work.step();
@@ -170,191 +172,8 @@ fn worker_loop<C: Clock>(lane: usize, rx: &Receiver<Task>, clock: &C, done: &Sen
             started_nanos,
             ended_nanos,
         };
-        if done.send(Event::Done(c)).is_err() {
+        if done.send(c).is_err() {
             return;
-        }
-    }
-}
-
-/// What reaches the scheduler loop: new jobs and finished steps, on one channel.
-pub enum Event {
-    /// A new job.
-    Submit {
-        /// Its class.
-        class: ClassId,
-        /// Its modality.
-        modality: Modality,
-        /// Its absolute deadline on the device timeline.
-        deadline_nanos: Nanos,
-        /// Its work.
-        work: Box<dyn Work>,
-    },
-    /// A step ended.
-    Done(Completion),
-}
-
-impl std::fmt::Debug for Event {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Event::Submit {
-                class,
-                deadline_nanos,
-                ..
-            } => f
-                .debug_struct("Submit")
-                .field("class", class)
-                .field("deadline_nanos", deadline_nanos)
-                .finish(),
-            Event::Done(c) => c.fmt(f),
-        }
-    }
-}
-
-/// The scheduler loop: the dispatcher's decisions carried out on worker threads.
-#[derive(Debug)]
-pub struct SchedulerLoop<C: Clock> {
-    dispatcher: Dispatcher,
-    pool: WorkerPool,
-    clock: C,
-    events: Receiver<Event>,
-    submit: Sender<Event>,
-    works: HashMap<JobId, Box<dyn WorkDebug>>,
-    failures: u64,
-}
-
-/// `Work` that can sit in a debug-printed map.
-trait WorkDebug: Send {
-    fn into_work(self: Box<Self>) -> Box<dyn Work>;
-}
-impl WorkDebug for Box<dyn Work> {
-    fn into_work(self: Box<Self>) -> Box<dyn Work> {
-        *self
-    }
-}
-impl std::fmt::Debug for dyn WorkDebug {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Work")
-    }
-}
-
-impl<C: Clock + Clone + Send + 'static> SchedulerLoop<C> {
-    /// A loop over `dispatcher` with one worker per lane of `lanes`.
-    pub fn new(
-        dispatcher: Dispatcher,
-        lanes: &[LaneConfig],
-        clock: C,
-        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
-    ) -> Self {
-        let (submit, events) = channel();
-        let pool = WorkerPool::start(
-            lanes,
-            clock.clone(),
-            submit.clone(),
-            #[cfg(target_os = "linux")]
-            cgroups,
-        );
-        Self {
-            dispatcher,
-            pool,
-            clock,
-            events,
-            submit,
-            works: HashMap::new(),
-            failures: 0,
-        }
-    }
-
-    /// Where sources and the router send new jobs ([`Event::Submit`]).
-    pub fn submitter(&self) -> Sender<Event> {
-        self.submit.clone()
-    }
-
-    /// The lanes' setup notes, to log once.
-    pub fn notes(&self) -> &[String] {
-        self.pool.notes()
-    }
-
-    /// The dispatcher (counts, predicted costs, classes).
-    pub fn dispatcher(&mut self) -> &mut Dispatcher {
-        &mut self.dispatcher
-    }
-
-    /// Steps that failed.
-    pub fn failures(&self) -> u64 {
-        self.failures
-    }
-
-    /// Runs until `until_nanos` on the device clock, or until nothing is running or
-    /// waiting and no event arrives for `idle_grace`.
-    pub fn run_until(
-        &mut self,
-        until_nanos: Nanos,
-        idle_grace: Duration,
-    ) -> Result<(), DispatchError> {
-        loop {
-            let now = self.clock.now_nanos();
-            if now >= until_nanos {
-                return Ok(());
-            }
-            let wait = if self.dispatcher.is_idle() {
-                idle_grace
-            } else {
-                Duration::from_millis(1)
-            };
-            match self.events.recv_timeout(wait) {
-                Ok(event) => self.handle(event)?,
-                Err(RecvTimeoutError::Timeout) if self.dispatcher.is_idle() => return Ok(()),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
-            }
-            // Drain whatever else arrived, then decide once.
-            while let Ok(event) = self.events.try_recv() {
-                self.handle(event)?;
-            }
-            let decision = self.dispatcher.decide(self.clock.now_nanos());
-            self.carry_out(decision);
-        }
-    }
-
-    fn handle(&mut self, event: Event) -> Result<(), DispatchError> {
-        match event {
-            Event::Submit {
-                class,
-                modality,
-                deadline_nanos,
-                work,
-            } => {
-                let id = self.dispatcher.submit(class, modality, deadline_nanos);
-                self.works.insert(id, Box::new(work));
-            }
-            Event::Done(c) => match c.outcome {
-                Ok(outcome) => {
-                    self.dispatcher.complete(c.lane, c.ended_nanos, outcome)?;
-                    if outcome == StepOutcome::Yield {
-                        self.works.insert(c.job, Box::new(c.work));
-                    }
-                }
-                Err(_) => {
-                    self.failures += 1;
-                    self.dispatcher.abandon(c.lane)?;
-                }
-            },
-        }
-        Ok(())
-    }
-
-    fn carry_out(&mut self, decision: Decision) {
-        for job in decision.shed.iter().chain(&decision.pruned) {
-            self.works.remove(&job.id);
-        }
-        for d in decision.dispatched {
-            let Some(work) = self.works.remove(&d.job.id) else {
-                continue;
-            };
-            if self.pool.run(d.lane, d.job.id, work.into_work()).is_err() {
-                self.failures += 1;
-                let _ = self.dispatcher.abandon(d.lane);
-            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the simulator's [`JitterInjector`], seeded, between capture and the receive queue.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use mmsched_core::Modality;
 use mmsched_core::time::{Clock, Nanos};
@@ -52,7 +52,12 @@ pub struct Delivered<S: Source, C: Clock> {
     rng: SimRng,
     queue: BinaryHeap<Reverse<Queued<S::Payload>>>,
     lost: u64,
+    /// The sender's copies of lost events, newest last, for retransmission.
+    history: VecDeque<SourceEvent<S::Payload>>,
 }
+
+/// Lost events the sender keeps for retransmission.
+const HISTORY_EVENTS: usize = 256;
 
 impl<S: Source, C: Clock> std::fmt::Debug for Delivered<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -76,6 +81,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             rng: stream_rng(seed, stream),
             queue: BinaryHeap::new(),
             lost: 0,
+            history: VecDeque::new(),
         }
     }
 
@@ -105,7 +111,13 @@ impl<S: Source, C: Clock> Delivered<S, C> {
                     seq: event.seq,
                     event,
                 })),
-                None => self.lost += 1,
+                None => {
+                    self.lost += 1;
+                    if self.history.len() == HISTORY_EVENTS {
+                        self.history.pop_front();
+                    }
+                    self.history.push_back(event);
+                }
             }
         }
     }
@@ -118,6 +130,29 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Asks the sender to send event `seq` again (a NACK). If the sender still holds a
+    /// lost copy, the request reaches it after the base delay and the copy travels like any
+    /// event (jitter, possible loss again); returns whether a copy was sent. An event
+    /// still in transit needs no copy: `false`.
+    pub fn retransmit(&mut self, seq: u64) -> bool {
+        let Some(pos) = self.history.iter().position(|e| e.seq == seq) else {
+            return false;
+        };
+        let Some(event) = self.history.remove(pos) else {
+            return false;
+        };
+        let request_at = self.device.now_nanos() + self.injector.base_delay_nanos;
+        match self.injector.arrival(request_at, &mut self.rng) {
+            Some(arrival_nanos) => self.queue.push(Reverse(Queued {
+                arrival_nanos,
+                seq: event.seq,
+                event,
+            })),
+            None => self.history.push_back(event),
+        }
+        true
     }
 
     /// The next event that has arrived by now, in arrival order.
@@ -197,6 +232,46 @@ mod tests {
         );
         assert_eq!(arrivals(42, 0.0).0, got, "same seed, same arrivals");
         assert_ne!(arrivals(43, 0.0).0, got);
+    }
+
+    #[test]
+    fn a_lost_event_can_be_sent_again() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(200),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 5 * NANOS_PER_MILLI,
+            jitter: GammaJitter::reference(),
+            loss_probability: 0.3,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 3, 1);
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                seen.insert(a.event.seq);
+            }
+        }
+        let missing: Vec<u64> = (0..200).filter(|s| !seen.contains(s)).collect();
+        assert!(!missing.is_empty());
+        assert!(
+            !d.retransmit(*seen.first().expect("some arrived")),
+            "not lost"
+        );
+        let sent = missing.iter().filter(|&&s| d.retransmit(s)).count();
+        assert_eq!(sent, missing.len(), "every lost packet is still held");
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                seen.insert(a.event.seq);
+            }
+        }
+        assert!(seen.len() > 200 - missing.len(), "copies arrive");
     }
 
     #[test]

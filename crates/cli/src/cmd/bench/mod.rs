@@ -2,6 +2,7 @@
 //! table or (`--json`) for scripts.
 
 pub mod core;
+pub mod e2e;
 pub mod models;
 pub mod policy;
 mod trace;
@@ -26,6 +27,9 @@ pub enum BenchCommand {
     Policy(policy::PolicyBenchArgs),
     /// Trace recorder: worker-side ns/event (P50/P99) and drops at a sustained event rate.
     Trace(trace::TraceBenchArgs),
+    /// The main job under all four schedulers (mmsched, os-threads, fifo,
+    /// static-priority) on the same scenario, seed and duration, side by side.
+    E2e(e2e::E2eArgs),
 }
 
 /// Runs one benchmark.
@@ -35,5 +39,6 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Models(a) => models::run(a),
         BenchCommand::Policy(a) => policy::run(a),
         BenchCommand::Trace(a) => trace::run(a),
+        BenchCommand::E2e(a) => e2e::run(a),
     }
 }

@@ -1,0 +1,324 @@
+//! `mmsched run`: the main job — a field scenario's sensors into real models under a
+//! scheduler, with a live progress line, a summary table and a report directory.
+
+mod interrupt;
+mod observe;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::mpsc::{Sender, channel};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use mmsched_core::policy::Policy;
+use mmsched_core::time::MonotonicClock;
+use mmsched_models::{Artifact, FetchOptions, ModelPaths, fetch};
+use mmsched_pipeline::{RunConfig, RunOutcome};
+use mmsched_report::{render_table, write_report};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_scenario::Scenario;
+
+pub use interrupt::interrupted;
+use observe::Console;
+
+use crate::policy_file;
+
+/// The scheduler to run the jobs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchedulerArg {
+    /// mmsched's unified scheduler: admission by score, EDF into reserved slots, a
+    /// real-time audio worker, LLM preemption at token boundaries.
+    Mmsched,
+    /// One thread per model; the OS decides (what most applications do today).
+    OsThreads,
+    /// One shared first-come queue.
+    Fifo,
+    /// One shared queue by a fixed priority per modality (audio, vision, text).
+    StaticPriority,
+}
+
+impl From<SchedulerArg> for SchedulerKind {
+    fn from(a: SchedulerArg) -> Self {
+        match a {
+            SchedulerArg::Mmsched => SchedulerKind::Mmsched,
+            SchedulerArg::OsThreads => SchedulerKind::OsThreads,
+            SchedulerArg::Fifo => SchedulerKind::Fifo,
+            SchedulerArg::StaticPriority => SchedulerKind::StaticPriority,
+        }
+    }
+}
+
+/// Arguments shared by `run` and `bench e2e`.
+#[derive(Debug, Args, Clone)]
+pub struct ScenarioArgs {
+    /// Scenario: a built-in name (`ar-glasses`, `car`, `inspection`) or a scenario file
+    /// (see docs/scenario-format.md).
+    #[arg(long, value_name = "NAME|FILE", default_value = "ar-glasses")]
+    pub scenario: String,
+    /// How long the sensors run, in seconds (default: the scenario's `duration_s`).
+    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Seed of the network jitter and loss (default: the scenario's `seed`).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Policy file (TOML or JSON); the built-in defaults when omitted.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Do not ask the OS for resource groups, real-time priority or CPU pinning.
+    #[arg(long)]
+    pub no_platform: bool,
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 7.0 * 86_400.0) {
+        return Err(format!(
+            "{s} s is out of range: give 0 < SECS ≤ 604800 (a week)"
+        ));
+    }
+    Ok(v)
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Scheduler of the jobs (the others are the baselines of `bench e2e`).
+    #[arg(long, value_enum, default_value = "mmsched")]
+    scheduler: SchedulerArg,
+    /// Directory for summary.json, series.json, report.html and trace.mmtrace.
+    #[arg(long, value_name = "DIR", default_value = "mmsched-report")]
+    report: PathBuf,
+    /// Serve the policy API, metrics and trace viewer while running, e.g. 127.0.0.1:7070
+    /// (policy writes need MMSCHED_API_TOKEN); a PUT policy applies between decisions.
+    #[arg(long, value_name = "IP:PORT")]
+    serve: Option<SocketAddr>,
+    /// Follow the policy served at this URL (another mmsched's API) and apply updates.
+    #[arg(long, value_name = "URL")]
+    policy_url: Option<String>,
+    /// Print summary.json on stdout instead of the table (progress goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Makes sure every model the runtime uses is in the cache, fetching what is missing.
+pub fn ensure_models(quiet: bool) -> Result<()> {
+    let paths = ModelPaths::from_env();
+    let needed = [
+        Artifact::PpocrDet,
+        Artifact::PpocrRec,
+        Artifact::SileroVadOpenvino16k,
+        Artifact::WhisperModel,
+        Artifact::WhisperTokenizer,
+        Artifact::WhisperConfig,
+        Artifact::Gemma3,
+        Artifact::Beckett,
+    ];
+    let missing: Vec<Artifact> = needed
+        .into_iter()
+        .filter(|a| paths.require(*a).is_err())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !quiet {
+        eprintln!(
+            "fetching {} missing model file(s) into {} (once; `mmsched models fetch` does the same)",
+            missing.len(),
+            paths.root().display()
+        );
+    }
+    let opts = FetchOptions {
+        with_ort: false,
+        only: missing,
+        progress: !quiet,
+        keep_downloads: false,
+    };
+    fetch(&paths, &opts, &MonotonicClock::new())
+        .context("fetching the models (or run `mmsched models fetch` and check its error)")?;
+    Ok(())
+}
+
+/// Everything one run needs from the command line.
+pub struct Prepared {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The policy.
+    pub policy: Policy,
+}
+
+/// Loads scenario and policy.
+pub fn prepare(a: &ScenarioArgs) -> Result<Prepared> {
+    let scenario = Scenario::load(&a.scenario)?;
+    let policy = match &a.policy {
+        Some(f) => policy_file::load(f)?,
+        None => Policy::default(),
+    };
+    Ok(Prepared { scenario, policy })
+}
+
+/// Runs one scenario under `kind`, with the console observer.
+pub fn run_one(
+    p: &Prepared,
+    a: &ScenarioArgs,
+    kind: SchedulerKind,
+    report_dir: &Path,
+    policy_updates: Option<std::sync::mpsc::Receiver<Policy>>,
+    metrics: Option<Arc<mmsched_server::Metrics>>,
+) -> Result<RunOutcome> {
+    let mut config = RunConfig::new(p.scenario.clone(), p.policy.clone(), kind);
+    if let Some(d) = a.duration {
+        config.duration_nanos = (d * 1e9) as u64;
+    }
+    if let Some(s) = a.seed {
+        config.seed = s;
+    }
+    config.platform = !a.no_platform;
+    std::fs::create_dir_all(report_dir).with_context(|| {
+        format!(
+            "cannot create the report directory {}: pass --report with a writable directory",
+            report_dir.display()
+        )
+    })?;
+    config.trace_path = Some(report_dir.join("trace.mmtrace"));
+    config.policy_updates = policy_updates;
+    config.stop = interrupt::stop_flag()?;
+    let mut console = Console::new(kind, metrics);
+    let outcome = mmsched_pipeline::run(config, &mut console);
+    console.finish();
+    Ok(outcome?)
+}
+
+/// What `--serve` and `--policy-url` set up around a run.
+#[derive(Default)]
+struct Feeds {
+    /// New policies for the run.
+    updates: Option<std::sync::mpsc::Receiver<Policy>>,
+    /// The HTTP server.
+    server: Option<mmsched_server::ServerHandle>,
+    /// Its metrics, fed by the run.
+    metrics: Option<Arc<mmsched_server::Metrics>>,
+    /// The policy URL watcher (stops when dropped).
+    watcher: Option<mmsched_client::Watcher>,
+}
+
+/// A channel of policies fed by `--serve` and/or `--policy-url`.
+fn policy_feeds(a: &RunArgs, policy: &Policy) -> Result<Feeds> {
+    if a.serve.is_none() && a.policy_url.is_none() {
+        return Ok(Feeds::default());
+    }
+    let (tx, rx) = channel::<Policy>();
+    let mut server = None;
+    let mut metrics = None;
+    if let Some(addr) = a.serve {
+        let shared = mmsched_server::Shared::new(
+            policy.clone(),
+            Arc::new(MonotonicClock::new()),
+            "mmsched run",
+        );
+        let config = mmsched_server::ServerConfig {
+            addr,
+            token: crate::cmd::serve::token(None)?,
+            assets: Some(mmsched_trace::viewer::asset),
+            ..mmsched_server::ServerConfig::default()
+        };
+        let handle = mmsched_server::spawn(shared.clone(), config)?;
+        eprintln!(
+            "serving the policy API, /metrics and the viewer on http://{}",
+            handle.local_addr()
+        );
+        forward_store(shared.store.subscribe(), tx.clone());
+        metrics = Some(Arc::clone(&shared.metrics));
+        server = Some(handle);
+    }
+    let mut watcher = None;
+    if let Some(url) = &a.policy_url {
+        let tx: Sender<Policy> = tx.clone();
+        watcher = Some(
+            mmsched_client::PolicyClient::builder(url)
+                .long_poll(Some(20))
+                .on_update(move |p, etag| {
+                    eprintln!("policy {} ({etag}) from the policy URL", p.name());
+                    let _ = tx.send(p);
+                })
+                .spawn()
+                .with_context(|| format!("cannot follow the policy at {url}"))?,
+        );
+    }
+    Ok(Feeds {
+        updates: Some(rx),
+        server,
+        metrics,
+        watcher,
+    })
+}
+
+/// Forwards every policy the API accepts to the run (checked every 10 ms; the run applies
+/// it between two decisions). The thread ends with the process.
+fn forward_store(mut sub: mmsched_server::PolicySubscription, tx: Sender<Policy>) {
+    sub.latest();
+    std::thread::spawn(move || {
+        loop {
+            if let Some(snap) = sub.poll()
+                && tx.send((*snap.policy).clone()).is_err()
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+}
+
+/// Runs `run`.
+pub fn run(a: RunArgs) -> Result<ExitCode> {
+    ensure_models(a.json)?;
+    let p = prepare(&a.scenario)?;
+    let feeds = policy_feeds(&a, &p.policy)?;
+    let kind: SchedulerKind = a.scheduler.into();
+    eprintln!(
+        "mmsched run: scenario {} ({}), scheduler {kind}, {} s",
+        p.scenario.name(),
+        p.scenario.description(),
+        a.scenario.duration.unwrap_or(p.scenario.duration_s())
+    );
+    let outcome = run_one(
+        &p,
+        &a.scenario,
+        kind,
+        &a.report,
+        feeds.updates,
+        feeds.metrics,
+    )?;
+    let files = write_report(&a.report, &outcome.summary, &outcome.series)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
+    } else {
+        println!("{}", render_table(&outcome.summary));
+        println!("report: {}", files.report_html.display());
+        println!("summary: {}", files.summary_json.display());
+        if let Some(t) = &outcome.trace_file {
+            println!(
+                "trace: {} (mmsched trace view {})",
+                t.display(),
+                t.display()
+            );
+        }
+    }
+    drop(feeds.watcher);
+    if let Some(s) = feeds.server {
+        s.stop();
+    }
+    if interrupted() {
+        eprintln!("stopped early by Ctrl-C: the report covers the part that ran");
+        return Ok(ExitCode::from(130));
+    }
+    if outcome.summary.vision.jobs + outcome.summary.vad.jobs == 0 {
+        bail!("the run produced no jobs: check the scenario's streams and models");
+    }
+    Ok(ExitCode::SUCCESS)
+}

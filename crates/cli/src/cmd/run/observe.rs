@@ -1,0 +1,118 @@
+//! The console observer of a run: a live progress line on stderr and, with `--serve`, the
+//! Prometheus metrics.
+
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use mmsched_core::Modality;
+use mmsched_core::ldti::Level;
+use mmsched_pipeline::run::{Observer, Progress};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_server::Metrics;
+
+/// Progress line and metrics.
+pub struct Console {
+    bar: ProgressBar,
+    metrics: Option<Arc<Metrics>>,
+    kind: SchedulerKind,
+}
+
+fn modality_of(kind: &str) -> Modality {
+    match kind {
+        "vision" => Modality::Image,
+        "vad" | "asr" => Modality::Audio,
+        _ => Modality::Text,
+    }
+}
+
+impl Console {
+    /// A console for a run under `kind`.
+    pub fn new(kind: SchedulerKind, metrics: Option<Arc<Metrics>>) -> Self {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>16} {bar:20} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(kind.as_str().to_string());
+        if let Some(m) = &metrics {
+            for (k, c) in [
+                ("vision", "vision"),
+                ("vad", "vad"),
+                ("asr", "asr"),
+                ("llm", "llm"),
+            ] {
+                m.register_class(modality_of(k), c);
+            }
+        }
+        Self { bar, metrics, kind }
+    }
+
+    /// Clears the progress line.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Observer for Console {
+    fn status(&mut self, line: &str) {
+        self.bar.println(format!("  {}: {line}", self.kind));
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        self.bar.set_length((p.duration_s * 10.0) as u64);
+        self.bar.set_position((p.t_s * 10.0) as u64);
+        let [v, vad, asr, llm] = p.counts;
+        self.bar.set_message(format!(
+            "{:>4.0}/{:.0} s  vision {:>4.1}/s miss {} skip {}  vad {:>3.0}/s miss {}  asr {} miss {}  llm {} miss {} shed {}  LDTI {:.2} {}",
+            p.t_s,
+            p.duration_s,
+            p.rates_hz[0],
+            v.1,
+            v.2,
+            p.rates_hz[1],
+            vad.1,
+            asr.0,
+            asr.1,
+            llm.0,
+            llm.1,
+            v.3 + vad.3 + asr.3 + llm.3,
+            p.ldti,
+            p.level.as_str()
+        ));
+    }
+
+    fn job(&mut self, kind: &str, latency_ms: f64, missed: bool) {
+        if let Some(m) = &self.metrics {
+            m.record_job(
+                modality_of(kind),
+                kind,
+                (latency_ms * 1e6) as u64,
+                missed,
+                None,
+            );
+        }
+    }
+
+    fn skip(&mut self, kind: &str) {
+        if let Some(m) = &self.metrics {
+            m.record_skip(modality_of(kind), "gate");
+        }
+    }
+
+    fn shed(&mut self, kind: &str) {
+        if let Some(m) = &self.metrics {
+            m.record_shed(modality_of(kind), kind);
+        }
+    }
+
+    fn ldti(&mut self, value: f64, level: Level) {
+        if let Some(m) = &self.metrics {
+            m.set_ldti(value, level);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn cgroups(&mut self, handle: mmsched_runtime::platform::cgroup::CgroupHandle) {
+        super::interrupt::guard_cgroups(handle);
+    }
+}

@@ -1,0 +1,152 @@
+//! `mmsched run` as users call it: a short real run writes the report directory with the
+//! documented summary keys; Ctrl-C mid-run stops early, still writes the report and leaves
+//! no resource group behind; bad arguments get clear errors.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn mmsched() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mmsched"))
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+#[test]
+fn a_short_run_writes_summary_report_and_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mmsched()
+        .args(["run", "--duration", "6", "--json", "--report"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let printed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("--json prints summary.json");
+    let s = summary(dir.path());
+    assert_eq!(printed, s);
+    for m in ["vision", "vad", "asr", "llm"] {
+        for k in [
+            "jobs",
+            "completed",
+            "deadline_misses",
+            "skipped",
+            "shed",
+            "p50_ms",
+            "p99_ms",
+        ] {
+            assert!(s[m].get(k).is_some(), "{m}.{k} missing in {s}");
+        }
+    }
+    assert!(s["llm"]["tokens_per_s"].is_number());
+    assert!(s["ldti"]["mean"].is_number() && s["ldti"]["max"].is_number());
+    assert!(s["ldti"]["seconds_by_level"].is_object());
+    assert!(s["alignment"].get("residual_p99_ms").is_some());
+    assert!(s["audio"]["frame_loss_pct"].is_number());
+    assert!(s["scheduler_overhead_pct"].is_number());
+    assert_eq!(s["scenario"], "ar-glasses");
+    assert_eq!(s["scheduler"], "mmsched");
+    assert!(s["duration"].as_f64().is_some_and(|d| d > 5.0));
+    assert!(s["vad"]["jobs"].as_u64().is_some_and(|n| n > 100), "{s}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    assert!(html.contains("<svg"));
+    let trace = dir.path().join("trace.mmtrace");
+    let v = mmsched()
+        .args(["trace", "validate"])
+        .arg(&trace)
+        .output()
+        .expect("runs");
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_stops_early_writes_the_report_and_removes_the_groups() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mmsched()
+        .args(["run", "--duration", "120", "--report"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let pid = child.id();
+    // Let it load the models and run a few seconds.
+    std::thread::sleep(Duration::from_secs(12));
+    let ok = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let start = Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break s.code().unwrap_or(-1);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no exit after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, 130);
+    let s = summary(dir.path());
+    assert!(s["duration"].as_f64().is_some_and(|d| d < 60.0), "{s}");
+    // No resource group of that process remains anywhere under the cgroup root.
+    let name = format!("mmsched-{pid}");
+    for entry in walk(Path::new("/sys/fs/cgroup"), 3) {
+        assert!(
+            !entry.to_string_lossy().contains(&name),
+            "{} left behind",
+            entry.display()
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn walk(dir: &Path, depth: u32) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.push(p.clone());
+            if depth > 0 {
+                out.extend(walk(&p, depth - 1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn bad_arguments_get_clear_errors() {
+    let out = mmsched()
+        .args(["run", "--scenario", "no-such-scenario", "--duration", "1"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown scenario") && err.contains("ar-glasses"),
+        "{err}"
+    );
+    let out = mmsched()
+        .args(["run", "--duration", "-3"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SECS"));
+    let out = mmsched()
+        .args(["run", "--scheduler", "round-robin"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("static-priority"));
+}

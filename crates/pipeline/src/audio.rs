@@ -1,0 +1,268 @@
+//! The microphone path after the network: packets into the adaptive playout buffer (S6),
+//! played audio cut into the 32 ms chunks Silero VAD reads, and chunk speech
+//! probabilities turned into utterances for Whisper by the speech gate (S4).
+//!
+//! Packets are 20 ms, VAD chunks 32 ms, so the two do not line up: a played packet waits
+//! until the chunk holding its last sample has a probability, then goes to the gate with
+//! it. VAD results may come back out of order (two workers); they are put back in chunk
+//! order before the gate sees them. A gap in the packet sequence is reported at once, so a
+//! retransmission can be requested while there is still time to play the packet.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use mmsched_core::playout::{FrameKind, PacketOutcome, PlayoutBuffer, PlayoutConfig, PlayoutMode};
+use mmsched_core::policy::Policy;
+use mmsched_core::time::Nanos;
+use mmsched_runtime::router::GateCounts;
+use mmsched_runtime::router::speech::{SegmenterConfig, SpeechGate, Utterance};
+
+/// Samples per VAD chunk (32 ms at 16 kHz).
+pub const CHUNK_SAMPLES: usize = 512;
+
+/// Frames the playout buffer can hold ahead of the play position.
+const CAPACITY_FRAMES: usize = 64;
+
+/// A chunk ready for voice-activity detection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VadChunk {
+    /// Chunk number from 0.
+    pub index: u64,
+    /// The samples.
+    pub samples: Vec<f32>,
+    /// Device time its last sample was played: the job's release.
+    pub ready_nanos: Nanos,
+}
+
+#[derive(Debug)]
+struct Played {
+    end_sample: u64,
+    play_nanos: Nanos,
+    samples: Vec<f32>,
+}
+
+/// Counters of the audio path.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AudioCounts {
+    /// Frames decided (played or concealed).
+    pub frames: u64,
+    /// Frames concealed (their packet missing at play time).
+    pub concealed: u64,
+    /// Packets that arrived after their frame was decided.
+    pub late_packets: u64,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct AudioPath {
+    playout: PlayoutBuffer,
+    packet_samples: usize,
+    waiting: BTreeMap<u64, Vec<f32>>,
+    highest_seq: Option<u64>,
+    chunk_buf: Vec<f32>,
+    played_samples: u64,
+    next_chunk: u64,
+    to_gate: VecDeque<Played>,
+    probs: BTreeMap<u64, f32>,
+    next_gated_chunk: u64,
+    gate: SpeechGate,
+    counts: AudioCounts,
+    delays_nanos: Vec<u64>,
+}
+
+impl AudioPath {
+    /// A path for packets of `packet_ms` under `policy`'s speech threshold.
+    pub fn new(policy: &Policy, packet_ms: u32) -> Self {
+        let packet_ms = packet_ms.clamp(1, 1000);
+        let frame_nanos = u64::from(packet_ms) * 1_000_000;
+        let per_20ms = |n: usize| (n * 20 / packet_ms as usize).max(1);
+        let segmenter = SegmenterConfig {
+            preroll_packets: per_20ms(5),
+            hangover_packets: per_20ms(15),
+            max_packets: per_20ms(500),
+        };
+        Self {
+            playout: PlayoutBuffer::new(PlayoutConfig {
+                frame_nanos,
+                capacity_frames: CAPACITY_FRAMES,
+                mode: PlayoutMode::adaptive_default(),
+            }),
+            packet_samples: 16 * packet_ms as usize,
+            waiting: BTreeMap::new(),
+            highest_seq: None,
+            chunk_buf: Vec::with_capacity(2 * CHUNK_SAMPLES),
+            played_samples: 0,
+            next_chunk: 0,
+            to_gate: VecDeque::new(),
+            probs: BTreeMap::new(),
+            next_gated_chunk: 0,
+            gate: SpeechGate::new(policy, segmenter),
+            counts: AudioCounts::default(),
+            delays_nanos: Vec::new(),
+        }
+    }
+
+    /// Switches the speech threshold (policy hot reload).
+    pub fn set_policy(&mut self, policy: &Policy) {
+        self.gate.set_policy(policy);
+    }
+
+    /// Takes in packet `seq` that arrived at `arrival_nanos`. Returns the sequence numbers
+    /// this arrival shows to be missing (a gap before it), oldest first.
+    pub fn on_packet(&mut self, seq: u64, arrival_nanos: Nanos, samples: Vec<f32>) -> Vec<u64> {
+        let gap: Vec<u64> = match self.highest_seq {
+            Some(h) if seq > h + 1 => (h + 1..seq).collect(),
+            _ => Vec::new(),
+        };
+        self.highest_seq = Some(self.highest_seq.map_or(seq, |h| h.max(seq)));
+        match self.playout.on_packet(seq, arrival_nanos) {
+            PacketOutcome::Buffered => {
+                self.waiting.insert(seq, samples);
+            }
+            PacketOutcome::Late => self.counts.late_packets += 1,
+            PacketOutcome::Duplicate | PacketOutcome::Overflow => {}
+        }
+        gap
+    }
+
+    /// Whether packet `seq` is still useful (its frame not yet decided).
+    pub fn wants(&self, seq: u64) -> bool {
+        self.playout.next_seq().is_none_or(|n| seq >= n) && !self.waiting.contains_key(&seq)
+    }
+
+    /// Plays every frame due at `now_nanos` and returns the VAD chunks completed.
+    pub fn poll(&mut self, now_nanos: Nanos) -> Vec<VadChunk> {
+        let mut out = Vec::new();
+        while let Some(d) = self.playout.poll(now_nanos) {
+            self.counts.frames += 1;
+            self.delays_nanos.push(d.added_delay_nanos);
+            let samples = match (d.kind, self.waiting.remove(&d.seq)) {
+                (FrameKind::Play, Some(s)) => s,
+                _ => {
+                    // Concealment: silence in place of the missing packet.
+                    self.counts.concealed += 1;
+                    vec![0.0; self.packet_samples]
+                }
+            };
+            // Packets older than the play position will never play.
+            self.waiting = self.waiting.split_off(&(d.seq + 1));
+            self.played_samples += samples.len() as u64;
+            self.chunk_buf.extend_from_slice(&samples);
+            self.to_gate.push_back(Played {
+                end_sample: self.played_samples,
+                play_nanos: d.play_nanos,
+                samples,
+            });
+            while self.chunk_buf.len() >= CHUNK_SAMPLES {
+                let rest = self.chunk_buf.split_off(CHUNK_SAMPLES);
+                let samples = std::mem::replace(&mut self.chunk_buf, rest);
+                out.push(VadChunk {
+                    index: self.next_chunk,
+                    samples,
+                    ready_nanos: d.play_nanos.max(now_nanos),
+                });
+                self.next_chunk += 1;
+            }
+        }
+        out
+    }
+
+    /// Device time the next frame is due, if any.
+    pub fn next_play_nanos(&self) -> Option<Nanos> {
+        self.playout.next_play_nanos()
+    }
+
+    /// Takes in the speech probability of chunk `index` (0 for a chunk whose VAD job was
+    /// shed or failed) and returns the utterances that closed.
+    pub fn on_vad(&mut self, index: u64, prob: f32) -> Vec<Utterance> {
+        self.probs.insert(index, prob);
+        let mut closed = Vec::new();
+        while let Some(prob) = self.probs.remove(&self.next_gated_chunk) {
+            let chunk_end = (self.next_gated_chunk + 1) * CHUNK_SAMPLES as u64;
+            while self
+                .to_gate
+                .front()
+                .is_some_and(|p| p.end_sample <= chunk_end)
+            {
+                let Some(p) = self.to_gate.pop_front() else {
+                    break;
+                };
+                let o = self.gate.push(p.play_nanos, &p.samples, f64::from(prob), 0);
+                closed.extend(o.utterance);
+            }
+            self.next_gated_chunk += 1;
+        }
+        closed
+    }
+
+    /// Closes the open utterance at the end of the run.
+    pub fn flush(&mut self) -> Option<Utterance> {
+        self.gate.flush().utterance
+    }
+
+    /// Playout counters.
+    pub fn counts(&self) -> AudioCounts {
+        self.counts
+    }
+
+    /// The speech gate's counters.
+    pub fn gate_counts(&self) -> GateCounts {
+        self.gate.counts()
+    }
+
+    /// Delay added by the playout buffer per frame, nanoseconds.
+    pub fn added_delays_nanos(&self) -> &[u64] {
+        &self.delays_nanos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn packets_become_chunks_in_order_and_speech_becomes_an_utterance() {
+        let mut a = AudioPath::new(&Policy::default(), 20);
+        let mut chunks = Vec::new();
+        // 2 s of packets arriving on time, played after the buffer's initial delay.
+        for seq in 0..100u64 {
+            let arrival = seq * 20 * MS;
+            assert!(a.on_packet(seq, arrival, vec![0.1; 320]).is_empty());
+            chunks.extend(a.poll(arrival));
+        }
+        // Play until well after the last packet: frames past it are concealed.
+        chunks.extend(a.poll(3_000 * MS));
+        let c = a.counts();
+        assert_eq!(c.frames - c.concealed, 100, "{c:?}");
+        assert_eq!(chunks.len() as u64, c.frames * 320 / CHUNK_SAMPLES as u64);
+        assert!(chunks.windows(2).all(|w| w[1].index == w[0].index + 1));
+        // Results out of order: nothing is gated until the first arrives.
+        let mut utterances = Vec::new();
+        for c in chunks.iter().rev() {
+            utterances.extend(a.on_vad(c.index, 0.9));
+        }
+        utterances.extend(a.flush());
+        assert_eq!(utterances.len(), 1);
+        assert!(
+            utterances[0].samples.len() >= 90 * 320,
+            "{}",
+            utterances[0].samples.len()
+        );
+    }
+
+    #[test]
+    fn a_gap_is_reported_and_a_missing_packet_is_concealed() {
+        let mut a = AudioPath::new(&Policy::default(), 20);
+        assert!(a.on_packet(0, 0, vec![0.0; 320]).is_empty());
+        assert_eq!(a.on_packet(3, 60 * MS, vec![0.0; 320]), vec![1, 2]);
+        assert!(a.wants(1));
+        // Frame 0 plays after the initial 40 ms delay, then one frame per 20 ms.
+        a.poll(100 * MS);
+        assert!(!a.wants(1), "frame 1 was decided");
+        assert_eq!(a.counts().concealed, 2);
+        // A packet that comes after its frame was concealed is late.
+        a.on_packet(2, 110 * MS, vec![0.0; 320]);
+        assert_eq!(a.counts().late_packets, 1);
+    }
+}

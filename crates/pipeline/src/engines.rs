@@ -1,0 +1,214 @@
+//! The models a scenario needs, loaded once before the run starts.
+//!
+//! Every engine runs single-threaded: the scheduler owns the cores, so one job uses one
+//! worker's core and two jobs on two workers never fight inside an engine's own pool.
+//! Vision gets one OCR pipeline per worker (a frame may run on either); the VAD, Whisper
+//! and the LLM hold state or are large, and the pipeline gives each at most one job at a
+//! time, so one instance each suffices.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::audio::AudioClip;
+use mmsched_backends::llm::{LlmOptions, LlmSession};
+use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
+use mmsched_backends::vad::{SileroVad, VadConfig};
+use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
+use mmsched_core::time::{Clock, MonotonicClock};
+use mmsched_models::{Artifact, ModelPaths};
+use mmsched_scenario::{ModelKind, Scenario};
+
+use crate::config::RunError;
+
+/// Detector input of the camera stream: one fixed plan, small enough for 5+ fps on a core.
+pub const CAMERA_DET_SIZE: DetInputSize = DetInputSize::Fixed {
+    width: 320,
+    height: 320,
+};
+
+/// A model shared between worker threads.
+pub type Shared<T> = Arc<Mutex<T>>;
+
+/// Locks a shared model; a worker that panicked mid-job leaves the model usable.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The loaded models (only those the scenario's streams use).
+#[derive(Default)]
+pub struct Engines {
+    /// One OCR pipeline per worker.
+    pub ocr: Vec<Shared<OcrPipeline>>,
+    /// Silero VAD.
+    pub vad: Option<Shared<SileroVad>>,
+    /// Whisper tiny.en.
+    pub asr: Option<Shared<AsrSession>>,
+    /// Gemma-3 270M.
+    pub llm: Option<Shared<LlmSession>>,
+    /// Memory held by the loaded models, bytes (best estimate).
+    pub memory_bytes: u64,
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engines")
+            .field("ocr", &self.ocr.len())
+            .field("vad", &self.vad.is_some())
+            .field("asr", &self.asr.is_some())
+            .field("llm", &self.llm.is_some())
+            .field("memory_bytes", &self.memory_bytes)
+            .finish()
+    }
+}
+
+fn model_err(model: &'static str) -> impl Fn(BackendError) -> RunError {
+    move |source| RunError::Model { model, source }
+}
+
+/// A model file of the scenario: absolute, or relative to the model cache.
+fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Option<PathBuf> {
+    let file = scenario
+        .models()
+        .iter()
+        .find(|m| m.kind == kind)?
+        .file
+        .as_ref()?;
+    let p = PathBuf::from(file);
+    Some(if p.is_absolute() {
+        p
+    } else {
+        paths.root().join(p)
+    })
+}
+
+fn uses(scenario: &Scenario, kind: ModelKind) -> bool {
+    let names: Vec<&str> = scenario
+        .models()
+        .iter()
+        .filter(|m| m.kind == kind)
+        .map(|m| m.name.as_str())
+        .collect();
+    scenario
+        .streams()
+        .iter()
+        .any(|s| s.models.iter().any(|m| names.contains(&m.as_str())))
+}
+
+impl Engines {
+    /// Runs every loaded model once on a small input, so the first real job does not pay
+    /// for plan building and first-touch memory (a cold OCR call costs several times a
+    /// warm one).
+    pub fn warm_up(&mut self) -> Result<(), RunError> {
+        let clock = MonotonicClock::new();
+        if !self.ocr.is_empty() {
+            let frame = RgbFrame::new(320, 96, vec![200; 320 * 96 * 3])
+                .map_err(model_err("vision (PP-OCRv4)"))?;
+            for ocr in &self.ocr {
+                run_timed(&mut *lock(ocr), &frame, &clock)
+                    .map_err(model_err("vision (PP-OCRv4)"))?;
+            }
+        }
+        if let Some(vad) = &self.vad {
+            let mut v = lock(vad);
+            run_timed(&mut *v, &vec![0.0; 512], &clock).map_err(model_err("VAD (Silero)"))?;
+            v.reset();
+        }
+        if let Some(asr) = &self.asr {
+            let clip = AudioClip {
+                samples: vec![0.0; 16_000],
+                sample_rate_hz: 16_000,
+            };
+            run_timed(&mut *lock(asr), &clip, &clock).map_err(model_err("ASR (Whisper)"))?;
+        }
+        if let Some(llm) = &self.llm {
+            let mut l = lock(llm);
+            l.start("Hello").map_err(model_err("LLM (Gemma-3)"))?;
+            l.prefill_chunk(64).map_err(model_err("LLM (Gemma-3)"))?;
+            l.step().map_err(model_err("LLM (Gemma-3)"))?;
+        }
+        Ok(())
+    }
+
+    /// Loads what `scenario` uses, with `ocr_instances` OCR pipelines. `on_load` is told
+    /// each model's name before it loads (for a progress line).
+    pub fn load(
+        scenario: &Scenario,
+        ocr_instances: usize,
+        mut on_load: impl FnMut(&str),
+    ) -> Result<Self, RunError> {
+        let paths = ModelPaths::from_env();
+        let single = EngineOptions::default();
+        let mut e = Engines::default();
+        if uses(scenario, ModelKind::Vision) {
+            on_load("PP-OCRv4");
+            let mut config = OcrConfig {
+                det_size: CAMERA_DET_SIZE,
+                engine: single,
+                ..OcrConfig::default()
+            };
+            if let Some(det) = scenario_file(scenario, ModelKind::Vision, &paths) {
+                config.det_path = det;
+            }
+            for _ in 0..ocr_instances.max(1) {
+                let ocr = OcrPipeline::with_clock(config.clone(), Box::new(MonotonicClock::new()))
+                    .map_err(model_err("vision (PP-OCRv4)"))?;
+                e.memory_bytes += ocr.memory_bytes();
+                e.ocr.push(Arc::new(Mutex::new(ocr)));
+            }
+        }
+        if uses(scenario, ModelKind::Vad) {
+            on_load("Silero VAD");
+            let mut config = VadConfig {
+                engine: single,
+                ..VadConfig::default()
+            };
+            if let Some(p) = scenario_file(scenario, ModelKind::Vad, &paths)
+                .filter(|p| p.extension().is_some_and(|x| x == "onnx") && p != &config.path)
+                .filter(|p| !p.ends_with("silero_vad.onnx"))
+            {
+                // The runtime needs the fixed-shape export; the dynamic one is listed in
+                // scenarios for documentation and maps to the same cached model.
+                config.path = p;
+            }
+            let vad = SileroVad::new(config).map_err(model_err("VAD (Silero)"))?;
+            e.memory_bytes += vad.memory_bytes();
+            e.vad = Some(Arc::new(Mutex::new(vad)));
+        }
+        if uses(scenario, ModelKind::Asr) {
+            on_load("Whisper tiny.en");
+            let files = WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?;
+            let asr = AsrSession::load(&files, &AsrOptions { threads: 1 })
+                .map_err(model_err("ASR (Whisper)"))?;
+            e.memory_bytes += asr.memory_bytes();
+            e.asr = Some(Arc::new(Mutex::new(asr)));
+        }
+        if uses(scenario, ModelKind::Llm) {
+            on_load("Gemma-3 270M");
+            let path = match scenario_file(scenario, ModelKind::Llm, &paths) {
+                Some(p) if p.exists() => p,
+                _ => paths
+                    .require(Artifact::Gemma3)
+                    .map_err(|m| RunError::Model {
+                        model: "LLM (Gemma-3)",
+                        source: BackendError::ModelMissing {
+                            path: m.path.display().to_string(),
+                        },
+                    })?,
+            };
+            let clock: Arc<dyn Clock + Send + Sync> = Arc::new(MonotonicClock::new());
+            let llm = LlmSession::load(
+                &path,
+                LlmOptions {
+                    threads: 1,
+                    ..LlmOptions::default()
+                },
+                clock,
+            )
+            .map_err(model_err("LLM (Gemma-3)"))?;
+            e.memory_bytes += llm.memory_bytes();
+            e.llm = Some(Arc::new(Mutex::new(llm)));
+        }
+        Ok(e)
+    }
+}

@@ -1,0 +1,221 @@
+//! One job's work per model, as a worker runs it: the [`Work`] the scheduler dispatches,
+//! and the [`Output`] it sends back to the main loop when its step ends.
+//!
+//! Results travel on their own channel, tagged with the main loop's job number: a step
+//! sends its output before it returns, so by the time the scheduler reports the step done
+//! the output is waiting.
+
+use std::sync::mpsc::Sender;
+
+use mmsched_backends::RgbFrame;
+use mmsched_backends::audio::AudioClip;
+use mmsched_backends::llm::StepStages;
+use mmsched_backends::probe::{StageTiming, run_timed};
+use mmsched_core::time::{Clock, MonotonicClock, Nanos};
+use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
+
+use crate::engines::{Shared, lock};
+
+/// Prompt tokens fed per LLM prefill step (a step is one schedulable unit).
+pub const PREFILL_CHUNK_TOKENS: usize = 64;
+
+/// What a finished step produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// OCR lines of one frame.
+    Vision {
+        /// The main loop's job number.
+        tag: u64,
+        /// Text read, lines joined by ` | `.
+        text: String,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// Speech probability of one 32 ms chunk.
+    Vad {
+        /// The main loop's job number.
+        tag: u64,
+        /// Probability in [0, 1].
+        prob: f32,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// Transcript of one utterance.
+    Asr {
+        /// The main loop's job number.
+        tag: u64,
+        /// The text.
+        text: String,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// One LLM step: a prefill chunk (maybe with the first token) or one decoded token.
+    Llm {
+        /// The main loop's job number.
+        tag: u64,
+        /// The token produced, if the step produced one.
+        token: Option<String>,
+        /// Whether generation is over (stop token or token budget).
+        done: bool,
+        /// Stage timing inside the model (KV cache, attention, rest).
+        stages: StepStages,
+        /// Wall time of the step.
+        nanos: Nanos,
+    },
+    /// The step failed.
+    Failed {
+        /// The main loop's job number.
+        tag: u64,
+        /// Why.
+        error: String,
+    },
+}
+
+fn fail(out: &Sender<Output>, tag: u64, e: impl ToString) -> Result<StepOutcome, WorkError> {
+    let error = e.to_string();
+    let _ = out.send(Output::Failed {
+        tag,
+        error: error.clone(),
+    });
+    Err(WorkError(error))
+}
+
+/// OCR on one frame, on whichever of the pipelines is free.
+pub fn vision(
+    pool: Vec<Shared<mmsched_backends::ocr::OcrPipeline>>,
+    frame: RgbFrame,
+    tag: u64,
+    out: Sender<Output>,
+) -> Box<dyn Work> {
+    Box::new(move || {
+        let clock = MonotonicClock::new();
+        // Take a free pipeline; if both are busy (never under mmsched, which runs at most
+        // one frame per worker), wait for the first.
+        let guard = pool
+            .iter()
+            .find_map(|p| p.try_lock().ok())
+            .or_else(|| pool.first().map(|p| lock(p)));
+        let Some(mut ocr) = guard else {
+            return fail(&out, tag, "no OCR pipeline loaded");
+        };
+        match run_timed(&mut *ocr, &frame, &clock) {
+            Ok((lines, timing)) => {
+                let text = lines
+                    .iter()
+                    .map(|l| l.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                let _ = out.send(Output::Vision { tag, text, timing });
+                Ok(StepOutcome::Finished)
+            }
+            Err(e) => fail(&out, tag, e),
+        }
+    })
+}
+
+/// Silero VAD on one 512-sample chunk.
+pub fn vad(
+    model: Shared<mmsched_backends::vad::SileroVad>,
+    chunk: Vec<f32>,
+    tag: u64,
+    out: Sender<Output>,
+) -> Box<dyn Work> {
+    Box::new(move || {
+        let clock = MonotonicClock::new();
+        match run_timed(&mut *lock(&model), &chunk, &clock) {
+            Ok((prob, timing)) => {
+                let _ = out.send(Output::Vad { tag, prob, timing });
+                Ok(StepOutcome::Finished)
+            }
+            Err(e) => fail(&out, tag, e),
+        }
+    })
+}
+
+/// Whisper on one utterance.
+pub fn asr(
+    model: Shared<mmsched_backends::asr::AsrSession>,
+    samples: Vec<f32>,
+    tag: u64,
+    out: Sender<Output>,
+) -> Box<dyn Work> {
+    let clip = AudioClip {
+        samples,
+        sample_rate_hz: 16_000,
+    };
+    Box::new(move || {
+        let clock = MonotonicClock::new();
+        match run_timed(&mut *lock(&model), &clip, &clock) {
+            Ok((text, timing)) => {
+                let _ = out.send(Output::Asr {
+                    tag,
+                    text: text.trim().to_string(),
+                    timing,
+                });
+                Ok(StepOutcome::Finished)
+            }
+            Err(e) => fail(&out, tag, e),
+        }
+    })
+}
+
+/// One text request, generated step by step: the first steps feed the prompt in chunks
+/// of [`PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
+/// the scheduler decides again at every token boundary.
+///
+/// The pipeline runs one request at a time on the one LLM session, so the session's KV
+/// cache belongs to this request from its first step to its last.
+pub fn llm(
+    model: Shared<mmsched_backends::llm::LlmSession>,
+    prompt: String,
+    max_tokens: u32,
+    tag: u64,
+    out: Sender<Output>,
+) -> Box<dyn Work> {
+    let mut started = false;
+    let mut prompt_done = false;
+    let mut produced = 0u32;
+    Box::new(move || {
+        let clock = MonotonicClock::new();
+        let t0 = clock.now_nanos();
+        let mut session = lock(&model);
+        if !started {
+            if let Err(e) = session.start(&prompt) {
+                return fail(&out, tag, e);
+            }
+            started = true;
+        }
+        let token = if prompt_done {
+            session.step().map(Some)
+        } else {
+            session.prefill_chunk(PREFILL_CHUNK_TOKENS)
+        };
+        drop(session);
+        let token = match token {
+            Ok(t) => t,
+            Err(e) => return fail(&out, tag, e),
+        };
+        let nanos = clock.now_nanos().saturating_sub(t0);
+        let (text, stages, stop) = match token {
+            Some(t) => {
+                prompt_done = true;
+                produced += 1;
+                (Some(t.text), t.stages, t.stop)
+            }
+            None => (None, StepStages::default(), false),
+        };
+        let done = stop || produced >= max_tokens;
+        let _ = out.send(Output::Llm {
+            tag,
+            token: text,
+            done,
+            stages,
+            nanos,
+        });
+        Ok(if done {
+            StepOutcome::Finished
+        } else {
+            StepOutcome::Yield
+        })
+    })
+}

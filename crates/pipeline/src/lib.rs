@@ -1,0 +1,39 @@
+//! # mmsched-pipeline
+//!
+//! The main job (`mmsched run`): a scenario's sensors — a camera, a microphone, an IMU and
+//! text requests, each on its own drifting clock — flow through ingest (online clock
+//! alignment, the adaptive audio jitter buffer), the router's information gates (blur and
+//! darkness skip OCR, voice activity gates Whisper) and a scheduler into **real models**
+//! (PP-OCRv4, Silero VAD, Whisper tiny.en, Gemma-3 270M one token per step). A health loop
+//! evaluates the LDTI at the policy's rate from what it measures and acts on it: lower
+//! camera rate, retransmission requests for missing audio, a circuit breaker on the
+//! heaviest branch with answers from a result cache marked stale.
+//!
+//! The scheduler is one of four behind [`mmsched_runtime::sched::Executor`], so the same
+//! inputs can be run under mmsched and under the usual alternatives.
+//!
+//! - [`config`]: what to run;
+//! - [`engines`]: the loaded models;
+//! - [`jobs`]: one job's work per model, as the workers run it;
+//! - [`audio`]: microphone packets to VAD chunks and utterances;
+//! - [`health`]: the LDTI loop and its actions;
+//! - [`stats`]: per-modality counts and latencies;
+//! - [`load`]: background CPU load of the scenario's episodes;
+//! - [`run`]: the main loop;
+//! - [`summary`]: the report of a run.
+#![deny(missing_docs)]
+
+pub mod audio;
+pub mod config;
+pub mod engines;
+pub mod health;
+pub mod inputs;
+pub mod jobs;
+pub mod load;
+pub mod run;
+pub mod stats;
+pub mod summary;
+mod trace_out;
+
+pub use config::{RunConfig, RunError};
+pub use run::{Progress, RunOutcome, run};

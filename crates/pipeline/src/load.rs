@@ -1,0 +1,134 @@
+//! Background CPU load from the scenario: the device's steady `background_load_pct` and
+//! `load_spike` episodes (e.g. a compositor's GPU-driver work every 300 ms on AR glasses).
+//!
+//! The load is real: one thread spins for the demanded share of every 5 ms tick and
+//! sleeps the rest, so every scheduler under comparison loses the same CPU time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mmsched_core::time::{Clock, Nanos};
+use mmsched_scenario::{EpisodeKind, Scenario};
+
+const TICK_NANOS: Nanos = 5_000_000;
+
+/// One periodic spike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spike {
+    from_nanos: Nanos,
+    until_nanos: Nanos,
+    every_nanos: Nanos,
+    spike_nanos: Nanos,
+    load: f64,
+}
+
+/// The load profile of a scenario: demanded share of one core at each time.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoadProfile {
+    background: f64,
+    spikes: Vec<Spike>,
+}
+
+impl LoadProfile {
+    /// The profile of `scenario` for a run of `duration_nanos`.
+    pub fn of(scenario: &Scenario, duration_nanos: Nanos) -> Self {
+        let background = scenario.device().background_load_pct.unwrap_or(0.0) / 100.0;
+        let spikes = scenario
+            .episodes()
+            .iter()
+            .filter(|e| e.kind == EpisodeKind::LoadSpike)
+            .filter_map(|e| {
+                let every = e.every_ms? * 1e6;
+                let spike = e.spike_ms? * 1e6;
+                Some(Spike {
+                    from_nanos: (e.start_s * 1e9) as Nanos,
+                    until_nanos: e.end_s.map_or(duration_nanos, |s| (s * 1e9) as Nanos),
+                    every_nanos: (every as Nanos).max(1),
+                    spike_nanos: spike as Nanos,
+                    load: e.load_pct.unwrap_or(100.0) / 100.0,
+                })
+            })
+            .collect();
+        Self {
+            background: background.clamp(0.0, 1.0),
+            spikes,
+        }
+    }
+
+    /// Demanded share of one core at `t_nanos` after the start, in [0, 1].
+    pub fn at(&self, t_nanos: Nanos) -> f64 {
+        let spike: f64 = self
+            .spikes
+            .iter()
+            .filter(|s| t_nanos >= s.from_nanos && t_nanos < s.until_nanos)
+            .filter(|s| (t_nanos - s.from_nanos) % s.every_nanos < s.spike_nanos)
+            .map(|s| s.load)
+            .sum();
+        (self.background + spike).clamp(0.0, 1.0)
+    }
+
+    /// Whether there is any load at all.
+    pub fn is_idle(&self) -> bool {
+        self.background == 0.0 && self.spikes.is_empty()
+    }
+}
+
+/// The running load thread; stops when dropped.
+#[derive(Debug)]
+pub struct LoadGenerator {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl LoadGenerator {
+    /// Starts generating `profile` from `clock`'s now (no thread for an idle profile).
+    pub fn start<C: Clock + Send + 'static>(profile: LoadProfile, clock: C) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = (!profile.is_idle()).then(|| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let start = clock.now_nanos();
+                let mut sink = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let tick = clock.now_nanos();
+                    let busy = (profile.at(tick - start) * TICK_NANOS as f64) as Nanos;
+                    while clock.now_nanos() < tick + busy {
+                        sink = std::hint::black_box(
+                            sink.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    let left = (tick + TICK_NANOS).saturating_sub(clock.now_nanos());
+                    std::thread::sleep(Duration::from_nanos(left));
+                }
+            })
+        });
+        Self { stop, handle }
+    }
+}
+
+impl Drop for LoadGenerator {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spikes_follow_the_episode() {
+        let s = mmsched_scenario::Scenario::load("ar-glasses").expect("built in");
+        let p = LoadProfile::of(&s, 60_000_000_000);
+        let ms = 1_000_000;
+        // Background 10 %, spikes of 60 % for 40 ms every 300 ms.
+        assert!((p.at(10 * ms) - 0.7).abs() < 1e-9, "{}", p.at(10 * ms));
+        assert!((p.at(100 * ms) - 0.1).abs() < 1e-9);
+        assert!((p.at(310 * ms) - 0.7).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,1222 @@
+//! The main loop of `mmsched run`: sources → ingest → router → scheduler → models, with
+//! the health loop acting on what it measures. One thread runs this loop; models run on
+//! the executor's worker threads.
+//!
+//! Each pass: new policy (hot reload) → everything the sources delivered by now → played
+//! audio into VAD chunks → the next speech-recognition and text-generation steps → what
+//! the workers finished → the health evaluation when due → samples for the report. Then it
+//! sleeps until the next source event, health tick or finished step.
+//!
+//! Releases and deadlines: a frame is released when it arrives, a VAD chunk when its last
+//! sample is played, an utterance when the speech gate closes it, a text request when it
+//! arrives. Deadline = release + the stream's `sla_ms`; for speech recognition, plus the
+//! utterance's own length, at least 2 s (a transcript is due within the time it took to
+//! say it; Whisper reads fixed 30 s windows, so short utterances cost nearly as much); all
+//! steps of a text request share the request's deadline.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use mmsched_backends::RgbFrame;
+use mmsched_backends::gate;
+use mmsched_core::Modality;
+use mmsched_core::align::AlignConfig;
+use mmsched_core::arbiter::ClassId;
+use mmsched_core::ldti::Level;
+use mmsched_core::policy::Policy;
+use mmsched_core::scheduler::LogEntry;
+use mmsched_core::time::{Clock, Nanos};
+use mmsched_report::{HealthActionRecord, RunSeries};
+use mmsched_runtime::ingest::StreamIngest;
+use mmsched_runtime::router::SkipReason;
+use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
+use mmsched_runtime::sched::cost::CostModel;
+use mmsched_runtime::sched::exec::{
+    MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue, ThreadPerModel,
+};
+use mmsched_runtime::sched::{
+    ExecEvent, Executor, LaneConfig, SchedulerKind, StepOutcome, Task, TaskInfo, Work,
+};
+use mmsched_trace::record::stage;
+
+use crate::audio::AudioPath;
+use crate::config::{RunConfig, RunError};
+use crate::engines::Engines;
+use crate::health::{HealthInputs, HealthMonitor, Remedies};
+use crate::inputs::{Device, Inputs};
+use crate::jobs::{self, Output};
+use crate::load::{LoadGenerator, LoadProfile};
+use crate::stats::{Kind, RunStats};
+use crate::summary::{self, Totals};
+use crate::trace_out::{JobSpan, TraceOut};
+
+/// Sliding window of the health loop's P99 and throughput.
+const HEALTH_WINDOW_NANOS: Nanos = 2_000_000_000;
+/// Time between report samples (occupancy, rates).
+const SAMPLE_NANOS: Nanos = 100_000_000;
+/// Time between progress reports.
+const PROGRESS_NANOS: Nanos = 1_000_000_000;
+/// Lead time before the first sensor event (workers start, models warm).
+const START_LEAD_NANOS: Nanos = 200_000_000;
+/// Longest wait for jobs in flight after the inputs stop.
+const DRAIN_NANOS: Nanos = 20_000_000_000;
+/// Shortest time budget of a transcript: Whisper reads 30 s windows, so a short utterance
+/// costs nearly what a long one does.
+const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
+/// Longest sleep of the loop: it also watches for Ctrl-C and policy updates.
+const MAX_SLEEP: Duration = Duration::from_millis(5);
+
+/// What the loop reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Seconds since the inputs started.
+    pub t_s: f64,
+    /// Seconds the inputs run for.
+    pub duration_s: f64,
+    /// Per kind (vision, vad, asr, llm): completed, deadline misses, skipped, shed.
+    pub counts: [(u64, u64, u64, u64); 4],
+    /// Per kind: completions per second over the last second.
+    pub rates_hz: [f64; 4],
+    /// Current LDTI and level.
+    pub ldti: f64,
+    /// Its level.
+    pub level: Level,
+}
+
+/// Who watches a run: the command line's progress display, the metrics endpoint.
+pub trait Observer {
+    /// A status line (loading models, platform notes).
+    fn status(&mut self, _line: &str) {}
+    /// Once a second.
+    fn progress(&mut self, _p: &Progress) {}
+    /// A job finished (`kind` as in the summary: vision, vad, asr, llm).
+    fn job(&mut self, _kind: &str, _latency_ms: f64, _missed: bool) {}
+    /// An input was skipped by the router or the health loop.
+    fn skip(&mut self, _kind: &str) {}
+    /// A job was shed by admission.
+    fn shed(&mut self, _kind: &str) {}
+    /// A health evaluation.
+    fn ldti(&mut self, _value: f64, _level: Level) {}
+    /// The resource groups exist: clean them up if the process is interrupted.
+    #[cfg(target_os = "linux")]
+    fn cgroups(&mut self, _handle: mmsched_runtime::platform::cgroup::CgroupHandle) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The summary (`summary.json`).
+    pub summary: mmsched_report::RunSummary,
+    /// Time series for the report's plots.
+    pub series: RunSeries,
+    /// Every call on the mmsched scheduling core, if recording was asked for (replay it
+    /// with `mmsched_sim::replay`).
+    pub step_log: Vec<LogEntry>,
+    /// The trace file written, if any.
+    pub trace_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct JobRec {
+    kind: Kind,
+    release: Nanos,
+    deadline: Nanos,
+    /// VAD: the chunk number.
+    chunk: u64,
+}
+
+#[derive(Debug)]
+struct LlmRequest {
+    arrival: Nanos,
+    first_token_at: Option<Nanos>,
+    decode_nanos: Vec<u64>,
+}
+
+struct Classes {
+    vision: ClassId,
+    vad: ClassId,
+    asr: ClassId,
+    llm: ClassId,
+}
+
+/// Builds the executor of `kind`.
+fn executor(
+    kind: SchedulerKind,
+    policy: &Policy,
+    workers: usize,
+    clock: Device,
+    platform: bool,
+    record_steps: bool,
+    #[cfg(target_os = "linux")] cgroups: Option<mmsched_runtime::platform::cgroup::CgroupHandle>,
+) -> Result<Box<dyn Executor>, RunError> {
+    #[cfg(target_os = "linux")]
+    let cpus = mmsched_runtime::platform::rt::available_cpus();
+    #[cfg(not(target_os = "linux"))]
+    let cpus: Vec<usize> = Vec::new();
+    Ok(match kind {
+        SchedulerKind::Mmsched => {
+            let mut lanes: Vec<LaneConfig> = (0..workers)
+                .map(|i| LaneConfig {
+                    cpu: platform
+                        .then(|| cpus.get(i % cpus.len().max(1)).copied())
+                        .flatten(),
+                    fifo_priority: None,
+                    cgroup_class: platform
+                        .then(|| if i == 0 { "vision" } else { "general" }.to_string()),
+                })
+                .collect();
+            // The audio worker: real time when permitted, only voice-activity jobs, so
+            // a 32 ms chunk never waits behind a frame or a transcript.
+            lanes.push(LaneConfig {
+                cpu: None,
+                fifo_priority: platform.then_some(50),
+                cgroup_class: platform.then(|| "audio".to_string()),
+            });
+            let setup = MmschedSetup {
+                restricted: vec![(workers as u32, vec![Kind::Vad.as_str().to_string()])],
+                lanes,
+                record_steps,
+            };
+            Box::new(
+                MmschedExecutor::new(
+                    policy,
+                    &setup,
+                    clock,
+                    #[cfg(target_os = "linux")]
+                    cgroups,
+                )
+                .map_err(|e| RunError::Scheduler(e.to_string()))?,
+            )
+        }
+        SchedulerKind::OsThreads => Box::new(ThreadPerModel::new(clock)),
+        SchedulerKind::Fifo | SchedulerKind::StaticPriority => {
+            let order = if kind == SchedulerKind::Fifo {
+                QueueOrder::Fifo
+            } else {
+                QueueOrder::StaticPriority
+            };
+            Box::new(SharedQueue::new(
+                order,
+                &vec![LaneConfig::default(); workers],
+                clock,
+                #[cfg(target_os = "linux")]
+                None,
+            ))
+        }
+    })
+}
+
+/// The state of one run.
+struct Run<'o> {
+    config: RunConfig,
+    clock: Device,
+    start: Nanos,
+    end: Nanos,
+    engines: Engines,
+    exec: Box<dyn Executor>,
+    classes: Classes,
+    inputs: Inputs,
+    outputs_tx: Sender<Output>,
+    outputs_rx: Receiver<Output>,
+    outputs: HashMap<u64, Output>,
+    jobs: HashMap<u64, JobRec>,
+    next_tag: u64,
+    cost: CostModel,
+    router: ImageRouter,
+    audio: Option<AudioPath>,
+    ingest: Vec<(String, StreamIngest)>,
+    asr_queue: VecDeque<(Nanos, Nanos, Vec<f32>)>,
+    asr_busy: bool,
+    llm_queue: VecDeque<(Nanos, String, u32)>,
+    llm: Option<LlmRequest>,
+    llm_tokens: u64,
+    llm_ttft: Vec<f64>,
+    llm_tpot: Vec<f64>,
+    llm_request_nanos: u64,
+    last_transcript: Option<String>,
+    last_ocr: Option<String>,
+    stale_answers: u64,
+    breaker_opened: u64,
+    camera_scaled_frames: u64,
+    camera_scaled_nanos: u64,
+    retransmit_requests: u64,
+    retransmitted: std::collections::HashSet<u64>,
+    recovered: u64,
+    health: HealthMonitor,
+    stats: RunStats,
+    series: RunSeries,
+    actions: Vec<HealthActionRecord>,
+    trace: TraceOut,
+    overhead_nanos: u64,
+    next_sample: Nanos,
+    next_progress: Nanos,
+    recent_done: VecDeque<(Nanos, Kind)>,
+    observer: &'o mut dyn Observer,
+    events: Vec<ExecEvent>,
+    last_health: Nanos,
+    step_log: Vec<LogEntry>,
+}
+
+impl Run<'_> {
+    /// The remedies in force: the health loop's with mmsched; none with a baseline, which
+    /// measures the LDTI but has nothing that acts on it.
+    fn remedies(&self) -> Remedies {
+        if self.config.scheduler == SchedulerKind::Mmsched {
+            self.health.remedies()
+        } else {
+            Remedies::default()
+        }
+    }
+
+    fn t_s(&self, at: Nanos) -> f64 {
+        at.saturating_sub(self.start) as f64 / 1e9
+    }
+
+    fn class(&self, kind: Kind) -> ClassId {
+        match kind {
+            Kind::Vision => self.classes.vision,
+            Kind::Vad => self.classes.vad,
+            Kind::Asr => self.classes.asr,
+            Kind::Llm => self.classes.llm,
+        }
+    }
+
+    fn modality(kind: Kind) -> Modality {
+        match kind {
+            Kind::Vision => Modality::Image,
+            Kind::Vad | Kind::Asr => Modality::Audio,
+            Kind::Llm => Modality::Text,
+        }
+    }
+
+    fn importance(&self, kind: Kind) -> f64 {
+        let s = &self.config.scenario;
+        let kind_of = |k: mmsched_scenario::StreamKind| {
+            s.streams()
+                .iter()
+                .find(|st| st.kind == k)
+                .map(|st| st.importance)
+        };
+        match kind {
+            Kind::Vision => kind_of(mmsched_scenario::StreamKind::Camera),
+            Kind::Vad | Kind::Asr => kind_of(mmsched_scenario::StreamKind::Audio),
+            Kind::Llm => kind_of(mmsched_scenario::StreamKind::Text),
+        }
+        .unwrap_or(0.5)
+    }
+
+    /// Submits a new job (or the next step of one, `tag` reused).
+    fn submit(&mut self, now: Nanos, tag: u64, rec: JobRec, work: Box<dyn Work>) {
+        let info = TaskInfo {
+            class: self.class(rec.kind),
+            modality: Self::modality(rec.kind),
+            deadline_nanos: rec.deadline,
+            predicted_cost_nanos: self.cost.predict(self.class(rec.kind)),
+            importance: self.importance(rec.kind),
+            tag,
+        };
+        self.jobs.insert(tag, rec);
+        let t0 = self.clock.now_nanos();
+        self.exec.submit(now, Task { info, work });
+        self.overhead_nanos += self.clock.now_nanos().saturating_sub(t0);
+    }
+
+    fn new_tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        self.next_tag
+    }
+
+    fn place(&mut self, stream: &str, stamp: u64, arrival: Nanos, truth: Nanos) -> Nanos {
+        let Some((_, ingest)) = self.ingest.iter_mut().find(|(n, _)| n == stream) else {
+            return arrival;
+        };
+        let placed = ingest.place(stamp, arrival);
+        ingest.record_truth(placed, truth);
+        placed.device_nanos
+    }
+
+    fn heaviest_branch(&self) -> Kind {
+        let mean = |k: Kind| {
+            let l = &self.stats.kind(k).latencies_ms;
+            if l.is_empty() {
+                0.0
+            } else {
+                l.iter().sum::<f64>() / l.len() as f64
+            }
+        };
+        if mean(Kind::Asr) >= mean(Kind::Vision) && self.engines.asr.is_some() {
+            Kind::Asr
+        } else {
+            Kind::Vision
+        }
+    }
+
+    fn skip(&mut self, kind: Kind, at: Nanos, reason: &str) {
+        self.stats.skipped(kind);
+        self.observer.skip(kind.as_str());
+        self.trace.instant(
+            stage::SKIP,
+            kind.as_str(),
+            at,
+            Some(Self::modality(kind)),
+            reason,
+        );
+    }
+
+    fn poll_camera(&mut self, now: Nanos) {
+        let Some((cam, stream)) = &mut self.inputs.camera else {
+            return;
+        };
+        let sla = (stream.sla_ms * 1e6) as Nanos;
+        let name = stream.name.clone();
+        let mut arrived = Vec::new();
+        while let Some(a) = cam.poll() {
+            arrived.push(a);
+        }
+        for a in arrived {
+            let capture = self.place(
+                &name,
+                a.event.stamp_nanos,
+                a.arrival_nanos,
+                a.event.capture_device_nanos,
+            );
+            if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
+                // Degraded: half the frame rate (the frequency scaling this device can do).
+                self.camera_scaled_frames += 1;
+                continue;
+            }
+            let f = a.event.payload;
+            let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
+                continue;
+            };
+            let t0 = self.clock.now_nanos();
+            let m = gate::measure(&frame);
+            let gate_nanos = self.clock.now_nanos().saturating_sub(t0);
+            let route = self.router.route(
+                capture,
+                ImageMeasures {
+                    mean_luma: m.mean_luma,
+                    laplacian_var: m.laplacian_var,
+                },
+                gate_nanos,
+            );
+            if let Some(reason) = route.skipped {
+                let why = match reason {
+                    SkipReason::Dark { .. } => "dark",
+                    SkipReason::Blurred { .. } => "blurred",
+                    SkipReason::Silence { .. } => "silence",
+                };
+                self.skip(Kind::Vision, now, why);
+                continue;
+            }
+            if self.remedies().breaker_open && self.heaviest_branch() == Kind::Vision {
+                self.answer_from_cache(Kind::Vision, now);
+                continue;
+            }
+            let tag = self.new_tag();
+            let work = jobs::vision(
+                self.engines.ocr.clone(),
+                frame,
+                tag,
+                self.outputs_tx.clone(),
+            );
+            self.stats.job(Kind::Vision);
+            let release = a.arrival_nanos.min(now);
+            self.submit(
+                now,
+                tag,
+                JobRec {
+                    kind: Kind::Vision,
+                    release,
+                    deadline: release + sla,
+                    chunk: 0,
+                },
+                work,
+            );
+        }
+    }
+
+    fn answer_from_cache(&mut self, kind: Kind, now: Nanos) {
+        let cached = match kind {
+            Kind::Vision => self.last_ocr.is_some(),
+            _ => self.last_transcript.is_some(),
+        };
+        if self.remedies().use_cache && cached {
+            self.stale_answers += 1;
+        }
+        self.skip(kind, now, "circuit breaker open");
+    }
+
+    fn poll_mic(&mut self, now: Nanos) {
+        let Some((mic, stream)) = &mut self.inputs.mic else {
+            return;
+        };
+        let sla = (stream.sla_ms * 1e6) as Nanos;
+        let name = stream.name.clone();
+        let mut arrived = Vec::new();
+        while let Some(a) = mic.poll() {
+            arrived.push(a);
+        }
+        for a in arrived {
+            self.place(
+                &name,
+                a.event.stamp_nanos,
+                a.arrival_nanos,
+                a.event.capture_device_nanos,
+            );
+            let seq = a.event.seq;
+            let Some(audio) = &mut self.audio else {
+                continue;
+            };
+            let late_before = audio.counts().late_packets;
+            let gap = audio.on_packet(seq, a.arrival_nanos, a.event.payload.samples);
+            if self.retransmitted.remove(&seq) && audio.counts().late_packets == late_before {
+                self.recovered += 1;
+            }
+            if self.remedies().retransmit
+                && let Some((mic, _)) = &mut self.inputs.mic
+            {
+                for missing in gap {
+                    self.retransmit_requests += 1;
+                    if mic.retransmit(missing) {
+                        self.retransmitted.insert(missing);
+                    }
+                }
+            }
+        }
+        let chunks = match &mut self.audio {
+            Some(audio) => audio.poll(now),
+            None => Vec::new(),
+        };
+        for c in chunks {
+            let Some(vad) = self.engines.vad.clone() else {
+                continue;
+            };
+            let tag = self.new_tag();
+            self.stats.job(Kind::Vad);
+            let work = jobs::vad(vad, c.samples, tag, self.outputs_tx.clone());
+            self.submit(
+                now,
+                tag,
+                JobRec {
+                    kind: Kind::Vad,
+                    release: c.ready_nanos,
+                    deadline: c.ready_nanos + sla,
+                    chunk: c.index,
+                },
+                work,
+            );
+        }
+    }
+
+    fn poll_imu_and_text(&mut self, now: Nanos) {
+        if let Some((imu, stream)) = &mut self.inputs.imu {
+            let name = stream.name.clone();
+            let mut arrived = Vec::new();
+            while let Some(a) = imu.poll() {
+                arrived.push(a);
+            }
+            for a in arrived {
+                self.place(
+                    &name,
+                    a.event.stamp_nanos,
+                    a.arrival_nanos,
+                    a.event.capture_device_nanos,
+                );
+            }
+        }
+        if let Some((text, stream)) = &mut self.inputs.text {
+            let name = stream.name.clone();
+            let mut arrived = Vec::new();
+            while let Some(a) = text.poll() {
+                arrived.push(a);
+            }
+            for a in arrived {
+                self.place(
+                    &name,
+                    a.event.stamp_nanos,
+                    a.arrival_nanos,
+                    a.event.capture_device_nanos,
+                );
+                // Ask about what was just heard when there is a transcript.
+                let prompt = match &self.last_transcript {
+                    Some(t) if a.event.seq % 2 == 0 => {
+                        format!("In one sentence, what is this about: {t}")
+                    }
+                    _ => a.event.payload.prompt,
+                };
+                self.llm_queue.push_back((
+                    a.arrival_nanos.min(now),
+                    prompt,
+                    a.event.payload.max_tokens,
+                ));
+            }
+        }
+    }
+
+    fn start_asr_and_llm(&mut self, now: Nanos) {
+        if !self.asr_busy
+            && let Some((release, deadline, samples)) = self.asr_queue.pop_front()
+        {
+            if self.remedies().breaker_open && self.heaviest_branch() == Kind::Asr {
+                self.answer_from_cache(Kind::Asr, now);
+            } else if let Some(asr) = self.engines.asr.clone() {
+                let tag = self.new_tag();
+                self.stats.job(Kind::Asr);
+                let work = jobs::asr(asr, samples, tag, self.outputs_tx.clone());
+                self.asr_busy = true;
+                self.submit(
+                    now,
+                    tag,
+                    JobRec {
+                        kind: Kind::Asr,
+                        release,
+                        deadline,
+                        chunk: 0,
+                    },
+                    work,
+                );
+            }
+        }
+        if self.llm.is_none()
+            && let Some((arrival, prompt, max_tokens)) = self.llm_queue.pop_front()
+            && let Some(llm) = self.engines.llm.clone()
+        {
+            let sla = self.inputs.text.as_ref().map_or(5e9, |t| t.1.sla_ms * 1e6) as Nanos;
+            let tag = self.new_tag();
+            self.stats.job(Kind::Llm);
+            let work = jobs::llm(llm, prompt, max_tokens, tag, self.outputs_tx.clone());
+            self.llm = Some(LlmRequest {
+                arrival,
+                first_token_at: None,
+                decode_nanos: Vec::new(),
+            });
+            self.submit(
+                now,
+                tag,
+                JobRec {
+                    kind: Kind::Llm,
+                    release: arrival,
+                    deadline: arrival + sla,
+                    chunk: 0,
+                },
+                work,
+            );
+        }
+    }
+
+    fn on_utterances(
+        &mut self,
+        now: Nanos,
+        utterances: Vec<mmsched_runtime::router::speech::Utterance>,
+    ) {
+        let sla = self.inputs.mic.as_ref().map_or(60e6, |m| m.1.sla_ms * 1e6) as Nanos;
+        for u in utterances {
+            let length = u
+                .end_nanos
+                .saturating_sub(u.start_nanos)
+                .max(ASR_MIN_BUDGET_NANOS);
+            self.asr_queue
+                .push_back((now, now + sla + length, u.samples));
+        }
+    }
+
+    fn handle_events(&mut self, now: Nanos, accepting: bool) {
+        let t0 = self.clock.now_nanos();
+        self.exec.poll(now, &mut self.events);
+        self.overhead_nanos += self.clock.now_nanos().saturating_sub(t0);
+        self.outputs
+            .extend(self.outputs_rx.try_iter().map(|o| (tag_of(&o), o)));
+        for ev in std::mem::take(&mut self.events) {
+            match ev {
+                ExecEvent::Done {
+                    info,
+                    worker,
+                    outcome,
+                    work,
+                    started_nanos,
+                    ended_nanos,
+                    job,
+                } => {
+                    let Some(rec) = self.jobs.remove(&info.tag) else {
+                        continue;
+                    };
+                    let output = self.outputs.remove(&info.tag);
+                    self.cost
+                        .record(info.class, ended_nanos.saturating_sub(started_nanos));
+                    let track = format!("worker-{worker}");
+                    let stage_name = match (&rec.kind, &output) {
+                        (Kind::Llm, Some(Output::Llm { token: None, .. })) => stage::PREFILL,
+                        (Kind::Llm, _) => stage::DECODE,
+                        _ => stage::EXEC,
+                    };
+                    self.trace.job(JobSpan {
+                        job: job.0,
+                        modality: info.modality,
+                        model: rec.kind.as_str(),
+                        track: &track,
+                        release_nanos: rec.release.min(started_nanos),
+                        start_nanos: started_nanos,
+                        end_nanos: ended_nanos,
+                        deadline_nanos: rec.deadline,
+                        stage: stage_name,
+                    });
+                    match outcome {
+                        Ok(StepOutcome::Yield) if rec.kind == Kind::Llm => {
+                            self.on_llm_step(ended_nanos, output.as_ref());
+                            if accepting {
+                                // The next token competes again with the same deadline.
+                                self.submit(now, info.tag, rec, work);
+                            } else {
+                                // The run is over: the request stays unfinished.
+                                self.llm = None;
+                            }
+                        }
+                        Ok(_) => self.on_finished(now, rec, ended_nanos, output),
+                        Err(_) => {
+                            self.stats.failed(rec.kind, now);
+                            self.release_branch(rec, now);
+                        }
+                    }
+                }
+                ExecEvent::Shed { info, .. } | ExecEvent::Pruned { info, .. } => {
+                    let Some(rec) = self.jobs.remove(&info.tag) else {
+                        continue;
+                    };
+                    self.outputs.remove(&info.tag);
+                    self.stats.shed(rec.kind, now);
+                    self.observer.shed(rec.kind.as_str());
+                    self.trace.instant(
+                        stage::SHED,
+                        rec.kind.as_str(),
+                        now,
+                        Some(info.modality),
+                        "overload",
+                    );
+                    self.release_branch(rec, now);
+                }
+            }
+        }
+    }
+
+    /// A job that will not finish frees its branch (the next utterance or request).
+    fn release_branch(&mut self, rec: JobRec, now: Nanos) {
+        match rec.kind {
+            Kind::Asr => self.asr_busy = false,
+            Kind::Llm => self.llm = None,
+            Kind::Vad => {
+                if let Some(a) = &mut self.audio {
+                    let u = a.on_vad(rec.chunk, 0.0);
+                    self.on_utterances(now, u);
+                }
+            }
+            Kind::Vision => {}
+        }
+    }
+
+    fn on_llm_step(&mut self, at: Nanos, output: Option<&Output>) {
+        let (Some(r), Some(Output::Llm { token, nanos, .. })) = (&mut self.llm, output) else {
+            return;
+        };
+        if token.is_some() {
+            self.llm_tokens += 1;
+            if r.first_token_at.is_none() {
+                r.first_token_at = Some(at);
+            } else {
+                r.decode_nanos.push(*nanos);
+            }
+        }
+    }
+
+    fn on_finished(&mut self, now: Nanos, rec: JobRec, end: Nanos, output: Option<Output>) {
+        match rec.kind {
+            Kind::Llm => {
+                self.on_llm_step(end, output.as_ref());
+                if let Some(r) = self.llm.take() {
+                    if let Some(first) = r.first_token_at {
+                        self.llm_ttft
+                            .push(first.saturating_sub(r.arrival) as f64 / 1e6);
+                    }
+                    let mut d = r.decode_nanos.clone();
+                    if !d.is_empty() {
+                        d.sort_unstable();
+                        self.llm_tpot.push(d[d.len() / 2] as f64 / 1e6);
+                    }
+                    self.llm_request_nanos += end.saturating_sub(r.arrival);
+                }
+            }
+            Kind::Asr => {
+                self.asr_busy = false;
+                if let Some(Output::Asr { text, .. }) = output
+                    && !text.is_empty()
+                {
+                    self.last_transcript = Some(text);
+                }
+            }
+            Kind::Vad => {
+                let prob = match output {
+                    Some(Output::Vad { prob, .. }) => prob,
+                    _ => 0.0,
+                };
+                if let Some(a) = &mut self.audio {
+                    let u = a.on_vad(rec.chunk, prob);
+                    self.on_utterances(now, u);
+                }
+            }
+            Kind::Vision => {
+                if let Some(Output::Vision { text, .. }) = output
+                    && !text.is_empty()
+                {
+                    self.last_ocr = Some(text);
+                }
+            }
+        }
+        let missed = self
+            .stats
+            .completed(rec.kind, rec.release, rec.deadline, end);
+        let latency_ms = end.saturating_sub(rec.release) as f64 / 1e6;
+        self.series.record_latency(rec.kind.as_str(), latency_ms);
+        if missed {
+            self.series
+                .record_miss(self.t_s(end), rec.kind.as_str(), latency_ms);
+        }
+        self.observer.job(rec.kind.as_str(), latency_ms, missed);
+        self.recent_done.push_back((end, rec.kind));
+    }
+
+    fn health_tick(&mut self, now: Nanos) {
+        if !self.health.due(now) {
+            return;
+        }
+        self.stats.trim(now);
+        let drift_ppm = self
+            .ingest
+            .iter()
+            .filter_map(|(_, i)| i.estimate())
+            .map(|e| e.drift_ppm.abs())
+            .fold(0.0, f64::max);
+        let was_scaled = self.remedies().camera_scaled;
+        let was_open = self.remedies().breaker_open;
+        let changes = self.health.evaluate(
+            now,
+            &HealthInputs {
+                worst_p99_ratio: self.stats.worst_p99_ratio(),
+                drift_ppm,
+                served_fraction: self.stats.served_fraction(),
+            },
+        );
+        if was_scaled {
+            self.camera_scaled_nanos += now.saturating_sub(self.last_health);
+        }
+        self.last_health = now;
+        let r = self.remedies();
+        if r.breaker_open && !was_open {
+            self.breaker_opened += 1;
+        }
+        if r.camera_scaled != was_scaled {
+            self.rebook_camera(now, r.camera_scaled);
+        }
+        let (value, level) = self.health.current();
+        self.series
+            .record_ldti(self.t_s(now), value, level.as_str());
+        self.trace.counter(stage::LDTI, now, value);
+        self.observer.ldti(value, level);
+        let acting = self.config.scheduler == SchedulerKind::Mmsched;
+        for c in changes.into_iter().filter(|_| acting) {
+            self.trace
+                .instant("health_action", "health", c.at_nanos, None, &c.what);
+            self.actions.push(HealthActionRecord {
+                t_s: self.t_s(c.at_nanos),
+                level: c.level.as_str().to_string(),
+                action: c.what,
+            });
+        }
+    }
+
+    /// Books the camera's standing reservation for its (possibly halved) frame rate.
+    fn rebook_camera(&mut self, now: Nanos, halved: bool) {
+        let Some((_, s)) = &self.inputs.camera else {
+            return;
+        };
+        let fps = s.fps.unwrap_or(5.0).max(0.1);
+        let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
+        let latency = (s.latency_ms * 1e6) as Nanos;
+        let class = self.classes.vision;
+        let cost = self.cost.predict(class);
+        // The next frame's arrival: frames are captured on the camera's cadence from the
+        // start of the inputs, and arrive after the stream's latency.
+        let k = now.saturating_sub(self.start) / period + 1;
+        let first = self.start + k * period + latency;
+        self.exec.cancel_stream(class);
+        self.exec
+            .reserve_stream(class, Modality::Image, first, period, cost);
+    }
+
+    fn sample(&mut self, now: Nanos) {
+        if now < self.next_sample {
+            return;
+        }
+        self.next_sample = now + SAMPLE_NANOS;
+        let occupancy = self.exec.occupancy(now);
+        let mean = if occupancy.is_empty() {
+            0.0
+        } else {
+            occupancy.iter().sum::<f64>() / occupancy.len() as f64
+        };
+        self.trace.counter(stage::SLOT_OCCUPANCY, now, mean);
+        self.series
+            .slot_occupancy
+            .push(mmsched_report::OccupancyPoint {
+                t_s: self.t_s(now),
+                per_worker_pct: occupancy.iter().map(|o| o * 100.0).collect(),
+            });
+        while self
+            .recent_done
+            .front()
+            .is_some_and(|(t, _)| *t + 1_000_000_000 < now)
+        {
+            self.recent_done.pop_front();
+        }
+        let rates = self.rates();
+        self.series.rates.push(mmsched_report::RatePoint {
+            t_s: self.t_s(now),
+            per_modality_hz: Kind::ALL
+                .iter()
+                .zip(rates)
+                .map(|(k, r)| (k.as_str().to_string(), r))
+                .collect(),
+        });
+        if now >= self.next_progress {
+            self.next_progress = now + PROGRESS_NANOS;
+            let counts = Kind::ALL.map(|k| {
+                let s = self.stats.kind(k);
+                (s.completed, s.deadline_misses, s.skipped, s.shed)
+            });
+            let (ldti, level) = self.health.current();
+            let p = Progress {
+                t_s: self.t_s(now).min(self.config.duration_nanos as f64 / 1e9),
+                duration_s: self.config.duration_nanos as f64 / 1e9,
+                counts,
+                rates_hz: rates,
+                ldti,
+                level,
+            };
+            self.observer.progress(&p);
+        }
+    }
+
+    fn rates(&self) -> [f64; 4] {
+        Kind::ALL.map(|k| self.recent_done.iter().filter(|(_, d)| *d == k).count() as f64)
+    }
+
+    fn apply_policy_updates(&mut self, now: Nanos) {
+        let latest = self
+            .config
+            .policy_updates
+            .as_ref()
+            .and_then(|rx| rx.try_iter().last());
+        if let Some(p) = latest {
+            self.exec.set_policy(&p);
+            self.router.set_policy(&p);
+            self.health.set_policy(&p);
+            if let Some(a) = &mut self.audio {
+                a.set_policy(&p);
+            }
+            self.trace
+                .instant(stage::POLICY_CHANGE, "health", now, None, p.name());
+            self.observer
+                .status(&format!("policy {} applied", p.name()));
+            self.config.policy = p;
+        }
+    }
+
+    fn main_loop(&mut self) {
+        loop {
+            let now = self.clock.now_nanos();
+            if now >= self.end || self.config.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            self.apply_policy_updates(now);
+            self.poll_camera(now);
+            self.poll_mic(now);
+            self.poll_imu_and_text(now);
+            self.start_asr_and_llm(now);
+            self.handle_events(now, true);
+            self.start_asr_and_llm(now);
+            self.health_tick(now);
+            self.sample(now);
+            let next = [
+                self.inputs.next_due_nanos(),
+                self.audio.as_ref().and_then(AudioPath::next_play_nanos),
+                Some(self.health.next_due()),
+                Some(self.end),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+            let now = self.clock.now_nanos();
+            if next > now {
+                let wait = Duration::from_nanos(next - now).min(MAX_SLEEP);
+                self.exec.wait(wait);
+            }
+        }
+    }
+
+    fn drain(&mut self) {
+        let until = self.clock.now_nanos() + DRAIN_NANOS;
+        while self.exec.in_flight() > 0 {
+            let now = self.clock.now_nanos();
+            if now >= until
+                || self.config.stop.load(Ordering::Relaxed) && now >= until - DRAIN_NANOS / 2
+            {
+                break;
+            }
+            self.handle_events(now, false);
+            self.exec.wait(MAX_SLEEP);
+        }
+        self.step_log = self.exec.take_step_log();
+    }
+}
+
+fn tag_of(o: &Output) -> u64 {
+    match o {
+        Output::Vision { tag, .. }
+        | Output::Vad { tag, .. }
+        | Output::Asr { tag, .. }
+        | Output::Llm { tag, .. }
+        | Output::Failed { tag, .. } => *tag,
+    }
+}
+
+/// Runs `config` to the end, telling `observer` as it goes.
+pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
+    let scenario = config.scenario.clone();
+    let workers = scenario.device().workers.unwrap_or(2).max(1) as usize;
+    let mut engines = Engines::load(&scenario, workers, |m| {
+        observer.status(&format!("loading {m}"))
+    })?;
+    observer.status("warming up the models");
+    engines.warm_up()?;
+    let mut platform_notes = Vec::new();
+    #[cfg(target_os = "linux")]
+    let cgroup_set = if config.platform && config.scheduler == SchedulerKind::Mmsched {
+        use mmsched_runtime::platform::cgroup::{self, CgroupFs, ClassLimits};
+        let classes = ["vision", "general", "audio"]
+            .iter()
+            .filter_map(|n| ClassLimits::new(n).ok())
+            .map(|c| match c.name() {
+                "audio" => c.with_cpu_weight(400).with_rt_runtime_micros(100_000),
+                "general" => c.with_cpu_weight(100).with_memory_high_bytes(4 << 30),
+                _ => c.with_cpu_weight(200),
+            })
+            .collect::<Vec<_>>();
+        match cgroup::setup(&CgroupFs::system(), &classes) {
+            Ok((set, status)) => {
+                platform_notes.push(status.to_string());
+                if let Some(s) = &set {
+                    observer.cgroups(s.handle());
+                }
+                set
+            }
+            Err(e) => {
+                platform_notes.push(format!("resource groups failed, running without: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let clock = Device::new();
+    let mut exec = executor(
+        config.scheduler,
+        &config.policy,
+        workers,
+        clock,
+        config.platform,
+        config.record_steps,
+        #[cfg(target_os = "linux")]
+        cgroup_set.as_ref().map(|s| s.handle()),
+    )?;
+    // Give the workers a moment to set themselves up before reading their notes.
+    std::thread::sleep(Duration::from_millis(20));
+    platform_notes.extend(exec.notes());
+    let classes = Classes {
+        vision: exec.class(Kind::Vision.as_str()),
+        vad: exec.class(Kind::Vad.as_str()),
+        asr: exec.class(Kind::Asr.as_str()),
+        llm: exec.class(Kind::Llm.as_str()),
+    };
+    let battery = scenario.battery().charge_pct_at(0.0) / 100.0;
+    exec.set_battery(battery);
+    let start = clock.now_nanos() + START_LEAD_NANOS;
+    let inputs = Inputs::build(&scenario, &clock, start, config.seed)?;
+    platform_notes.extend(inputs.notes.iter().cloned());
+    for n in &platform_notes {
+        observer.status(n);
+    }
+    let sla = |k: mmsched_scenario::StreamKind| {
+        scenario
+            .streams()
+            .iter()
+            .find(|s| s.kind == k)
+            .map_or(f64::NAN, |s| s.sla_ms)
+    };
+    let mic_sla = sla(mmsched_scenario::StreamKind::Audio);
+    let mut cost = CostModel::new(64, 3);
+    let profile = mmsched_sim::profile::Profile::reference();
+    for (kind, class) in [
+        (Kind::Vision, classes.vision),
+        (Kind::Vad, classes.vad),
+        (Kind::Asr, classes.asr),
+        (Kind::Llm, classes.llm),
+    ] {
+        if let Ok(l) = profile.latency(kind.as_str()) {
+            cost.set_prior(class, (l.p99_ms * 1e6) as Nanos);
+        }
+    }
+    let mut ingest = Vec::new();
+    for s in scenario.streams() {
+        ingest.push((
+            s.name.clone(),
+            StreamIngest::new(
+                (s.latency_ms.max(0.0) * 1e6) as Nanos,
+                AlignConfig::default(),
+            ),
+        ));
+    }
+    let audio = inputs.mic.as_ref().map(|(_, s)| {
+        AudioPath::new(
+            &config.policy,
+            s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32,
+        )
+    });
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert("program".into(), serde_json::json!("mmsched run"));
+    metadata.insert("scenario".into(), serde_json::json!(scenario.name()));
+    metadata.insert(
+        "scheduler".into(),
+        serde_json::json!(config.scheduler.as_str()),
+    );
+    let trace = TraceOut::create(config.trace_path.as_deref(), config.seed, metadata)?;
+    let (outputs_tx, outputs_rx) = channel();
+    let load = LoadGenerator::start(LoadProfile::of(&scenario, config.duration_nanos), clock);
+    let router = ImageRouter::new(&config.policy);
+    let health = HealthMonitor::new(&config.policy);
+    let duration = config.duration_nanos;
+    let mut r = Run {
+        end: start + duration,
+        start,
+        clock,
+        engines,
+        exec,
+        classes,
+        inputs,
+        outputs_tx,
+        outputs_rx,
+        outputs: HashMap::new(),
+        jobs: HashMap::new(),
+        next_tag: 0,
+        cost,
+        router,
+        audio,
+        ingest,
+        asr_queue: VecDeque::new(),
+        asr_busy: false,
+        llm_queue: VecDeque::new(),
+        llm: None,
+        llm_tokens: 0,
+        llm_ttft: Vec::new(),
+        llm_tpot: Vec::new(),
+        llm_request_nanos: 0,
+        last_transcript: None,
+        last_ocr: None,
+        stale_answers: 0,
+        breaker_opened: 0,
+        camera_scaled_frames: 0,
+        camera_scaled_nanos: 0,
+        retransmit_requests: 0,
+        retransmitted: Default::default(),
+        recovered: 0,
+        health,
+        stats: RunStats::new(
+            HEALTH_WINDOW_NANOS,
+            [
+                sla(mmsched_scenario::StreamKind::Camera),
+                mic_sla,
+                mic_sla,
+                sla(mmsched_scenario::StreamKind::Text),
+            ],
+        ),
+        series: RunSeries::default(),
+        actions: Vec::new(),
+        trace,
+        overhead_nanos: 0,
+        next_sample: start,
+        next_progress: start + PROGRESS_NANOS,
+        recent_done: VecDeque::new(),
+        observer,
+        events: Vec::new(),
+        last_health: start,
+        step_log: Vec::new(),
+        config,
+    };
+    r.rebook_camera(start, false);
+    r.main_loop();
+    let inputs_end = r.clock.now_nanos();
+    drop(load);
+    // Speech still open at the end is not transcribed: the inputs have stopped.
+    if let Some(a) = &mut r.audio {
+        a.flush();
+    }
+    r.drain();
+    let elapsed = inputs_end.saturating_sub(r.start);
+    let step_log = std::mem::take(&mut r.step_log);
+    let totals = Totals {
+        elapsed_nanos: elapsed,
+        llm_tokens: r.llm_tokens,
+        llm_request_nanos: r.llm_request_nanos,
+        llm_ttft_ms: std::mem::take(&mut r.llm_ttft),
+        llm_tpot_ms: std::mem::take(&mut r.llm_tpot),
+        overhead_nanos: r.overhead_nanos,
+        stale_answers: r.stale_answers,
+        breaker_opened: r.breaker_opened,
+        camera_scaled_nanos: r.camera_scaled_nanos,
+        camera_scaled_frames: r.camera_scaled_frames,
+        retransmit_requests: r.retransmit_requests,
+        recovered: r.recovered,
+        platform: platform_notes,
+    };
+    let summary = summary::build(
+        &r.config,
+        &r.stats,
+        &r.health,
+        &r.router,
+        r.audio.as_ref(),
+        &r.ingest,
+        std::mem::take(&mut r.actions),
+        &totals,
+    );
+    let mut series = std::mem::take(&mut r.series);
+    series.thin_ldti(20_000);
+    let Run { trace, exec, .. } = r;
+    drop(exec);
+    #[cfg(target_os = "linux")]
+    if let Some(set) = cgroup_set {
+        set.cleanup();
+    }
+    let trace_file = trace.finish()?;
+    Ok(RunOutcome {
+        summary,
+        series,
+        step_log,
+        trace_file,
+    })
+}

@@ -1,0 +1,179 @@
+//! The summary of a run (`summary.json`), built from what the loop counted.
+
+use mmsched_report::{
+    AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
+    LlmSummary, ModalitySummary, RoutingSummary, RunSummary, StreamAlignment,
+};
+use mmsched_runtime::ingest::StreamIngest;
+use mmsched_runtime::router::image::ImageRouter;
+
+use crate::audio::AudioPath;
+use crate::config::RunConfig;
+use crate::health::HealthMonitor;
+use crate::stats::{Kind, RunStats, quantile};
+
+/// Totals the loop kept outside [`RunStats`].
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// Time the inputs ran, nanoseconds.
+    pub elapsed_nanos: u64,
+    /// Tokens generated.
+    pub llm_tokens: u64,
+    /// Summed time from each finished request's arrival to its last token.
+    pub llm_request_nanos: u64,
+    /// Time to first token of each request, ms.
+    pub llm_ttft_ms: Vec<f64>,
+    /// Median time per output token of each request, ms.
+    pub llm_tpot_ms: Vec<f64>,
+    /// Time the loop spent in the scheduler (submitting, deciding, collecting).
+    pub overhead_nanos: u64,
+    /// Answers given from the result cache, marked stale.
+    pub stale_answers: u64,
+    /// Times the breaker opened.
+    pub breaker_opened: u64,
+    /// Time the camera ran at a reduced rate.
+    pub camera_scaled_nanos: u64,
+    /// Frames dropped by the reduced rate.
+    pub camera_scaled_frames: u64,
+    /// Retransmissions requested.
+    pub retransmit_requests: u64,
+    /// Retransmitted packets that arrived in time to play.
+    pub recovered: u64,
+    /// Platform notes.
+    pub platform: Vec<String>,
+}
+
+fn modality(stats: &RunStats, kind: Kind) -> ModalitySummary {
+    let k = stats.kind(kind);
+    let mut m =
+        ModalitySummary::from_latencies(k.jobs, k.skipped, k.shed, k.sla_ms, &k.latencies_ms);
+    // Deadlines are per job (speech recognition's grows with the utterance): the loop's
+    // own count is the truth.
+    m.completed = k.completed;
+    m.deadline_misses = k.deadline_misses;
+    m
+}
+
+fn ms(nanos: u64) -> f64 {
+    nanos as f64 / 1e6
+}
+
+/// Builds the summary.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    config: &RunConfig,
+    stats: &RunStats,
+    health: &HealthMonitor,
+    router: &ImageRouter,
+    audio: Option<&AudioPath>,
+    ingest: &[(String, StreamIngest)],
+    actions: Vec<HealthActionRecord>,
+    t: &Totals,
+) -> RunSummary {
+    let (mean, max) = health.mean_max();
+    let [stable, degraded, critical] = health.seconds_by_level();
+    let thresholds = config.policy.ldti().thresholds;
+    let streams: Vec<StreamAlignment> = ingest
+        .iter()
+        .filter(|(_, i)| i.residual_samples() > 0)
+        .map(|(name, i)| {
+            let e = i.estimate().unwrap_or_default();
+            StreamAlignment {
+                name: name.clone(),
+                offset_ms: e.offset_nanos / 1e6,
+                drift_ppm: e.drift_ppm,
+                residual_p99_ms: ms(i.residual_quantile_nanos(0.99)),
+            }
+        })
+        .collect();
+    let residual_p99_ms = streams
+        .iter()
+        .map(|s| s.residual_p99_ms)
+        .fold(f64::NAN, f64::max);
+    let audio_summary = audio.map_or_else(AudioSummary::default, |a| {
+        let c = a.counts();
+        let mut delays: Vec<f64> = a.added_delays_nanos().iter().map(|&d| ms(d)).collect();
+        AudioSummary {
+            frame_loss_pct: if c.frames == 0 {
+                0.0
+            } else {
+                100.0 * c.concealed as f64 / c.frames as f64
+            },
+            frames: c.frames,
+            concealed: c.concealed,
+            late_packets: c.late_packets,
+            retransmit_requests: t.retransmit_requests,
+            recovered_packets: t.recovered,
+            playout_delay_ms_p50: quantile(&mut delays, 0.5),
+            playout_delay_ms_p99: quantile(&mut delays, 0.99),
+        }
+    });
+    let gate = router.counts();
+    let speech = audio.map(AudioPath::gate_counts).unwrap_or_default();
+    let elapsed_s = t.elapsed_nanos as f64 / 1e9;
+    let mut ttft = t.llm_ttft_ms.clone();
+    let mut tpot = t.llm_tpot_ms.clone();
+    let llm_stats = stats.kind(Kind::Llm);
+    RunSummary {
+        scenario: config.scenario.name().to_string(),
+        scheduler: config.scheduler.as_str().to_string(),
+        duration: elapsed_s,
+        seed: config.seed,
+        vision: modality(stats, Kind::Vision),
+        vad: modality(stats, Kind::Vad),
+        asr: modality(stats, Kind::Asr),
+        llm: LlmSummary {
+            modality: modality(stats, Kind::Llm),
+            tokens_per_s: if t.llm_request_nanos == 0 {
+                0.0
+            } else {
+                t.llm_tokens as f64 / (t.llm_request_nanos as f64 / 1e9)
+            },
+            tokens: t.llm_tokens,
+            ttft_ms_p50: quantile(&mut ttft, 0.5),
+            tpot_ms_p50: quantile(&mut tpot, 0.5),
+            requests: llm_stats.jobs,
+        },
+        ldti: LdtiSummary {
+            mean,
+            max,
+            seconds_by_level: LevelSeconds {
+                stable,
+                degraded,
+                critical,
+            },
+            degraded_at: thresholds.degraded_at,
+            critical_at: thresholds.critical_at,
+        },
+        alignment: AlignmentSummary {
+            residual_p99_ms,
+            streams,
+        },
+        audio: audio_summary,
+        scheduler_overhead_pct: if t.elapsed_nanos == 0 {
+            0.0
+        } else {
+            100.0 * t.overhead_nanos as f64 / t.elapsed_nanos as f64
+        },
+        health: HealthSummary {
+            evaluations: health.evaluations(),
+            evaluate_hz: if elapsed_s > 0.0 {
+                health.evaluations() as f64 / elapsed_s
+            } else {
+                0.0
+            },
+            camera_scaled_seconds: t.camera_scaled_nanos as f64 / 1e9,
+            breaker_opened: t.breaker_opened,
+            stale_answers: t.stale_answers,
+            actions,
+        },
+        routing: RoutingSummary {
+            vision_seen: gate.seen,
+            vision_skipped_dark: gate.skipped_dark,
+            vision_skipped_blurred: gate.skipped_blurred,
+            audio_packets_seen: speech.seen,
+            audio_skipped_silence: speech.skipped_silence,
+        },
+        platform: t.platform.clone(),
+    }
+}

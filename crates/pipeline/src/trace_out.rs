@@ -1,0 +1,195 @@
+//! The run's mmtrace file: a span per job (with its queueing and execution), instants for
+//! skips, sheds, misses and health actions, counters for the LDTI and slot occupancy.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use mmsched_core::Modality;
+use mmsched_core::time::Nanos;
+use mmsched_trace::format::Writer;
+use mmsched_trace::ids::{IdGen, TraceId};
+use mmsched_trace::record::{Header, Record, RecordKind, attr, stage};
+use serde_json::{Value, json};
+
+use crate::config::RunError;
+
+/// Writes the trace of one run, or nothing when no file was asked for.
+#[derive(Debug)]
+pub struct TraceOut {
+    writer: Option<Writer<BufWriter<File>>>,
+    path: PathBuf,
+    ids: IdGen,
+    run: TraceId,
+    error: Option<std::io::Error>,
+}
+
+/// One job as the trace shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct JobSpan<'a> {
+    /// The scheduler's job number.
+    pub job: u64,
+    /// Modality of its input.
+    pub modality: Modality,
+    /// The model.
+    pub model: &'a str,
+    /// The worker, e.g. `worker-0`.
+    pub track: &'a str,
+    /// Release on the device timeline.
+    pub release_nanos: Nanos,
+    /// Start of the step.
+    pub start_nanos: Nanos,
+    /// End of the step.
+    pub end_nanos: Nanos,
+    /// Its deadline.
+    pub deadline_nanos: Nanos,
+    /// Stage name of the step (`exec`, `prefill`, `decode`).
+    pub stage: &'a str,
+}
+
+impl TraceOut {
+    /// A trace into `path` (none if `None`), with `metadata` in the header.
+    pub fn create(
+        path: Option<&Path>,
+        seed: u64,
+        metadata: BTreeMap<String, Value>,
+    ) -> Result<Self, RunError> {
+        let ids = IdGen::from_seed(seed);
+        let run = ids.trace_id();
+        let writer = match path {
+            None => None,
+            Some(p) => {
+                let err = |source| RunError::Trace {
+                    path: p.to_path_buf(),
+                    source,
+                };
+                let file = File::create(p).map_err(err)?;
+                let mut header = Header::new(0);
+                header.metadata = metadata;
+                Some(Writer::new(BufWriter::new(file), &header).map_err(err)?)
+            }
+        };
+        Ok(Self {
+            writer,
+            path: path.map(Path::to_path_buf).unwrap_or_default(),
+            ids,
+            run,
+            error: None,
+        })
+    }
+
+    fn base(&self, kind: RecordKind, name: &str, track: &str, ts_ns: u64) -> Record {
+        Record {
+            kind,
+            trace_id: self.run,
+            span_id: self.ids.span_id(),
+            parent_span_id: None,
+            job: None,
+            modality: None,
+            model: None,
+            track: track.to_string(),
+            ts_ns,
+            dur_ns: 0,
+            clock: "device".into(),
+            sync_offset_ms: 0,
+            name: name.to_string(),
+            value: None,
+            attrs: BTreeMap::new(),
+        }
+    }
+
+    fn write(&mut self, r: &Record) {
+        if let (Some(w), None) = (&mut self.writer, &self.error)
+            && let Err(e) = w.write(r)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// A finished step: a job span with its queueing and execution stages.
+    pub fn job(&mut self, j: JobSpan<'_>) {
+        if self.writer.is_none() {
+            return;
+        }
+        let trace = self.ids.trace_id();
+        let mut job = self.base(RecordKind::Span, stage::JOB, j.track, j.release_nanos);
+        job.trace_id = trace;
+        job.job = Some(j.job);
+        job.modality = Some(j.modality);
+        job.model = Some(j.model.to_string());
+        job.dur_ns = j.end_nanos.saturating_sub(j.release_nanos);
+        job.attrs
+            .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
+        let parent = job.span_id;
+        self.write(&job);
+        for (name, from, to) in [
+            (stage::QUEUED, j.release_nanos, j.start_nanos),
+            (j.stage, j.start_nanos, j.end_nanos),
+        ] {
+            let mut s = self.base(RecordKind::Span, name, j.track, from);
+            s.trace_id = trace;
+            s.parent_span_id = Some(parent);
+            s.job = Some(j.job);
+            s.modality = Some(j.modality);
+            s.dur_ns = to.saturating_sub(from);
+            self.write(&s);
+        }
+        if j.end_nanos > j.deadline_nanos {
+            let mut m = self.base(RecordKind::Instant, stage::MISS, j.track, j.end_nanos);
+            m.trace_id = trace;
+            m.parent_span_id = Some(parent);
+            m.job = Some(j.job);
+            m.modality = Some(j.modality);
+            m.attrs
+                .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
+            self.write(&m);
+        }
+    }
+
+    /// An instant (skip, shed, health action) on `track`.
+    pub fn instant(
+        &mut self,
+        name: &str,
+        track: &str,
+        at: Nanos,
+        modality: Option<Modality>,
+        reason: &str,
+    ) {
+        if self.writer.is_none() {
+            return;
+        }
+        let mut r = self.base(RecordKind::Instant, name, track, at);
+        r.modality = modality;
+        r.attrs.insert(attr::REASON.into(), json!(reason));
+        self.write(&r);
+    }
+
+    /// A counter sample.
+    pub fn counter(&mut self, name: &str, at: Nanos, value: f64) {
+        if self.writer.is_none() || !value.is_finite() {
+            return;
+        }
+        let mut r = self.base(RecordKind::Counter, name, "health", at);
+        r.value = Some(value);
+        self.write(&r);
+    }
+
+    /// Flushes the file; reports the first write error.
+    pub fn finish(mut self) -> Result<Option<PathBuf>, RunError> {
+        let path = self.path.clone();
+        if let Some(e) = self.error.take() {
+            return Err(RunError::Trace { path, source: e });
+        }
+        match self.writer.take() {
+            None => Ok(None),
+            Some(w) => {
+                w.finish().map_err(|source| RunError::Trace {
+                    path: path.clone(),
+                    source,
+                })?;
+                Ok(Some(path))
+            }
+        }
+    }
+}

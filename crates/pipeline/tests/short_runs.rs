@@ -1,0 +1,99 @@
+//! Short real runs (seconds) of the ar-glasses scenario on the real models: the summary
+//! accounts for every job, and the simulator replays the mmsched run's decisions exactly.
+//! Needs the model cache (`mmsched models fetch`, done by `.ci/run`).
+
+use mmsched_core::policy::Policy;
+use mmsched_pipeline::run::Quiet;
+use mmsched_pipeline::{RunConfig, run};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_scenario::Scenario;
+
+/// Real runs share the machine's two cores: one at a time, or they measure each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn config(kind: SchedulerKind, secs: u64) -> RunConfig {
+    let scenario = Scenario::load("ar-glasses").expect("built-in scenario");
+    let mut c = RunConfig::new(scenario, Policy::default(), kind);
+    c.duration_nanos = secs * 1_000_000_000;
+    c
+}
+
+#[test]
+fn mmsched_runs_every_modality_and_the_simulator_replays_its_decisions() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = config(SchedulerKind::Mmsched, 12);
+    c.record_steps = true;
+    let dir = tempfile::tempdir().expect("tempdir");
+    c.trace_path = Some(dir.path().join("run.mmtrace"));
+    let out = run(c, &mut Quiet).expect("the run completes");
+    let s = &out.summary;
+    assert_eq!(s.scheduler, "mmsched");
+    assert_eq!(s.scenario, "ar-glasses");
+    assert!(s.duration >= 11.5, "{}", s.duration);
+    // 5 fps camera for 12 s: about 60 frames (half as many while the health loop halves
+    // the rate), and every job ends completed or shed.
+    let v = &s.vision;
+    assert!(v.jobs + v.skipped >= 25, "{v:?}");
+    assert!(
+        v.completed + v.shed <= v.jobs && v.completed + v.shed + 1 >= v.jobs,
+        "{v:?}"
+    );
+    // 32 ms VAD chunks: about 31 per second of played audio.
+    assert!(s.vad.jobs > 250, "{:?}", s.vad);
+    assert_eq!(
+        s.vad.deadline_misses, 0,
+        "the audio worker keeps every chunk in time"
+    );
+    assert!(s.audio.frames > 400, "{:?}", s.audio);
+    // The first speech segment (10 s clip) ends within the run only partly; at least one
+    // text request (first at 2 s, then every 15 s) generated tokens.
+    assert!(s.llm.tokens > 0, "{:?}", s.llm);
+    assert!(s.llm.tokens_per_s > 0.0);
+    assert!(s.ldti.mean >= 0.0 && s.ldti.max <= 1.0);
+    assert!(s.health.evaluate_hz >= 100.0, "{:?}", s.health);
+    assert!(s.alignment.residual_p99_ms.is_finite());
+    assert!(
+        s.scheduler_overhead_pct < 5.0,
+        "{}",
+        s.scheduler_overhead_pct
+    );
+    // The trace holds job spans.
+    let trace = out.trace_file.expect("trace written");
+    let text = std::fs::read_to_string(trace).expect("readable");
+    assert!(text.lines().count() > 100);
+    // Shared code: the simulator's replay of the recorded calls decides identically.
+    assert!(out.step_log.len() > 100, "{}", out.step_log.len());
+    let r = mmsched_sim::replay::replay(&Policy::default(), &out.step_log).expect("rebuilds");
+    assert!(r.steps > 100 && r.decisions > 100, "{r:?}");
+    assert_eq!(r.mismatch, None);
+}
+
+#[test]
+fn a_baseline_produces_the_same_summary_shape() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = run(config(SchedulerKind::Fifo, 5), &mut Quiet).expect("the run completes");
+    let s = &out.summary;
+    assert_eq!(s.scheduler, "fifo");
+    assert!(s.vision.jobs + s.vision.skipped >= 10, "{:?}", s.vision);
+    assert_eq!(
+        s.health.actions,
+        vec![],
+        "baselines measure the LDTI but do not act on it"
+    );
+    assert!(s.vad.jobs > 100, "{:?}", s.vad);
+    assert!(out.step_log.is_empty(), "baselines have no scheduling core");
+    let json = serde_json::to_value(s).expect("serialises");
+    for m in ["vision", "vad", "asr", "llm"] {
+        for k in [
+            "jobs",
+            "completed",
+            "deadline_misses",
+            "skipped",
+            "shed",
+            "p50_ms",
+            "p99_ms",
+        ] {
+            assert!(json[m].get(k).is_some(), "{m}.{k} missing");
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! mmsched's executor: the core's shared decision step carried out on worker threads.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use mmsched_core::Modality;
+use mmsched_core::arbiter::{ClassId, Job, JobId};
+use mmsched_core::policy::Policy;
+use mmsched_core::scheduler::{Decision, LogEntry, SchedEvent, Scheduler, SchedulerError};
+use mmsched_core::slots::SlotState;
+use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
+
+use super::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
+use crate::sched::worker::{Completion, LaneConfig, WorkerPool};
+
+/// How far ahead slot occupancy is measured, in nanoseconds.
+const OCCUPANCY_WINDOW_NANOS: Nanos = 200_000_000;
+
+/// How the workers are laid out.
+#[derive(Debug, Clone, Default)]
+pub struct MmschedSetup {
+    /// One entry per worker thread.
+    pub lanes: Vec<LaneConfig>,
+    /// Workers restricted to some job classes, by class name (e.g. the audio worker).
+    pub restricted: Vec<(u32, Vec<String>)>,
+    /// Record every call on the scheduling core for replay ([`Executor::take_step_log`]).
+    pub record_steps: bool,
+}
+
+struct Entry {
+    info: TaskInfo,
+    work: Option<Box<dyn Work>>,
+}
+
+use crate::sched::work::Work;
+
+/// The unified scheduler on real threads. See the [module docs](super).
+pub struct MmschedExecutor<C: Clock> {
+    sched: Scheduler,
+    pool: WorkerPool,
+    done: Receiver<Completion>,
+    stash: Vec<Completion>,
+    jobs: HashMap<JobId, Entry>,
+    arrivals: Vec<SchedEvent>,
+    decisions: Vec<Decision>,
+    next_id: u64,
+    decision_nanos: u64,
+    clock: C,
+    /// Standing reservations by class: the worker that holds them.
+    streams: HashMap<ClassId, u32>,
+}
+
+impl<C: Clock> std::fmt::Debug for MmschedExecutor<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MmschedExecutor")
+            .field("workers", &self.sched.workers())
+            .field("in_flight", &self.jobs.len())
+            .finish()
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
+    /// Starts the workers of `setup` under `policy`, with slot tables from `clock`'s now.
+    pub fn new(
+        policy: &Policy,
+        setup: &MmschedSetup,
+        clock: C,
+        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    ) -> Result<Self, SchedulerError> {
+        let workers = u32::try_from(setup.lanes.len().max(1)).unwrap_or(u32::MAX);
+        let mut sched = Scheduler::new(policy, workers, clock.now_nanos())?;
+        if setup.record_steps {
+            sched.record();
+        }
+        for (worker, classes) in &setup.restricted {
+            let ids: Vec<ClassId> = classes.iter().map(|c| sched.class(c)).collect();
+            sched.restrict_worker(*worker, &ids)?;
+        }
+        let (tx, done) = channel();
+        let lanes = if setup.lanes.is_empty() {
+            vec![LaneConfig::default()]
+        } else {
+            setup.lanes.clone()
+        };
+        let pool = WorkerPool::start(
+            &lanes,
+            clock.clone(),
+            tx,
+            #[cfg(target_os = "linux")]
+            cgroups,
+        );
+        Ok(Self {
+            sched,
+            pool,
+            done,
+            stash: Vec::new(),
+            jobs: HashMap::new(),
+            arrivals: Vec::new(),
+            decisions: Vec::new(),
+            next_id: 0,
+            decision_nanos: 0,
+            clock,
+            streams: HashMap::new(),
+        })
+    }
+
+    /// The scheduling core (classes, queue length).
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.sched
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
+    fn kind(&self) -> SchedulerKind {
+        SchedulerKind::Mmsched
+    }
+
+    fn class(&mut self, name: &str) -> ClassId {
+        self.sched.class(name)
+    }
+
+    fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
+        let id = JobId(self.next_id);
+        self.next_id += 1;
+        let i = task.info;
+        self.arrivals.push(SchedEvent::Arrive(Job {
+            id,
+            class: i.class,
+            modality: i.modality,
+            deadline_nanos: i.deadline_nanos,
+            predicted_cost_nanos: i.predicted_cost_nanos,
+            importance: i.importance,
+        }));
+        self.jobs.insert(
+            id,
+            Entry {
+                info: i,
+                work: Some(task.work),
+            },
+        );
+        id
+    }
+
+    fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
+        let mut events = std::mem::take(&mut self.arrivals);
+        self.stash.extend(self.done.try_iter());
+        for c in self.stash.drain(..) {
+            events.push(SchedEvent::Finish {
+                worker: c.lane as u32,
+                job: c.job,
+            });
+            if let Some(e) = self.jobs.remove(&c.job) {
+                out.push(ExecEvent::Done {
+                    job: c.job,
+                    info: e.info,
+                    worker: c.lane,
+                    outcome: c.outcome,
+                    work: c.work,
+                    started_nanos: c.started_nanos,
+                    ended_nanos: c.ended_nanos,
+                });
+            }
+        }
+        if events.is_empty() && self.sched.queued() == 0 {
+            self.arrivals = events;
+            return;
+        }
+        let t0 = self.clock.now_nanos();
+        self.decisions.clear();
+        self.sched.step(now_nanos, &events, &mut self.decisions);
+        self.decision_nanos += self.clock.now_nanos().saturating_sub(t0);
+        events.clear();
+        self.arrivals = events;
+        for d in std::mem::take(&mut self.decisions) {
+            match d {
+                Decision::Admit { .. } => {}
+                Decision::Shed { job } => {
+                    if let Some(e) = self.jobs.remove(&job) {
+                        out.push(ExecEvent::Shed { job, info: e.info });
+                    }
+                }
+                Decision::Prune { job } => {
+                    if let Some(e) = self.jobs.remove(&job) {
+                        out.push(ExecEvent::Pruned { job, info: e.info });
+                    }
+                }
+                Decision::Start { worker, job, .. } => {
+                    let Some(work) = self.jobs.get_mut(&job).and_then(|e| e.work.take()) else {
+                        continue;
+                    };
+                    if self.pool.run(worker as usize, job, work).is_err() {
+                        // The worker thread is gone: tell the core the job ended so the
+                        // worker's slots are freed, and report the job as shed.
+                        self.arrivals.push(SchedEvent::Finish { worker, job });
+                        if let Some(e) = self.jobs.remove(&job) {
+                            out.push(ExecEvent::Shed { job, info: e.info });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        if !self.stash.is_empty() {
+            return;
+        }
+        match self.done.recv_timeout(timeout) {
+            Ok(c) => self.stash.push(c),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.jobs.len()
+    }
+
+    fn occupancy(&self, now_nanos: Nanos) -> Vec<f64> {
+        (0..self.sched.workers())
+            .map(|w| {
+                let Some(t) = self.sched.table(w) else {
+                    return 0.0;
+                };
+                let slot_nanos = (t.slot_len_micros() * NANOS_PER_MICRO).max(1);
+                let from = t.slot_at(now_nanos);
+                let n = (OCCUPANCY_WINDOW_NANOS / slot_nanos).max(1);
+                let booked = (from..from + n)
+                    .filter(|&s| matches!(t.state(s), Ok(SlotState::Reserved | SlotState::Active)))
+                    .count();
+                booked as f64 / n as f64
+            })
+            .collect()
+    }
+
+    fn decision_nanos(&self) -> u64 {
+        self.decision_nanos
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.pool.notes().to_vec()
+    }
+
+    fn reserve_stream(
+        &mut self,
+        class: ClassId,
+        modality: Modality,
+        first_nanos: Nanos,
+        period_nanos: Nanos,
+        cost_nanos: Nanos,
+    ) {
+        let Some(t) = self.sched.table(0) else { return };
+        let slot_nanos = (t.slot_len_micros() * NANOS_PER_MICRO).max(1);
+        let len = u32::try_from(cost_nanos.div_ceil(slot_nanos).max(1)).unwrap_or(u32::MAX);
+        // Periodic streams go on worker 0: the other workers keep whole cores for long
+        // jobs (speech recognition) that would not fit between two occurrences.
+        if self
+            .sched
+            .reserve_stream(0, class, modality, first_nanos, period_nanos, len)
+            .is_ok()
+        {
+            self.streams.insert(class, 0);
+        }
+    }
+
+    fn cancel_stream(&mut self, class: ClassId) {
+        if let Some(w) = self.streams.remove(&class) {
+            self.sched.cancel_stream(w, class);
+        }
+    }
+
+    fn set_policy(&mut self, policy: &Policy) {
+        self.sched.set_policy(policy);
+    }
+
+    fn set_battery(&mut self, fraction: f64) {
+        self.arrivals.push(SchedEvent::Battery(fraction));
+    }
+
+    fn take_step_log(&mut self) -> Vec<LogEntry> {
+        self.sched.take_log()
+    }
+}

@@ -1,0 +1,266 @@
+//! Executors: who decides which job runs where, and when.
+//!
+//! [`Executor`] is the seam the runtime's main loop talks to: it submits jobs as their
+//! inputs arrive, polls for what happened, and resubmits a job that yielded (an LLM after
+//! one decode step) as a new job with the same deadline. Four executors sit behind it, so
+//! a comparison runs on identical inputs in one binary:
+//!
+//! - [`MmschedExecutor`] (`mmsched`): the core's shared decision step — admission by
+//!   score, shedding under overload, dispatch by the policy's rule (EDF by default) into
+//!   reserved slots, standing reservations for periodic streams, a real-time audio worker;
+//! - [`ThreadPerModel`] (`os-threads`): one thread per model, each draining its own
+//!   first-come queue; the operating system decides who gets a core — what most
+//!   multimodal applications do today;
+//! - [`SharedQueue`] in first-come order (`fifo`): one queue, workers take the oldest job;
+//! - [`SharedQueue`] by modality (`static-priority`): audio before vision before text,
+//!   first-come within a modality; no preemption.
+
+mod mmsched;
+mod queue;
+mod threads;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use mmsched_core::Modality;
+use mmsched_core::arbiter::{ClassId, JobId};
+use mmsched_core::policy::Policy;
+use mmsched_core::time::Nanos;
+
+pub use mmsched::{MmschedExecutor, MmschedSetup};
+pub use queue::{QueueOrder, SharedQueue};
+pub use threads::ThreadPerModel;
+
+use super::work::{StepOutcome, Work, WorkError};
+
+/// Which scheduler runs the jobs (`--scheduler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerKind {
+    /// mmsched's unified scheduler (the default).
+    Mmsched,
+    /// One thread per model; the OS decides.
+    OsThreads,
+    /// One shared first-come queue.
+    Fifo,
+    /// One shared queue ordered by a fixed priority per modality.
+    StaticPriority,
+}
+
+impl SchedulerKind {
+    /// All four, mmsched first (the order of `bench e2e`).
+    pub const ALL: [SchedulerKind; 4] = [
+        SchedulerKind::Mmsched,
+        SchedulerKind::OsThreads,
+        SchedulerKind::Fifo,
+        SchedulerKind::StaticPriority,
+    ];
+
+    /// The command-line and JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedulerKind::Mmsched => "mmsched",
+            SchedulerKind::OsThreads => "os-threads",
+            SchedulerKind::Fifo => "fifo",
+            SchedulerKind::StaticPriority => "static-priority",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown scheduler name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scheduler {0:?}: use one of mmsched, os-threads, fifo, static-priority")]
+pub struct UnknownScheduler(pub String);
+
+impl FromStr for SchedulerKind {
+    type Err = UnknownScheduler;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SchedulerKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownScheduler(s.to_string()))
+    }
+}
+
+/// What the scheduler knows about a job (everything but its work).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskInfo {
+    /// Its class (from [`Executor::class`]).
+    pub class: ClassId,
+    /// Its modality.
+    pub modality: Modality,
+    /// Absolute deadline on the device timeline.
+    pub deadline_nanos: Nanos,
+    /// Predicted cost of its next step.
+    pub predicted_cost_nanos: Nanos,
+    /// Semantic importance γ in [0, 1].
+    pub importance: f64,
+    /// A number the caller uses to find its own record of the job again.
+    pub tag: u64,
+}
+
+/// A job to run: what it is and its work.
+pub struct Task {
+    /// The job's description.
+    pub info: TaskInfo,
+    /// Its work.
+    pub work: Box<dyn Work>,
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.info.fmt(f)
+    }
+}
+
+/// What happened to a submitted job.
+pub enum ExecEvent {
+    /// A step ended (the job finished, yielded, or failed).
+    Done {
+        /// The job.
+        job: JobId,
+        /// Its description.
+        info: TaskInfo,
+        /// The worker that ran it.
+        worker: usize,
+        /// What the step did.
+        outcome: Result<StepOutcome, WorkError>,
+        /// The work, handed back (resubmit it when it yielded).
+        work: Box<dyn Work>,
+        /// When the step started on the device timeline.
+        started_nanos: Nanos,
+        /// When it ended.
+        ended_nanos: Nanos,
+    },
+    /// Shed by admission under overload: its work is dropped.
+    Shed {
+        /// The job.
+        job: JobId,
+        /// Its description.
+        info: TaskInfo,
+    },
+    /// Refused by battery saver: the caller takes the light path.
+    Pruned {
+        /// The job.
+        job: JobId,
+        /// Its description.
+        info: TaskInfo,
+    },
+}
+
+impl fmt::Debug for ExecEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecEvent::Done {
+                job,
+                info,
+                worker,
+                outcome,
+                started_nanos,
+                ended_nanos,
+                ..
+            } => f
+                .debug_struct("Done")
+                .field("job", job)
+                .field("info", info)
+                .field("worker", worker)
+                .field("outcome", outcome)
+                .field("started_nanos", started_nanos)
+                .field("ended_nanos", ended_nanos)
+                .finish(),
+            ExecEvent::Shed { job, info } => f
+                .debug_struct("Shed")
+                .field("job", job)
+                .field("info", info)
+                .finish(),
+            ExecEvent::Pruned { job, info } => f
+                .debug_struct("Pruned")
+                .field("job", job)
+                .field("info", info)
+                .finish(),
+        }
+    }
+}
+
+/// A scheduler that runs jobs on worker threads. See the module docs.
+pub trait Executor: Send {
+    /// Which scheduler this is.
+    fn kind(&self) -> SchedulerKind;
+
+    /// The id of a job class by name (created on first use).
+    fn class(&mut self, name: &str) -> ClassId;
+
+    /// Hands in a job that became runnable at `now_nanos`.
+    fn submit(&mut self, now_nanos: Nanos, task: Task) -> JobId;
+
+    /// Collects what happened since the last call into `out` and makes the decisions due
+    /// at `now_nanos` (starting jobs on idle workers).
+    fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>);
+
+    /// Blocks until a step ends or `timeout` passes (whichever is first).
+    fn wait(&mut self, timeout: Duration);
+
+    /// Jobs submitted and not yet done, shed or pruned.
+    fn in_flight(&self) -> usize;
+
+    /// Worker threads running work right now, per worker (1.0 busy, 0.0 idle), or the
+    /// share of the coming window booked on each worker's slot table where there is one.
+    fn occupancy(&self, now_nanos: Nanos) -> Vec<f64>;
+
+    /// Wall time spent making scheduling decisions so far, in nanoseconds.
+    fn decision_nanos(&self) -> u64;
+
+    /// What the workers' set-up did (pinning, real time, resource groups): log once.
+    fn notes(&self) -> Vec<String>;
+
+    /// Books a standing reservation for a periodic stream (mmsched only; the baselines
+    /// have no slot tables and ignore it). `cost_nanos` is the predicted cost per period.
+    fn reserve_stream(
+        &mut self,
+        _class: ClassId,
+        _modality: Modality,
+        _first_nanos: Nanos,
+        _period_nanos: Nanos,
+        _cost_nanos: Nanos,
+    ) {
+    }
+
+    /// Cancels a stream's standing reservation (mmsched only).
+    fn cancel_stream(&mut self, _class: ClassId) {}
+
+    /// Applies a new policy from the next decision on (mmsched only: the baselines have
+    /// no policy).
+    fn set_policy(&mut self, _policy: &Policy) {}
+
+    /// Tells the scheduler the battery level, a fraction in [0, 1] (mmsched only).
+    fn set_battery(&mut self, _fraction: f64) {}
+
+    /// Every decision step recorded so far (mmsched with `record_steps` only).
+    fn take_step_log(&mut self) -> Vec<mmsched_core::scheduler::LogEntry> {
+        Vec::new()
+    }
+}
+
+/// Names of classes for the executors that have no arbiter.
+#[derive(Debug, Default)]
+pub(crate) struct ClassNames(Vec<String>);
+
+impl ClassNames {
+    pub(crate) fn id(&mut self, name: &str) -> ClassId {
+        if let Some(i) = self.0.iter().position(|n| n == name) {
+            return ClassId(i as u32);
+        }
+        self.0.push(name.to_string());
+        ClassId(self.0.len() as u32 - 1)
+    }
+}
+
+/// How long a worker thread waits for the next job before checking for shutdown.
+pub(crate) const IDLE_POLL: Duration = Duration::from_millis(50);

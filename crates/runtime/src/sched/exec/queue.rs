@@ -1,0 +1,259 @@
+//! The shared-queue baselines: `fifo` (first come, first served) and `static-priority`
+//! (a fixed priority per modality, first come within it). Workers take the next job
+//! themselves; nothing is shed, nothing is preempted.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mmsched_core::Modality;
+use mmsched_core::arbiter::{ClassId, JobId};
+use mmsched_core::time::{Clock, Nanos};
+
+use super::{ClassNames, ExecEvent, Executor, IDLE_POLL, SchedulerKind, Task, TaskInfo};
+use crate::sched::work::Work;
+use crate::sched::worker::{Completion, LaneConfig};
+
+/// The order of the shared queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// Oldest job first.
+    Fifo,
+    /// Audio, then vision, then text, then the rest; oldest first within a modality.
+    StaticPriority,
+}
+
+fn priority(order: QueueOrder, modality: Modality) -> u8 {
+    match order {
+        QueueOrder::Fifo => 0,
+        QueueOrder::StaticPriority => match modality {
+            Modality::Audio => 0,
+            Modality::Image => 1,
+            Modality::Imu => 2,
+            Modality::Text => 3,
+            Modality::Log => 4,
+        },
+    }
+}
+
+#[derive(Default)]
+struct State {
+    heap: BinaryHeap<Reverse<(u8, u64)>>,
+    works: HashMap<u64, (JobId, Box<dyn Work>)>,
+    running: Vec<bool>,
+    closed: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+fn lock(s: &Shared) -> MutexGuard<'_, State> {
+    s.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One shared queue drained by a fixed set of workers. See the [module docs](self).
+pub struct SharedQueue {
+    order: QueueOrder,
+    shared: Arc<Shared>,
+    done: Receiver<Completion>,
+    stash: Vec<Completion>,
+    handles: Vec<JoinHandle<()>>,
+    infos: HashMap<JobId, TaskInfo>,
+    classes: ClassNames,
+    next_id: u64,
+    notes: Vec<String>,
+}
+
+impl std::fmt::Debug for SharedQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedQueue")
+            .field("order", &self.order)
+            .field("in_flight", &self.infos.len())
+            .finish()
+    }
+}
+
+impl SharedQueue {
+    /// Starts one worker per lane of `lanes`, taking jobs in `order`.
+    pub fn new<C: Clock + Clone + Send + 'static>(
+        order: QueueOrder,
+        lanes: &[LaneConfig],
+        clock: C,
+        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                running: vec![false; lanes.len().max(1)],
+                ..State::default()
+            }),
+            ready: Condvar::new(),
+        });
+        let (tx, done) = channel();
+        let (note_tx, note_rx) = channel::<String>();
+        let lanes = if lanes.is_empty() {
+            vec![LaneConfig::default()]
+        } else {
+            lanes.to_vec()
+        };
+        let handles = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(lane, config)| {
+                let shared = Arc::clone(&shared);
+                let tx: Sender<Completion> = tx.clone();
+                let clock = clock.clone();
+                let note_tx = note_tx.clone();
+                #[cfg(target_os = "linux")]
+                let cgroups = cgroups.clone();
+                std::thread::spawn(move || {
+                    #[cfg(target_os = "linux")]
+                    crate::sched::worker::setup_lane(lane, &config, cgroups.as_ref(), &note_tx);
+                    #[cfg(not(target_os = "linux"))]
+                    let _ = &config;
+                    drop(note_tx);
+                    take_loop(lane, &shared, &clock, &tx);
+                })
+            })
+            .collect();
+        drop(note_tx);
+        Self {
+            order,
+            shared,
+            done,
+            stash: Vec::new(),
+            handles,
+            infos: HashMap::new(),
+            classes: ClassNames::default(),
+            next_id: 0,
+            notes: note_rx.iter().collect(),
+        }
+    }
+}
+
+fn take_loop<C: Clock>(lane: usize, shared: &Shared, clock: &C, done: &Sender<Completion>) {
+    loop {
+        let (job, mut work) = {
+            let mut st = lock(shared);
+            loop {
+                if st.closed {
+                    return;
+                }
+                if let Some(Reverse((_, seq))) = st.heap.pop()
+                    && let Some(w) = st.works.remove(&seq)
+                {
+                    st.running[lane] = true;
+                    break w;
+                }
+                st = shared
+                    .ready
+                    .wait_timeout(st, IDLE_POLL)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
+            }
+        };
+        let started_nanos = clock.now_nanos();
+        let outcome = work.step();
+        let ended_nanos = clock.now_nanos();
+        lock(shared).running[lane] = false;
+        let c = Completion {
+            lane,
+            job,
+            outcome,
+            work,
+            started_nanos,
+            ended_nanos,
+        };
+        if done.send(c).is_err() {
+            return;
+        }
+    }
+}
+
+impl Drop for SharedQueue {
+    fn drop(&mut self) {
+        lock(&self.shared).closed = true;
+        self.shared.ready.notify_all();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Executor for SharedQueue {
+    fn kind(&self) -> SchedulerKind {
+        match self.order {
+            QueueOrder::Fifo => SchedulerKind::Fifo,
+            QueueOrder::StaticPriority => SchedulerKind::StaticPriority,
+        }
+    }
+
+    fn class(&mut self, name: &str) -> ClassId {
+        self.classes.id(name)
+    }
+
+    fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
+        let id = JobId(self.next_id);
+        let seq = self.next_id;
+        self.next_id += 1;
+        self.infos.insert(id, task.info);
+        let mut st = lock(&self.shared);
+        st.heap
+            .push(Reverse((priority(self.order, task.info.modality), seq)));
+        st.works.insert(seq, (id, task.work));
+        drop(st);
+        self.shared.ready.notify_one();
+        id
+    }
+
+    fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
+        self.stash.extend(self.done.try_iter());
+        for c in self.stash.drain(..) {
+            if let Some(info) = self.infos.remove(&c.job) {
+                out.push(ExecEvent::Done {
+                    job: c.job,
+                    info,
+                    worker: c.lane,
+                    outcome: c.outcome,
+                    work: c.work,
+                    started_nanos: c.started_nanos,
+                    ended_nanos: c.ended_nanos,
+                });
+            }
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        if !self.stash.is_empty() {
+            return;
+        }
+        match self.done.recv_timeout(timeout) {
+            Ok(c) => self.stash.push(c),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.infos.len()
+    }
+
+    fn occupancy(&self, _now_nanos: Nanos) -> Vec<f64> {
+        lock(&self.shared)
+            .running
+            .iter()
+            .map(|&r| if r { 1.0 } else { 0.0 })
+            .collect()
+    }
+
+    fn decision_nanos(&self) -> u64 {
+        0
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}

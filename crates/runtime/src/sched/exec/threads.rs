@@ -1,0 +1,186 @@
+//! The `os-threads` baseline: one thread per model (job class), each draining its own
+//! first-come queue. Nobody decides across models: the operating system's scheduler
+//! shares the cores among the threads — what most multimodal applications do today.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mmsched_core::arbiter::{ClassId, JobId};
+use mmsched_core::time::{Clock, Nanos};
+
+use super::{ClassNames, ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
+use crate::sched::work::Work;
+use crate::sched::worker::Completion;
+
+/// Where a class thread takes its jobs from.
+type JobSender = Sender<(JobId, Box<dyn Work>)>;
+
+/// One thread per class. See the [module docs](self).
+pub struct ThreadPerModel<C: Clock> {
+    clock: C,
+    threads: HashMap<ClassId, (JobSender, JoinHandle<()>)>,
+    busy: Arc<Mutex<Vec<bool>>>,
+    lane_of: HashMap<ClassId, usize>,
+    done_tx: Sender<Completion>,
+    done: Receiver<Completion>,
+    stash: Vec<Completion>,
+    infos: HashMap<JobId, TaskInfo>,
+    classes: ClassNames,
+    next_id: u64,
+}
+
+impl<C: Clock> std::fmt::Debug for ThreadPerModel<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadPerModel")
+            .field("threads", &self.threads.len())
+            .field("in_flight", &self.infos.len())
+            .finish()
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
+    /// No threads yet: each class gets its thread with its first job.
+    pub fn new(clock: C) -> Self {
+        let (done_tx, done) = channel();
+        Self {
+            clock,
+            threads: HashMap::new(),
+            busy: Arc::new(Mutex::new(Vec::new())),
+            lane_of: HashMap::new(),
+            done_tx,
+            done,
+            stash: Vec::new(),
+            infos: HashMap::new(),
+            classes: ClassNames::default(),
+            next_id: 0,
+        }
+    }
+
+    fn sender(&mut self, class: ClassId) -> &JobSender {
+        let lane = self.lane_of.len();
+        let lane = *self.lane_of.entry(class).or_insert(lane);
+        let clock = self.clock.clone();
+        let done = self.done_tx.clone();
+        let busy = Arc::clone(&self.busy);
+        &self
+            .threads
+            .entry(class)
+            .or_insert_with(|| {
+                let (tx, rx) = channel::<(JobId, Box<dyn Work>)>();
+                set_busy(&busy, lane, false);
+                let handle = std::thread::spawn(move || {
+                    for (job, mut work) in rx {
+                        set_busy(&busy, lane, true);
+                        let started_nanos = clock.now_nanos();
+                        let outcome = work.step();
+                        let ended_nanos = clock.now_nanos();
+                        set_busy(&busy, lane, false);
+                        let c = Completion {
+                            lane,
+                            job,
+                            outcome,
+                            work,
+                            started_nanos,
+                            ended_nanos,
+                        };
+                        if done.send(c).is_err() {
+                            return;
+                        }
+                    }
+                });
+                (tx, handle)
+            })
+            .0
+    }
+}
+
+fn set_busy(busy: &Mutex<Vec<bool>>, lane: usize, value: bool) {
+    let mut b = busy.lock().unwrap_or_else(|p| p.into_inner());
+    if b.len() <= lane {
+        b.resize(lane + 1, false);
+    }
+    b[lane] = value;
+}
+
+impl<C: Clock> Drop for ThreadPerModel<C> {
+    fn drop(&mut self) {
+        let threads: Vec<_> = self.threads.drain().map(|(_, t)| t).collect();
+        for (tx, handle) in threads {
+            drop(tx);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> Executor for ThreadPerModel<C> {
+    fn kind(&self) -> SchedulerKind {
+        SchedulerKind::OsThreads
+    }
+
+    fn class(&mut self, name: &str) -> ClassId {
+        self.classes.id(name)
+    }
+
+    fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
+        let id = JobId(self.next_id);
+        self.next_id += 1;
+        self.infos.insert(id, task.info);
+        if self.sender(task.info.class).send((id, task.work)).is_err() {
+            // The class thread is gone (it cannot be, short of a panic in a model): the
+            // job is reported as shed at the next poll.
+            self.infos.remove(&id);
+        }
+        id
+    }
+
+    fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
+        self.stash.extend(self.done.try_iter());
+        for c in self.stash.drain(..) {
+            if let Some(info) = self.infos.remove(&c.job) {
+                out.push(ExecEvent::Done {
+                    job: c.job,
+                    info,
+                    worker: c.lane,
+                    outcome: c.outcome,
+                    work: c.work,
+                    started_nanos: c.started_nanos,
+                    ended_nanos: c.ended_nanos,
+                });
+            }
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        if !self.stash.is_empty() {
+            return;
+        }
+        match self.done.recv_timeout(timeout) {
+            Ok(c) => self.stash.push(c),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.infos.len()
+    }
+
+    fn occupancy(&self, _now_nanos: Nanos) -> Vec<f64> {
+        self.busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|&b| if b { 1.0 } else { 0.0 })
+            .collect()
+    }
+
+    fn decision_nanos(&self) -> u64 {
+        0
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec!["os-threads: one thread per model, no pinning, the OS decides".to_string()]
+    }
+}
