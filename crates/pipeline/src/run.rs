@@ -136,6 +136,7 @@ struct JobRec {
 struct LlmRequest {
     arrival: Nanos,
     first_token_at: Option<Nanos>,
+    last_token_at: Option<Nanos>,
     decode_nanos: Vec<u64>,
 }
 
@@ -596,6 +597,7 @@ impl Run<'_> {
             self.llm = Some(LlmRequest {
                 arrival,
                 first_token_at: None,
+                last_token_at: None,
                 decode_nanos: Vec::new(),
             });
             self.submit(
@@ -676,7 +678,7 @@ impl Run<'_> {
                                 self.submit(now, info.tag, rec, work);
                             } else {
                                 // The run is over: the request stays unfinished.
-                                self.llm = None;
+                                self.close_request();
                             }
                         }
                         Ok(_) => self.on_finished(now, rec, ended_nanos, output),
@@ -710,7 +712,7 @@ impl Run<'_> {
     fn release_branch(&mut self, rec: JobRec, now: Nanos) {
         match rec.kind {
             Kind::Asr => self.asr_busy = false,
-            Kind::Llm => self.llm = None,
+            Kind::Llm => self.close_request(),
             Kind::Vad => {
                 if let Some(a) = &mut self.audio {
                     let u = a.on_vad(rec.chunk, 0.0);
@@ -727,6 +729,7 @@ impl Run<'_> {
         };
         if token.is_some() {
             self.llm_tokens += 1;
+            r.last_token_at = Some(at);
             if r.first_token_at.is_none() {
                 r.first_token_at = Some(at);
             } else {
@@ -735,22 +738,29 @@ impl Run<'_> {
         }
     }
 
+    /// Ends the request in flight (finished, shed, failed or cut by the end of the run):
+    /// its tokens and the time from its arrival to its last token count for tokens/s.
+    fn close_request(&mut self) {
+        let Some(r) = self.llm.take() else { return };
+        if let Some(first) = r.first_token_at {
+            self.llm_ttft
+                .push(first.saturating_sub(r.arrival) as f64 / 1e6);
+        }
+        let mut d = r.decode_nanos;
+        if !d.is_empty() {
+            d.sort_unstable();
+            self.llm_tpot.push(d[d.len() / 2] as f64 / 1e6);
+        }
+        if let Some(last) = r.last_token_at {
+            self.llm_request_nanos += last.saturating_sub(r.arrival);
+        }
+    }
+
     fn on_finished(&mut self, now: Nanos, rec: JobRec, end: Nanos, output: Option<Output>) {
         match rec.kind {
             Kind::Llm => {
                 self.on_llm_step(end, output.as_ref());
-                if let Some(r) = self.llm.take() {
-                    if let Some(first) = r.first_token_at {
-                        self.llm_ttft
-                            .push(first.saturating_sub(r.arrival) as f64 / 1e6);
-                    }
-                    let mut d = r.decode_nanos.clone();
-                    if !d.is_empty() {
-                        d.sort_unstable();
-                        self.llm_tpot.push(d[d.len() / 2] as f64 / 1e6);
-                    }
-                    self.llm_request_nanos += end.saturating_sub(r.arrival);
-                }
+                self.close_request();
             }
             Kind::Asr => {
                 self.asr_busy = false;
@@ -1177,6 +1187,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         a.flush();
     }
     r.drain();
+    r.close_request();
     let elapsed = inputs_end.saturating_sub(r.start);
     let step_log = std::mem::take(&mut r.step_log);
     let totals = Totals {

@@ -19,7 +19,7 @@ pub struct Totals {
     pub elapsed_nanos: u64,
     /// Tokens generated.
     pub llm_tokens: u64,
-    /// Summed time from each finished request's arrival to its last token.
+    /// Summed time from each request's arrival to its last token.
     pub llm_request_nanos: u64,
     /// Time to first token of each request, ms.
     pub llm_ttft_ms: Vec<f64>,

@@ -58,7 +58,7 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "NAME|FILE", default_value = "ar-glasses")]
     pub scenario: String,
     /// How long the sensors run, in seconds (default: the scenario's `duration_s`).
-    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
     /// Seed of the network jitter and loss (default: the scenario's `seed`).
     #[arg(long, value_name = "N")]
