@@ -263,6 +263,11 @@ struct Run<'o> {
     events: Vec<ExecEvent>,
     last_health: Nanos,
     step_log: Vec<LogEntry>,
+    pressure_pct: Vec<f64>,
+    #[cfg(target_os = "linux")]
+    power: Option<mmsched_runtime::platform::power::LinuxPower<Device>>,
+    power_calls: u64,
+    power_over_budget: u64,
 }
 
 impl Run<'_> {
@@ -832,6 +837,14 @@ impl Run<'_> {
         }
         if r.camera_scaled != was_scaled {
             self.rebook_camera(now, r.camera_scaled);
+            // Under pressure the cores run at full speed; back to the scenario's power
+            // mode once healthy.
+            let percent = if r.camera_scaled || !self.config.scenario.battery().low_power {
+                100
+            } else {
+                60
+            };
+            self.power_hint(now, percent);
         }
         let (value, level) = self.health.current();
         self.series
@@ -905,6 +918,7 @@ impl Run<'_> {
         });
         if now >= self.next_progress {
             self.next_progress = now + PROGRESS_NANOS;
+            self.sample_pressure(now);
             let counts = Kind::ALL.map(|k| {
                 let s = self.stats.kind(k);
                 (s.completed, s.deadline_misses, s.skipped, s.shed)
@@ -920,6 +934,44 @@ impl Run<'_> {
             };
             self.observer.progress(&p);
         }
+    }
+
+    /// Asks the platform for a CPU frequency (mmsched with platform integration only),
+    /// timing the call against its S11 budget; every call goes into the trace.
+    fn power_hint(&mut self, now: Nanos, percent: u8) {
+        #[cfg(target_os = "linux")]
+        if let Some(p) = &mut self.power {
+            use mmsched_runtime::platform::power::{FrequencyLevel, PowerControl};
+            let e = p.request_frequency(FrequencyLevel::percent(percent));
+            self.power_calls += 1;
+            if e.over_budget() {
+                self.power_over_budget += 1;
+            }
+            let what = format!(
+                "frequency {percent} %: {:?}, {} µs",
+                e.effect,
+                e.timing.elapsed_nanos / 1000
+            );
+            self.trace.instant("power", "health", now, None, &what);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (now, percent);
+    }
+
+    /// CPU pressure (PSI `some avg10`) as a saturation signal, once a second, into the
+    /// trace; its mean and maximum go into the summary's platform notes.
+    fn sample_pressure(&mut self, now: Nanos) {
+        #[cfg(target_os = "linux")]
+        {
+            use mmsched_runtime::platform::psi;
+            if let Ok(p) = psi::read(std::path::Path::new(psi::CPU_PRESSURE_PATH)) {
+                let pct = 100.0 * p.saturation();
+                self.trace.counter(stage::PSI_CPU, now, pct);
+                self.pressure_pct.push(pct);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = now;
     }
 
     fn rates(&self) -> [f64; 4] {
@@ -1121,6 +1173,13 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     let router = ImageRouter::new(&config.policy);
     let health = HealthMonitor::new(&config.policy);
     let duration = config.duration_nanos;
+    #[cfg(target_os = "linux")]
+    let power = (config.platform && config.scheduler == SchedulerKind::Mmsched).then(|| {
+        use mmsched_runtime::platform::power::{CPU_SYSFS_ROOT, LinuxPower};
+        let (p, status) = LinuxPower::new(clock, std::path::Path::new(CPU_SYSFS_ROOT));
+        platform_notes.push(format!("power: {status}"));
+        p
+    });
     let mut r = Run {
         end: start + duration,
         start,
@@ -1176,6 +1235,11 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         events: Vec::new(),
         last_health: start,
         step_log: Vec::new(),
+        pressure_pct: Vec::new(),
+        #[cfg(target_os = "linux")]
+        power,
+        power_calls: 0,
+        power_over_budget: 0,
         config,
     };
     r.rebook_camera(start, false);
@@ -1188,7 +1252,26 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     }
     r.drain();
     r.close_request();
+    if r.power_calls > 0 {
+        // Leave the cores as they were found.
+        let now = r.clock.now_nanos();
+        r.power_hint(now, 100);
+    }
     let elapsed = inputs_end.saturating_sub(r.start);
+    if r.power_calls > 0 {
+        platform_notes.push(format!(
+            "power: {} frequency request(s), {} over the S11 budget",
+            r.power_calls, r.power_over_budget
+        ));
+    }
+    if !r.pressure_pct.is_empty() {
+        let p = &r.pressure_pct;
+        platform_notes.push(format!(
+            "CPU pressure (PSI some avg10): mean {:.1} %, max {:.1} %",
+            p.iter().sum::<f64>() / p.len() as f64,
+            p.iter().copied().fold(0.0, f64::max)
+        ));
+    }
     let step_log = std::mem::take(&mut r.step_log);
     let totals = Totals {
         elapsed_nanos: elapsed,
