@@ -75,9 +75,12 @@ impl AudioPath {
         let packet_ms = packet_ms.clamp(1, 1000);
         let frame_nanos = u64::from(packet_ms) * 1_000_000;
         let per_20ms = |n: usize| (n * 20 / packet_ms as usize).max(1);
+        // An 800 ms hangover keeps the short pauses between sentences inside one
+        // utterance: Whisper reads a fixed 30 s window, so every extra call costs almost a
+        // full transcription.
         let segmenter = SegmenterConfig {
             preroll_packets: per_20ms(5),
-            hangover_packets: per_20ms(15),
+            hangover_packets: per_20ms(40),
             max_packets: per_20ms(500),
         };
         Self {

@@ -65,6 +65,8 @@ const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript: Whisper reads 30 s windows, so a short utterance
 /// costs nearly what a long one does.
 const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
+/// How long a measured job cost is trusted for prediction.
+const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 /// Longest sleep of the loop: it also watches for Ctrl-C and policy updates.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
@@ -324,14 +326,14 @@ impl Run<'_> {
             class: self.class(rec.kind),
             modality: Self::modality(rec.kind),
             deadline_nanos: rec.deadline,
-            predicted_cost_nanos: self.cost.predict(self.class(rec.kind)),
+            predicted_cost_nanos: self.cost.predict(self.class(rec.kind), now),
             importance: self.importance(rec.kind),
             tag,
         };
         self.jobs.insert(tag, rec);
-        let t0 = self.clock.now_nanos();
+        let t0 = ThreadCpu::now();
         self.exec.submit(now, Task { info, work });
-        self.overhead_nanos += self.clock.now_nanos().saturating_sub(t0);
+        self.overhead_nanos += t0.elapsed_nanos();
     }
 
     fn new_tag(&mut self) -> u64 {
@@ -636,9 +638,9 @@ impl Run<'_> {
     }
 
     fn handle_events(&mut self, now: Nanos, accepting: bool) {
-        let t0 = self.clock.now_nanos();
+        let t0 = ThreadCpu::now();
         self.exec.poll(now, &mut self.events);
-        self.overhead_nanos += self.clock.now_nanos().saturating_sub(t0);
+        self.overhead_nanos += t0.elapsed_nanos();
         self.outputs
             .extend(self.outputs_rx.try_iter().map(|o| (tag_of(&o), o)));
         for ev in std::mem::take(&mut self.events) {
@@ -656,8 +658,11 @@ impl Run<'_> {
                         continue;
                     };
                     let output = self.outputs.remove(&info.tag);
-                    self.cost
-                        .record(info.class, ended_nanos.saturating_sub(started_nanos));
+                    self.cost.record(
+                        info.class,
+                        ended_nanos.saturating_sub(started_nanos),
+                        ended_nanos,
+                    );
                     let track = format!("worker-{worker}");
                     let stage_name = match (&rec.kind, &output) {
                         (Kind::Llm, Some(Output::Llm { token: None, .. })) => stage::PREFILL,
@@ -872,7 +877,7 @@ impl Run<'_> {
         let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
         let latency = (s.latency_ms * 1e6) as Nanos;
         let class = self.classes.vision;
-        let cost = self.cost.predict(class);
+        let cost = self.cost.predict(class, now);
         // The next frame's arrival: frames are captured on the camera's cadence from the
         // start of the inputs, and arrive after the stream's latency.
         let k = now.saturating_sub(self.start) / period + 1;
@@ -1048,6 +1053,23 @@ impl Run<'_> {
     }
 }
 
+/// CPU time of the calling thread, for the scheduler's overhead: wall time would also
+/// count the moments the main loop waits for a core while the workers compute.
+struct ThreadCpu(Option<cpu_time::ThreadTime>);
+
+impl ThreadCpu {
+    fn now() -> Self {
+        Self(cpu_time::ThreadTime::try_now().ok())
+    }
+
+    fn elapsed_nanos(&self) -> u64 {
+        self.0
+            .as_ref()
+            .and_then(|t| t.try_elapsed().ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
 fn tag_of(o: &Output) -> u64 {
     match o {
         Output::Vision { tag, .. }
@@ -1132,7 +1154,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
             .map_or(f64::NAN, |s| s.sla_ms)
     };
     let mic_sla = sla(mmsched_scenario::StreamKind::Audio);
-    let mut cost = CostModel::new(64, 3);
+    let mut cost = CostModel::new(64, 3, COST_MAX_AGE_NANOS);
     let profile = mmsched_sim::profile::Profile::reference();
     for (kind, class) in [
         (Kind::Vision, classes.vision),
@@ -1258,6 +1280,11 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         r.power_hint(now, 100);
     }
     let elapsed = inputs_end.saturating_sub(r.start);
+    platform_notes.push(format!(
+        "scheduler: {:.1} ms CPU submitting, deciding and collecting, of which {:.1} ms wall in decisions",
+        r.overhead_nanos as f64 / 1e6,
+        r.exec.decision_nanos() as f64 / 1e6,
+    ));
     if r.power_calls > 0 {
         platform_notes.push(format!(
             "power: {} frequency request(s), {} over the S11 budget",

@@ -25,7 +25,7 @@ pub struct Totals {
     pub llm_ttft_ms: Vec<f64>,
     /// Median time per output token of each request, ms.
     pub llm_tpot_ms: Vec<f64>,
-    /// Time the loop spent in the scheduler (submitting, deciding, collecting).
+    /// CPU time the main loop spent in the scheduler (submitting, deciding, collecting).
     pub overhead_nanos: u64,
     /// Answers given from the result cache, marked stale.
     pub stale_answers: u64,

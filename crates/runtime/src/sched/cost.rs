@@ -11,27 +11,35 @@ use mmsched_core::time::Nanos;
 ///
 /// Why a high percentile and not the mean: admission asks "does the predicted demand fit
 /// before the deadlines"; predicting with the mean admits work that misses half the time.
+///
+/// Measurements older than `max_age_nanos` are forgotten. Without that, one slow burst
+/// could make a class look too expensive to ever admit again: its jobs would all be shed,
+/// no new measurement would come, and the prediction would never recover. Once the
+/// window empties the prior applies again and the class gets its chance.
 #[derive(Debug, Clone)]
 pub struct CostModel {
     window: usize,
     min_samples: usize,
+    max_age_nanos: Nanos,
     classes: Vec<ClassCost>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct ClassCost {
     prior_nanos: Nanos,
-    recent: VecDeque<Nanos>,
+    /// (when measured, cost).
+    recent: VecDeque<(Nanos, Nanos)>,
 }
 
 impl CostModel {
-    /// A model keeping the last `window` (≥ 1) costs per class, trusting them from
-    /// `min_samples` (≥ 1) on.
-    pub fn new(window: usize, min_samples: usize) -> Self {
+    /// A model keeping the last `window` (≥ 1) costs per class for at most
+    /// `max_age_nanos`, trusting them from `min_samples` (≥ 1) on.
+    pub fn new(window: usize, min_samples: usize, max_age_nanos: Nanos) -> Self {
         let window = window.max(1);
         Self {
             window,
             min_samples: min_samples.clamp(1, window),
+            max_age_nanos,
             classes: Vec::new(),
         }
     }
@@ -49,25 +57,27 @@ impl CostModel {
         self.entry(class).prior_nanos = prior_nanos;
     }
 
-    /// Records a measured cost of one job (or one step) of `class`.
-    pub fn record(&mut self, class: ClassId, cost_nanos: Nanos) {
+    /// Records a cost of one job (or one step) of `class` measured at `at_nanos`.
+    pub fn record(&mut self, class: ClassId, cost_nanos: Nanos, at_nanos: Nanos) {
         let window = self.window;
         let e = self.entry(class);
         if e.recent.len() == window {
             e.recent.pop_front();
         }
-        e.recent.push_back(cost_nanos);
+        e.recent.push_back((at_nanos, cost_nanos));
     }
 
-    /// The predicted cost of the next job of `class`.
-    pub fn predict(&self, class: ClassId) -> Nanos {
+    /// The predicted cost of the next job of `class` at `now_nanos`.
+    pub fn predict(&self, class: ClassId, now_nanos: Nanos) -> Nanos {
         let Some(e) = self.classes.get(class.0 as usize) else {
             return 0;
         };
-        if e.recent.len() < self.min_samples {
+        let fresh =
+            |&&(at, _): &&(Nanos, Nanos)| at.saturating_add(self.max_age_nanos) >= now_nanos;
+        if e.recent.iter().filter(fresh).count() < self.min_samples {
             return e.prior_nanos;
         }
-        let mut sorted: Vec<Nanos> = e.recent.iter().copied().collect();
+        let mut sorted: Vec<Nanos> = e.recent.iter().filter(fresh).map(|r| r.1).collect();
         sorted.sort_unstable();
         // Nearest-rank P95.
         let rank = (sorted.len() * 95).div_ceil(100).max(1);
@@ -81,20 +91,22 @@ mod tests {
 
     #[test]
     fn prior_until_enough_samples_then_p95_of_the_window() {
-        let mut m = CostModel::new(20, 5);
+        let mut m = CostModel::new(20, 5, 1_000);
         let c = ClassId(3);
-        assert_eq!(m.predict(c), 0, "unknown class costs nothing known");
+        assert_eq!(m.predict(c, 0), 0, "unknown class costs nothing known");
         m.set_prior(c, 12_000_000);
         for v in 1..=4 {
-            m.record(c, v);
+            m.record(c, v, 0);
         }
-        assert_eq!(m.predict(c), 12_000_000);
-        m.record(c, 5);
-        assert_eq!(m.predict(c), 5);
+        assert_eq!(m.predict(c, 0), 12_000_000);
+        m.record(c, 5, 0);
+        assert_eq!(m.predict(c, 0), 5);
         for v in 6..=40 {
-            m.record(c, v);
+            m.record(c, v, 10);
         }
         // Window holds 21..=40: P95 (nearest rank 19 of 20) is 39.
-        assert_eq!(m.predict(c), 39);
+        assert_eq!(m.predict(c, 10), 39);
+        // Long after the last measurement, the prior applies again.
+        assert_eq!(m.predict(c, 2_000), 12_000_000);
     }
 }
