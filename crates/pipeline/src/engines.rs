@@ -21,10 +21,11 @@ use mmsched_scenario::{ModelKind, Scenario};
 
 use crate::config::RunError;
 
-/// Detector input of the camera stream: one fixed plan, small enough for 5+ fps on a core.
+/// Detector input of the camera stream: one fixed plan for the 16:9 frames (640×360 scaled
+/// to 320×180, padded to a multiple of 32), small enough for 5+ fps on one core.
 pub const CAMERA_DET_SIZE: DetInputSize = DetInputSize::Fixed {
     width: 320,
-    height: 320,
+    height: 192,
 };
 
 /// A model shared between worker threads.
@@ -82,6 +83,28 @@ fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Op
     })
 }
 
+/// One generated camera frame with text on it.
+fn warm_up_frame() -> Result<RgbFrame, BackendError> {
+    use mmsched_core::time::ManualClock;
+    use mmsched_runtime::source::Source;
+    use mmsched_runtime::source::camera::{Camera, CameraConfig};
+    let (w, h) = crate::inputs::FRAME_SIZE;
+    let mut camera = Camera::new(
+        CameraConfig {
+            width: w,
+            height: h,
+            ..CameraConfig::default()
+        },
+        ManualClock::new(0),
+    )
+    .map_err(|e| BackendError::InvalidInput(e.to_string()))?;
+    let frame = camera
+        .poll()
+        .ok_or_else(|| BackendError::InvalidInput("the camera gave no frame".into()))?
+        .payload;
+    RgbFrame::new(frame.width, frame.height, frame.rgb)
+}
+
 fn uses(scenario: &Scenario, kind: ModelKind) -> bool {
     let names: Vec<&str> = scenario
         .models()
@@ -102,11 +125,13 @@ impl Engines {
     pub fn warm_up(&mut self) -> Result<(), RunError> {
         let clock = MonotonicClock::new();
         if !self.ocr.is_empty() {
-            let frame = RgbFrame::new(320, 96, vec![200; 320 * 96 * 3])
-                .map_err(model_err("vision (PP-OCRv4)"))?;
+            // A frame like the camera's, with text, so the recogniser warms up too.
+            let frame = warm_up_frame().map_err(model_err("vision (PP-OCRv4)"))?;
             for ocr in &self.ocr {
-                run_timed(&mut *lock(ocr), &frame, &clock)
-                    .map_err(model_err("vision (PP-OCRv4)"))?;
+                for _ in 0..2 {
+                    run_timed(&mut *lock(ocr), &frame, &clock)
+                        .map_err(model_err("vision (PP-OCRv4)"))?;
+                }
             }
         }
         if let Some(vad) = &self.vad {

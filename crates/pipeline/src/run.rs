@@ -39,6 +39,8 @@ use mmsched_runtime::sched::exec::{
 use mmsched_runtime::sched::{
     ExecEvent, Executor, LaneConfig, SchedulerKind, StepOutcome, Task, TaskInfo, Work,
 };
+use mmsched_runtime::source::Source;
+use mmsched_runtime::source::delivery::{Arrival, Delivered};
 use mmsched_trace::record::stage;
 
 use crate::audio::AudioPath;
@@ -266,6 +268,7 @@ struct Run<'o> {
     last_health: Nanos,
     step_log: Vec<LogEntry>,
     pressure_pct: Vec<f64>,
+    warm: std::collections::HashSet<(ClassId, usize)>,
     #[cfg(target_os = "linux")]
     power: Option<mmsched_runtime::platform::power::LinuxPower<Device>>,
     power_calls: u64,
@@ -341,12 +344,14 @@ impl Run<'_> {
         self.next_tag
     }
 
-    fn place(&mut self, stream: &str, stamp: u64, arrival: Nanos, truth: Nanos) -> Nanos {
+    /// Places an arrived event on the device timeline (and checks the placement against
+    /// the event's true capture time).
+    fn place<P>(&mut self, stream: &str, a: &Arrival<P>) -> Nanos {
         let Some((_, ingest)) = self.ingest.iter_mut().find(|(n, _)| n == stream) else {
-            return arrival;
+            return a.arrival_nanos;
         };
-        let placed = ingest.place(stamp, arrival);
-        ingest.record_truth(placed, truth);
+        let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
+        ingest.record_truth(placed, a.event.capture_device_nanos);
         placed.device_nanos
     }
 
@@ -379,22 +384,14 @@ impl Run<'_> {
     }
 
     fn poll_camera(&mut self, now: Nanos) {
-        let Some((cam, stream)) = &mut self.inputs.camera else {
-            return;
-        };
-        let sla = (stream.sla_ms * 1e6) as Nanos;
-        let name = stream.name.clone();
-        let mut arrived = Vec::new();
-        while let Some(a) = cam.poll() {
-            arrived.push(a);
-        }
-        for a in arrived {
-            let capture = self.place(
-                &name,
-                a.event.stamp_nanos,
-                a.arrival_nanos,
-                a.event.capture_device_nanos,
-            );
+        let sla = self
+            .inputs
+            .camera
+            .as_ref()
+            .map_or(0.0, |c| c.1.sla_ms * 1e6) as Nanos;
+        let (name, arrivals) = arrived(&mut self.inputs.camera);
+        for a in arrivals {
+            let capture = self.place(&name, &a);
             if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
                 // Degraded: half the frame rate (the frequency scaling this device can do).
                 self.camera_scaled_frames += 1;
@@ -463,22 +460,10 @@ impl Run<'_> {
     }
 
     fn poll_mic(&mut self, now: Nanos) {
-        let Some((mic, stream)) = &mut self.inputs.mic else {
-            return;
-        };
-        let sla = (stream.sla_ms * 1e6) as Nanos;
-        let name = stream.name.clone();
-        let mut arrived = Vec::new();
-        while let Some(a) = mic.poll() {
-            arrived.push(a);
-        }
-        for a in arrived {
-            self.place(
-                &name,
-                a.event.stamp_nanos,
-                a.arrival_nanos,
-                a.event.capture_device_nanos,
-            );
+        let sla = self.inputs.mic.as_ref().map_or(0.0, |m| m.1.sla_ms * 1e6) as Nanos;
+        let (name, arrivals) = arrived(&mut self.inputs.mic);
+        for a in arrivals {
+            self.place(&name, &a);
             let seq = a.event.seq;
             let Some(audio) = &mut self.audio else {
                 continue;
@@ -525,47 +510,25 @@ impl Run<'_> {
     }
 
     fn poll_imu_and_text(&mut self, now: Nanos) {
-        if let Some((imu, stream)) = &mut self.inputs.imu {
-            let name = stream.name.clone();
-            let mut arrived = Vec::new();
-            while let Some(a) = imu.poll() {
-                arrived.push(a);
-            }
-            for a in arrived {
-                self.place(
-                    &name,
-                    a.event.stamp_nanos,
-                    a.arrival_nanos,
-                    a.event.capture_device_nanos,
-                );
-            }
+        let (name, arrivals) = arrived(&mut self.inputs.imu);
+        for a in arrivals {
+            self.place(&name, &a);
         }
-        if let Some((text, stream)) = &mut self.inputs.text {
-            let name = stream.name.clone();
-            let mut arrived = Vec::new();
-            while let Some(a) = text.poll() {
-                arrived.push(a);
-            }
-            for a in arrived {
-                self.place(
-                    &name,
-                    a.event.stamp_nanos,
-                    a.arrival_nanos,
-                    a.event.capture_device_nanos,
-                );
-                // Ask about what was just heard when there is a transcript.
-                let prompt = match &self.last_transcript {
-                    Some(t) if a.event.seq % 2 == 0 => {
-                        format!("In one sentence, what is this about: {t}")
-                    }
-                    _ => a.event.payload.prompt,
-                };
-                self.llm_queue.push_back((
-                    a.arrival_nanos.min(now),
-                    prompt,
-                    a.event.payload.max_tokens,
-                ));
-            }
+        let (name, arrivals) = arrived(&mut self.inputs.text);
+        for a in arrivals {
+            self.place(&name, &a);
+            // Every other request asks about what was just heard, when there is a transcript.
+            let prompt = match &self.last_transcript {
+                Some(t) if a.event.seq % 2 == 0 => {
+                    format!("In one sentence, what is this about: {t}")
+                }
+                _ => a.event.payload.prompt,
+            };
+            self.llm_queue.push_back((
+                a.arrival_nanos.min(now),
+                prompt,
+                a.event.payload.max_tokens,
+            ));
         }
     }
 
@@ -658,11 +621,15 @@ impl Run<'_> {
                         continue;
                     };
                     let output = self.outputs.remove(&info.tag);
-                    self.cost.record(
-                        info.class,
-                        ended_nanos.saturating_sub(started_nanos),
-                        ended_nanos,
-                    );
+                    // A model's first job on a worker thread pays for that thread's
+                    // first touch of the model's memory: not a cost to predict from.
+                    if !self.warm.insert((info.class, worker)) {
+                        self.cost.record(
+                            info.class,
+                            ended_nanos.saturating_sub(started_nanos),
+                            ended_nanos,
+                        );
+                    }
                     let track = format!("worker-{worker}");
                     let stage_name = match (&rec.kind, &output) {
                         (Kind::Llm, Some(Output::Llm { token: None, .. })) => stage::PREFILL,
@@ -1070,6 +1037,20 @@ impl ThreadCpu {
     }
 }
 
+/// Everything a delivered source has brought by now, with the stream's name.
+fn arrived<S: Source, C: Clock>(
+    input: &mut Option<(Delivered<S, C>, mmsched_scenario::Stream)>,
+) -> (String, Vec<Arrival<S::Payload>>) {
+    let Some((d, stream)) = input else {
+        return (String::new(), Vec::new());
+    };
+    let mut out = Vec::new();
+    while let Some(a) = d.poll() {
+        out.push(a);
+    }
+    (stream.name.clone(), out)
+}
+
 fn tag_of(o: &Output) -> u64 {
     match o {
         Output::Vision { tag, .. }
@@ -1258,6 +1239,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         last_health: start,
         step_log: Vec::new(),
         pressure_pct: Vec::new(),
+        warm: Default::default(),
         #[cfg(target_os = "linux")]
         power,
         power_calls: 0,

@@ -154,25 +154,34 @@ pub(crate) fn setup_lane(
     }
 }
 
+/// Runs one step of `work` on the calling thread, timed with `clock`.
+pub(crate) fn run_step<C: Clock + ?Sized>(
+    lane: usize,
+    job: JobId,
+    mut work: Box<dyn Work>,
+    clock: &C,
+) -> Completion {
+    let started_nanos = clock.now_nanos();
+    let outcome = work.step();
+    let ended_nanos = clock.now_nanos();
+    Completion {
+        lane,
+        job,
+        outcome,
+        work,
+        started_nanos,
+        ended_nanos,
+    }
+}
+
 pub(crate) fn worker_loop<C: Clock>(
     lane: usize,
     rx: &Receiver<Task>,
     clock: &C,
     done: &Sender<Completion>,
 ) {
-    while let Ok((job, mut work)) = rx.recv() {
-        let started_nanos = clock.now_nanos();
-        let outcome = work.step();
-        let ended_nanos = clock.now_nanos();
-        let c = Completion {
-            lane,
-            job,
-            outcome,
-            work,
-            started_nanos,
-            ended_nanos,
-        };
-        if done.send(c).is_err() {
+    while let Ok((job, work)) = rx.recv() {
+        if done.send(run_step(lane, job, work, clock)).is_err() {
             return;
         }
     }

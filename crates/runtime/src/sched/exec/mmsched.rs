@@ -1,7 +1,7 @@
 //! mmsched's executor: the core's shared decision step carried out on worker threads.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use mmsched_core::Modality;
@@ -11,8 +11,8 @@ use mmsched_core::scheduler::{Decision, LogEntry, SchedEvent, Scheduler, Schedul
 use mmsched_core::slots::SlotState;
 use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 
-use super::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
-use crate::sched::worker::{Completion, LaneConfig, WorkerPool};
+use super::{Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo, done_event};
+use crate::sched::worker::{LaneConfig, WorkerPool};
 
 /// How far ahead slot occupancy is measured, in nanoseconds.
 const OCCUPANCY_WINDOW_NANOS: Nanos = 200_000_000;
@@ -39,8 +39,7 @@ use crate::sched::work::Work;
 pub struct MmschedExecutor<C: Clock> {
     sched: Scheduler,
     pool: WorkerPool,
-    done: Receiver<Completion>,
-    stash: Vec<Completion>,
+    done: Completions,
     jobs: HashMap<JobId, Entry>,
     arrivals: Vec<SchedEvent>,
     decisions: Vec<Decision>,
@@ -93,8 +92,7 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
         Ok(Self {
             sched,
             pool,
-            done,
-            stash: Vec::new(),
+            done: Completions::new(done),
             jobs: HashMap::new(),
             arrivals: Vec::new(),
             decisions: Vec::new(),
@@ -144,22 +142,13 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
 
     fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
         let mut events = std::mem::take(&mut self.arrivals);
-        self.stash.extend(self.done.try_iter());
-        for c in self.stash.drain(..) {
+        for c in self.done.take() {
             events.push(SchedEvent::Finish {
                 worker: c.lane as u32,
                 job: c.job,
             });
             if let Some(e) = self.jobs.remove(&c.job) {
-                out.push(ExecEvent::Done {
-                    job: c.job,
-                    info: e.info,
-                    worker: c.lane,
-                    outcome: c.outcome,
-                    work: c.work,
-                    started_nanos: c.started_nanos,
-                    ended_nanos: c.ended_nanos,
-                });
+                out.push(done_event(c, e.info));
             }
         }
         if events.is_empty() && self.sched.queued() == 0 {
@@ -203,13 +192,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        if !self.stash.is_empty() {
-            return;
-        }
-        match self.done.recv_timeout(timeout) {
-            Ok(c) => self.stash.push(c),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
-        }
+        self.done.wait(timeout);
     }
 
     fn in_flight(&self) -> usize {

@@ -21,6 +21,7 @@ mod threads;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use mmsched_core::Modality;
@@ -33,6 +34,7 @@ pub use queue::{QueueOrder, SharedQueue};
 pub use threads::ThreadPerModel;
 
 use super::work::{StepOutcome, Work, WorkError};
+use super::worker::Completion;
 
 /// Which scheduler runs the jobs (`--scheduler`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -245,6 +247,51 @@ pub trait Executor: Send {
     /// Every decision step recorded so far (mmsched with `record_steps` only).
     fn take_step_log(&mut self) -> Vec<mmsched_core::scheduler::LogEntry> {
         Vec::new()
+    }
+}
+
+/// Finished steps coming back from the workers, with the one a [`Executor::wait`]
+/// received kept for the next poll.
+#[derive(Debug)]
+pub(crate) struct Completions {
+    rx: Receiver<Completion>,
+    stash: Vec<Completion>,
+}
+
+impl Completions {
+    pub(crate) fn new(rx: Receiver<Completion>) -> Self {
+        Self {
+            rx,
+            stash: Vec::new(),
+        }
+    }
+
+    /// Every step finished so far.
+    pub(crate) fn take(&mut self) -> Vec<Completion> {
+        self.stash.extend(self.rx.try_iter());
+        std::mem::take(&mut self.stash)
+    }
+
+    /// Blocks until a step finishes or `timeout` passes.
+    pub(crate) fn wait(&mut self, timeout: Duration) {
+        if self.stash.is_empty()
+            && let Ok(c) = self.rx.recv_timeout(timeout)
+        {
+            self.stash.push(c);
+        }
+    }
+}
+
+/// The event of a finished step of the job described by `info`.
+pub(crate) fn done_event(c: Completion, info: TaskInfo) -> ExecEvent {
+    ExecEvent::Done {
+        job: c.job,
+        info,
+        worker: c.lane,
+        outcome: c.outcome,
+        work: c.work,
+        started_nanos: c.started_nanos,
+        ended_nanos: c.ended_nanos,
     }
 }
 

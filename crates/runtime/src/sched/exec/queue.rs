@@ -4,7 +4,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -13,9 +13,12 @@ use mmsched_core::Modality;
 use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::time::{Clock, Nanos};
 
-use super::{ClassNames, ExecEvent, Executor, IDLE_POLL, SchedulerKind, Task, TaskInfo};
+use super::{
+    ClassNames, Completions, ExecEvent, Executor, IDLE_POLL, SchedulerKind, Task, TaskInfo,
+    done_event,
+};
 use crate::sched::work::Work;
-use crate::sched::worker::{Completion, LaneConfig};
+use crate::sched::worker::{Completion, LaneConfig, run_step};
 
 /// The order of the shared queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +63,7 @@ fn lock(s: &Shared) -> MutexGuard<'_, State> {
 pub struct SharedQueue {
     order: QueueOrder,
     shared: Arc<Shared>,
-    done: Receiver<Completion>,
-    stash: Vec<Completion>,
+    done: Completions,
     handles: Vec<JoinHandle<()>>,
     infos: HashMap<JobId, TaskInfo>,
     classes: ClassNames,
@@ -124,8 +126,7 @@ impl SharedQueue {
         Self {
             order,
             shared,
-            done,
-            stash: Vec::new(),
+            done: Completions::new(done),
             handles,
             infos: HashMap::new(),
             classes: ClassNames::default(),
@@ -137,7 +138,7 @@ impl SharedQueue {
 
 fn take_loop<C: Clock>(lane: usize, shared: &Shared, clock: &C, done: &Sender<Completion>) {
     loop {
-        let (job, mut work) = {
+        let (job, work) = {
             let mut st = lock(shared);
             loop {
                 if st.closed {
@@ -156,18 +157,8 @@ fn take_loop<C: Clock>(lane: usize, shared: &Shared, clock: &C, done: &Sender<Co
                     .unwrap_or_else(|p| p.into_inner().0);
             }
         };
-        let started_nanos = clock.now_nanos();
-        let outcome = work.step();
-        let ended_nanos = clock.now_nanos();
+        let c = run_step(lane, job, work, clock);
         lock(shared).running[lane] = false;
-        let c = Completion {
-            lane,
-            job,
-            outcome,
-            work,
-            started_nanos,
-            ended_nanos,
-        };
         if done.send(c).is_err() {
             return;
         }
@@ -211,30 +202,15 @@ impl Executor for SharedQueue {
     }
 
     fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
-        self.stash.extend(self.done.try_iter());
-        for c in self.stash.drain(..) {
+        for c in self.done.take() {
             if let Some(info) = self.infos.remove(&c.job) {
-                out.push(ExecEvent::Done {
-                    job: c.job,
-                    info,
-                    worker: c.lane,
-                    outcome: c.outcome,
-                    work: c.work,
-                    started_nanos: c.started_nanos,
-                    ended_nanos: c.ended_nanos,
-                });
+                out.push(done_event(c, info));
             }
         }
     }
 
     fn wait(&mut self, timeout: Duration) {
-        if !self.stash.is_empty() {
-            return;
-        }
-        match self.done.recv_timeout(timeout) {
-            Ok(c) => self.stash.push(c),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
-        }
+        self.done.wait(timeout);
     }
 
     fn in_flight(&self) -> usize {

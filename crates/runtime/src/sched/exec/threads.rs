@@ -3,7 +3,7 @@
 //! shares the cores among the threads — what most multimodal applications do today.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -11,9 +11,11 @@ use std::time::Duration;
 use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::time::{Clock, Nanos};
 
-use super::{ClassNames, ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
+use super::{
+    ClassNames, Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo, done_event,
+};
 use crate::sched::work::Work;
-use crate::sched::worker::Completion;
+use crate::sched::worker::{Completion, run_step};
 
 /// Where a class thread takes its jobs from.
 type JobSender = Sender<(JobId, Box<dyn Work>)>;
@@ -25,8 +27,7 @@ pub struct ThreadPerModel<C: Clock> {
     busy: Arc<Mutex<Vec<bool>>>,
     lane_of: HashMap<ClassId, usize>,
     done_tx: Sender<Completion>,
-    done: Receiver<Completion>,
-    stash: Vec<Completion>,
+    done: Completions,
     infos: HashMap<JobId, TaskInfo>,
     classes: ClassNames,
     next_id: u64,
@@ -51,8 +52,7 @@ impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
             busy: Arc::new(Mutex::new(Vec::new())),
             lane_of: HashMap::new(),
             done_tx,
-            done,
-            stash: Vec::new(),
+            done: Completions::new(done),
             infos: HashMap::new(),
             classes: ClassNames::default(),
             next_id: 0,
@@ -72,20 +72,10 @@ impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
                 let (tx, rx) = channel::<(JobId, Box<dyn Work>)>();
                 set_busy(&busy, lane, false);
                 let handle = std::thread::spawn(move || {
-                    for (job, mut work) in rx {
+                    for (job, work) in rx {
                         set_busy(&busy, lane, true);
-                        let started_nanos = clock.now_nanos();
-                        let outcome = work.step();
-                        let ended_nanos = clock.now_nanos();
+                        let c = run_step(lane, job, work, &clock);
                         set_busy(&busy, lane, false);
-                        let c = Completion {
-                            lane,
-                            job,
-                            outcome,
-                            work,
-                            started_nanos,
-                            ended_nanos,
-                        };
                         if done.send(c).is_err() {
                             return;
                         }
@@ -137,30 +127,15 @@ impl<C: Clock + Clone + Send + 'static> Executor for ThreadPerModel<C> {
     }
 
     fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
-        self.stash.extend(self.done.try_iter());
-        for c in self.stash.drain(..) {
+        for c in self.done.take() {
             if let Some(info) = self.infos.remove(&c.job) {
-                out.push(ExecEvent::Done {
-                    job: c.job,
-                    info,
-                    worker: c.lane,
-                    outcome: c.outcome,
-                    work: c.work,
-                    started_nanos: c.started_nanos,
-                    ended_nanos: c.ended_nanos,
-                });
+                out.push(done_event(c, info));
             }
         }
     }
 
     fn wait(&mut self, timeout: Duration) {
-        if !self.stash.is_empty() {
-            return;
-        }
-        match self.done.recv_timeout(timeout) {
-            Ok(c) => self.stash.push(c),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
-        }
+        self.done.wait(timeout);
     }
 
     fn in_flight(&self) -> usize {
