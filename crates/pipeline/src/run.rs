@@ -269,6 +269,9 @@ struct Run<'o> {
     step_log: Vec<LogEntry>,
     pressure_pct: Vec<f64>,
     warm: std::collections::HashSet<(ClassId, usize)>,
+    /// The camera's standing reservation: predicted frame cost it was booked with, and
+    /// whether at the halved rate.
+    camera_booking: Option<(Nanos, bool)>,
     #[cfg(target_os = "linux")]
     power: Option<mmsched_runtime::platform::power::LinuxPower<Device>>,
     power_calls: u64,
@@ -852,6 +855,19 @@ impl Run<'_> {
         self.exec.cancel_stream(class);
         self.exec
             .reserve_stream(class, Modality::Image, first, period, cost);
+        self.camera_booking = Some((cost, halved));
+    }
+
+    /// Keeps the camera's occurrences as long as a frame really takes: rebooked when the
+    /// predicted cost moved by more than a tenth since the last booking.
+    fn follow_camera_cost(&mut self, now: Nanos) {
+        let Some((booked, halved)) = self.camera_booking else {
+            return;
+        };
+        let cost = self.cost.predict(self.classes.vision, now);
+        if cost.abs_diff(booked) * 10 > booked {
+            self.rebook_camera(now, halved);
+        }
     }
 
     fn sample(&mut self, now: Nanos) {
@@ -891,6 +907,7 @@ impl Run<'_> {
         if now >= self.next_progress {
             self.next_progress = now + PROGRESS_NANOS;
             self.sample_pressure(now);
+            self.follow_camera_cost(now);
             let counts = Kind::ALL.map(|k| {
                 let s = self.stats.kind(k);
                 (s.completed, s.deadline_misses, s.skipped, s.shed)
@@ -1240,6 +1257,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         step_log: Vec::new(),
         pressure_pct: Vec::new(),
         warm: Default::default(),
+        camera_booking: None,
         #[cfg(target_os = "linux")]
         power,
         power_calls: 0,
