@@ -13,5 +13,5 @@ pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
 pub use model::{WhisperFiles, WhisperModel};
-pub use session::{AsrOptions, AsrSession};
+pub use session::{AsrOptions, AsrSession, EngineParts, MelWindows};
 pub use wer::word_error_rate;

@@ -27,6 +27,25 @@ pub struct MelWindows {
     windows: Vec<Tensor>,
 }
 
+impl MelWindows {
+    /// The windows, in order (tensors are reference counted: cloning one is cheap).
+    pub fn windows(&self) -> &[Tensor] {
+        &self.windows
+    }
+}
+
+/// What the session drives on every window, lent out so that the engine can be called
+/// without the session (`mmsched bench models` measures the session against that).
+#[derive(Debug)]
+pub struct EngineParts<'a> {
+    /// The loaded model (encoder, decoder, tokenizer, special tokens).
+    pub model: &'a mut WhisperModel,
+    /// Logit mask added at every decoding step after the first (0 or −∞ per token).
+    pub suppress: &'a Tensor,
+    /// Logit mask added at the first decoding step (also bans end-of-text and a blank).
+    pub suppress_first: &'a Tensor,
+}
+
 /// A loaded Whisper model with its thread pool.
 #[derive(Debug)]
 pub struct AsrSession {
@@ -75,6 +94,20 @@ impl AsrSession {
             suppress,
             suppress_first,
         })
+    }
+
+    /// Worker threads of the session's engine pool.
+    pub fn threads(&self) -> usize {
+        self.threads.threads()
+    }
+
+    /// The model and the logit masks the session decodes with.
+    pub fn engine_parts(&mut self) -> EngineParts<'_> {
+        EngineParts {
+            model: &mut self.whisper,
+            suppress: &self.suppress,
+            suppress_first: &self.suppress_first,
+        }
     }
 }
 

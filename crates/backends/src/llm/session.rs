@@ -210,6 +210,27 @@ impl LlmSession {
         self.position
     }
 
+    /// Worker threads of the session's engine pool.
+    pub fn threads(&self) -> usize {
+        self.threads.threads()
+    }
+
+    /// Lends the model out for calls that bypass the session (`mmsched bench models`
+    /// measures the session against them). Ends the current sequence first: the KV cache
+    /// is cleared and [`step`](Self::step) refuses to run until the next
+    /// [`start`](Self::start), so the session never continues from a cache it did not fill.
+    pub fn model_mut(&mut self) -> &mut Gemma3 {
+        self.end_sequence();
+        &mut self.model
+    }
+
+    fn end_sequence(&mut self) {
+        self.model.clear_kv_cache();
+        self.pending.clear();
+        self.position = 0;
+        self.last = None;
+    }
+
     /// Starts a new sequence with `prompt`: clears the KV cache, resets the sampler and
     /// queues the prompt's tokens for prefill. Returns the number of prompt tokens.
     pub fn start(&mut self, prompt: &str) -> Result<usize, BackendError> {
@@ -430,9 +451,7 @@ impl LlmSession {
                 break;
             }
         }
-        self.model.clear_kv_cache();
-        self.position = 0;
-        self.last = None;
+        self.end_sequence();
         Ok(out)
     }
 }
