@@ -215,15 +215,14 @@ impl LlmSession {
         self.threads.threads()
     }
 
-    /// Lends the model out for calls that bypass the session (`mmsched bench models`
-    /// measures the session against them). Ends the current sequence first: the KV cache
-    /// is cleared and [`step`](Self::step) refuses to run until the next
-    /// [`start`](Self::start), so the session never continues from a cache it did not fill.
-    pub fn model_mut(&mut self) -> &mut Gemma3 {
-        self.end_sequence();
-        &mut self.model
+    /// The model, for calls that bypass the session (`mmsched bench models` measures the
+    /// session against them). Cloning it is cheap: the clone shares the weights and has
+    /// its own KV cache.
+    pub fn model(&self) -> &Gemma3 {
+        &self.model
     }
 
+    /// Forgets the current sequence: empty KV cache, nothing queued, nothing to continue.
     fn end_sequence(&mut self) {
         self.model.clear_kv_cache();
         self.pending.clear();

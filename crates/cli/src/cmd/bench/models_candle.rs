@@ -7,12 +7,15 @@
 //! thread pool of the same size. The direct call must produce the session's tokens.
 //!
 //! **Gemma-3** generations prefill a fixed prompt, then decode greedily one token per
-//! `LlmSession::step`, each step timed from outside the session. Each generation is
-//! followed by a direct one: the session's model (`Gemma3::forward`) and an argmax in a
-//! plain loop on the same prompt tokens, inside one pool of the same size, with a stage
-//! timer over a clock that never moves (its marks are the only instrumentation left). The
-//! layer ratio is decode tokens/s through the session ÷ through the direct loop, on
-//! medians over generations; the greedy tokens of both must be identical.
+//! `LlmSession::step`, each call timed from outside the session. Every generation runs
+//! together with a direct one: a clone of the session's model (shared weights, its own KV
+//! cache), its `Gemma3::forward` and an argmax, on the same prompt tokens, on a pool of the
+//! same size, with a stage timer over a clock that never moves. The two alternate call by
+//! call (prefill, then each step, the first of the two alternating), because on a shared
+//! machine the load changes faster than a generation lasts: alternating whole generations
+//! measured the neighbours, not the layer. Both paths hop onto their pool once per call,
+//! as one schedulable step must. The layer ratio is decode tokens/s through the session ÷
+//! through the direct loop, medians over generations; the greedy tokens must be identical.
 
 use std::sync::Arc;
 
@@ -222,75 +225,121 @@ impl Generation {
     }
 }
 
-/// Prefill and `n - 1` decode steps through the session, each call timed from outside.
-fn layer_generation(
+/// The session's model driven without the session: a clone (shared weights, its own KV
+/// cache), its forward pass and an argmax, on a pool as large as the session's.
+struct DirectLoop {
+    model: Gemma3,
+    pool: EngineThreads,
+    chunk: usize,
+    position: usize,
+    last: u32,
+}
+
+impl DirectLoop {
+    /// Runs `f` with the model on the pool and a stage timer whose clock never moves.
+    fn run<R: Send>(
+        &mut self,
+        f: impl FnOnce(&mut Gemma3, &mut StageTimer<'_>) -> candle_core::Result<R> + Send,
+    ) -> candle_core::Result<R> {
+        let model = &mut self.model;
+        self.pool.install(|| {
+            let still = ManualClock::new(0);
+            let mut timer = StageTimer::start(&still);
+            f(model, &mut timer)
+        })
+    }
+
+    /// Prefills `prompt` (in the session's chunk size) and returns the first token.
+    fn prefill(&mut self, prompt: &[u32]) -> candle_core::Result<u32> {
+        let chunk = self.chunk.max(1);
+        let first = self.run(|model, timer| {
+            model.clear_kv_cache();
+            let mut position = 0;
+            let mut logits = None;
+            for ids in prompt.chunks(chunk) {
+                let input = Tensor::new(ids, &Device::Cpu)?.unsqueeze(0)?;
+                logits = Some(model.forward(&input, position, timer)?);
+                position += ids.len();
+            }
+            let Some(logits) = logits else {
+                candle_core::bail!("empty prompt");
+            };
+            logits.argmax(D::Minus1)?.to_scalar::<u32>()
+        })?;
+        self.position = prompt.len();
+        self.last = first;
+        Ok(first)
+    }
+
+    /// One decode step: feeds the last token and returns the argmax of the next.
+    fn step(&mut self) -> candle_core::Result<u32> {
+        let (last, position) = (self.last, self.position);
+        let next = self.run(|model, timer| {
+            let input = Tensor::new(&[last], &Device::Cpu)?.unsqueeze(0)?;
+            model
+                .forward(&input, position, timer)?
+                .argmax(D::Minus1)?
+                .to_scalar::<u32>()
+        })?;
+        self.position += 1;
+        self.last = next;
+        Ok(next)
+    }
+}
+
+/// Runs one layer generation and one direct generation of `n` tokens each, interleaved
+/// call by call (prefill, then step by step), which of the two goes first alternating, so
+/// that both see the same machine load even on a shared, busy machine.
+fn generation_pair(
     s: &mut LlmSession,
+    d: &mut DirectLoop,
     prompt: &[u32],
     n: usize,
     clock: &MonotonicClock,
-) -> Result<Generation> {
+) -> Result<(Generation, Generation)> {
+    let (mut layer, mut direct) = (Generation::default(), Generation::default());
     let chunk = s.options().prefill_chunk;
-    let t0 = clock.now_nanos();
-    s.start_tokens(prompt.to_vec())?;
-    let first = loop {
-        if let Some(t) = s.prefill_chunk(chunk)? {
-            break t;
-        }
+    let mut layer_prefill = |g: &mut Generation| -> Result<()> {
+        let t = clock.now_nanos();
+        s.start_tokens(prompt.to_vec())?;
+        let first = loop {
+            if let Some(t) = s.prefill_chunk(chunk)? {
+                break t;
+            }
+        };
+        g.ttft_nanos = clock.now_nanos() - t;
+        g.tokens.push(first.id);
+        Ok(())
     };
-    let mut g = Generation {
-        ttft_nanos: clock.now_nanos() - t0,
-        tokens: vec![first.id],
-        ..Generation::default()
-    };
-    for _ in 1..n {
+    layer_prefill(&mut layer)?;
+    let t = clock.now_nanos();
+    direct.tokens.push(d.prefill(prompt)?);
+    direct.ttft_nanos = clock.now_nanos() - t;
+    let layer_step = |s: &mut LlmSession, g: &mut Generation| -> Result<()> {
         let t = clock.now_nanos();
         let token = s.step()?;
         g.step_nanos.push(clock.now_nanos() - t);
         g.stages.push(token.stages);
         g.tokens.push(token.id);
-    }
-    Ok(g)
-}
-
-/// The same generation without the session: the model's forward pass and an argmax.
-fn direct_generation(
-    model: &mut Gemma3,
-    prompt: &[u32],
-    chunk: usize,
-    n: usize,
-    clock: &MonotonicClock,
-) -> candle_core::Result<Generation> {
-    let still = ManualClock::new(0);
-    let mut timer = StageTimer::start(&still);
-    let device = Device::Cpu;
-    let t0 = clock.now_nanos();
-    model.clear_kv_cache();
-    let mut position = 0;
-    let mut logits = None;
-    for ids in prompt.chunks(chunk.max(1)) {
-        let input = Tensor::new(ids, &device)?.unsqueeze(0)?;
-        logits = Some(model.forward(&input, position, &mut timer)?);
-        position += ids.len();
-    }
-    let Some(logits) = logits else {
-        candle_core::bail!("empty prompt");
+        Ok(())
     };
-    let mut next = logits.argmax(D::Minus1)?.to_scalar::<u32>()?;
-    let mut g = Generation {
-        ttft_nanos: clock.now_nanos() - t0,
-        tokens: vec![next],
-        ..Generation::default()
-    };
-    for _ in 1..n {
+    let direct_step = |d: &mut DirectLoop, g: &mut Generation| -> Result<()> {
         let t = clock.now_nanos();
-        let input = Tensor::new(&[next], &device)?.unsqueeze(0)?;
-        let logits = model.forward(&input, position, &mut timer)?;
-        position += 1;
-        next = logits.argmax(D::Minus1)?.to_scalar::<u32>()?;
+        let id = d.step()?;
         g.step_nanos.push(clock.now_nanos() - t);
-        g.tokens.push(next);
+        g.tokens.push(id);
+        Ok(())
+    };
+    for i in 1..n {
+        if i % 2 == 0 {
+            direct_step(d, &mut direct)?;
+            layer_step(s, &mut layer)?;
+        } else {
+            layer_step(s, &mut layer)?;
+            direct_step(d, &mut direct)?;
+        }
     }
-    Ok(g)
+    Ok((layer, direct))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -341,28 +390,29 @@ fn bench_llm(
         LlmOptions::default(),
         session_clock,
     )?;
-    let pool = EngineThreads::new("llm-direct", s.threads())?;
-    let prompt = s.tokenizer().encode(PROMPT);
-    let chunk = s.options().prefill_chunk;
-    let direct = |s: &mut LlmSession| -> Result<Generation> {
-        let model = s.model_mut();
-        Ok(pool.install(|| direct_generation(model, &prompt, chunk, n, clock))?)
+    let mut direct = DirectLoop {
+        model: s.model().clone(),
+        pool: EngineThreads::new("llm-direct", s.threads())?,
+        chunk: s.options().prefill_chunk,
+        position: 0,
+        last: 0,
     };
+    let prompt = s.tokenizer().encode(PROMPT);
     bar.set_message(format!("gemma3-270m [candle, {n} tokens]"));
-    let mut same = layer_generation(&mut s, &prompt, n, clock)?.tokens == direct(&mut s)?.tokens;
+    let (l, d) = generation_pair(&mut s, &mut direct, &prompt, n, clock)?;
+    let mut same = l.tokens == d.tokens;
     let (mut layer, mut plain) = (PathStats::new(), PathStats::new());
     let (mut kv, mut attention, mut rest) = (hist(), hist(), hist());
     let mut tokens = Vec::new();
     for _ in 0..runs {
-        let g = layer_generation(&mut s, &prompt, n, clock)?;
+        let (g, d) = generation_pair(&mut s, &mut direct, &prompt, n, clock)?;
         layer.record(&g);
+        plain.record(&d);
         for st in &g.stages {
             kv.saturating_record(st.kv_cache_nanos.max(1));
             attention.saturating_record(st.attention_nanos.max(1));
             rest.saturating_record(st.rest_nanos.max(1));
         }
-        let d = direct(&mut s)?;
-        plain.record(&d);
         same &= g.tokens == d.tokens;
         tokens = g.tokens;
         bar.inc(1);
