@@ -75,7 +75,9 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
     for key in [
         "prompt_tokens",
         "tokens_per_s",
+        "mean_tokens_per_s",
         "direct_tokens_per_s",
+        "direct_mean_tokens_per_s",
         "layer_ratio",
         "peak_rss_mib",
     ] {
