@@ -2,9 +2,10 @@
 //! greedy decoder, post = detokenise.
 
 use candle_core::{Device, IndexOp, Tensor};
-use candle_transformers::models::whisper::{self, audio::pcm_to_mel};
+use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
+use crate::asr::mel::log_mel_spectrogram;
 use crate::asr::model::{WhisperFiles, WhisperModel};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
@@ -179,7 +180,7 @@ impl Backend for AsrSession {
         let windows = self.threads.install(|| {
             pcm.chunks(whisper::N_SAMPLES)
                 .map(|chunk| {
-                    let mel = pcm_to_mel(&m.config, chunk, &m.mel_filters);
+                    let mel = log_mel_spectrogram(chunk, &m.mel_filters, n_mels);
                     let frames = mel.len() / n_mels;
                     Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
                         2,
