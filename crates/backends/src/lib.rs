@@ -38,6 +38,10 @@ pub mod tract;
 pub mod vad;
 
 pub use backend::{Backend, BackendError};
+/// The tensor library of the candle engine (Whisper, Gemma-3), for callers that drive the
+/// models directly (benchmarks) without adding their own dependency on it.
+#[cfg(feature = "candle")]
+pub use candle_core;
 pub use engine::{EngineKind, EngineOptions, OnnxSession, open_session};
 pub use frame::RgbFrame;
 pub use probe::{StageTiming, run_timed};

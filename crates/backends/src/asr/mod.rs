@@ -1,17 +1,19 @@
 //! Speech recognition: Whisper tiny.en on candle.
 //!
 //! - [`audio`]: WAV reading, resampling to 16 kHz, the Slaney mel filterbank;
+//! - [`mel`]: the log-mel spectrogram (candle's, computed faster);
 //! - [`model`]: loading weights (converted safetensors), configuration and tokenizer;
 //! - [`wer`]: word error rate, to judge transcripts;
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
 //!   (log-mel, encoder, greedy decoding without timestamps, detokenising).
 
 pub mod audio;
+pub mod mel;
 pub mod model;
 pub mod session;
 pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
 pub use model::{WhisperFiles, WhisperModel};
-pub use session::{AsrOptions, AsrSession};
+pub use session::{AsrOptions, AsrSession, EngineParts, MelWindows};
 pub use wer::word_error_rate;

@@ -2,9 +2,10 @@
 //! greedy decoder, post = detokenise.
 
 use candle_core::{Device, IndexOp, Tensor};
-use candle_transformers::models::whisper::{self, audio::pcm_to_mel};
+use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
+use crate::asr::mel::log_mel_spectrogram;
 use crate::asr::model::{WhisperFiles, WhisperModel};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
@@ -25,6 +26,25 @@ pub struct AsrOptions {
 #[derive(Debug, Clone)]
 pub struct MelWindows {
     windows: Vec<Tensor>,
+}
+
+impl MelWindows {
+    /// The windows, in order (tensors are reference counted: cloning one is cheap).
+    pub fn windows(&self) -> &[Tensor] {
+        &self.windows
+    }
+}
+
+/// What the session drives on every window, lent out so that the engine can be called
+/// without the session (`mmsched bench models` measures the session against that).
+#[derive(Debug)]
+pub struct EngineParts<'a> {
+    /// The loaded model (encoder, decoder, tokenizer, special tokens).
+    pub model: &'a mut WhisperModel,
+    /// Logit mask added at every decoding step after the first (0 or −∞ per token).
+    pub suppress: &'a Tensor,
+    /// Logit mask added at the first decoding step (also bans end-of-text and a blank).
+    pub suppress_first: &'a Tensor,
 }
 
 /// A loaded Whisper model with its thread pool.
@@ -75,6 +95,20 @@ impl AsrSession {
             suppress,
             suppress_first,
         })
+    }
+
+    /// Worker threads of the session's engine pool.
+    pub fn threads(&self) -> usize {
+        self.threads.threads()
+    }
+
+    /// The model and the logit masks the session decodes with.
+    pub fn engine_parts(&mut self) -> EngineParts<'_> {
+        EngineParts {
+            model: &mut self.whisper,
+            suppress: &self.suppress,
+            suppress_first: &self.suppress_first,
+        }
     }
 }
 
@@ -146,7 +180,7 @@ impl Backend for AsrSession {
         let windows = self.threads.install(|| {
             pcm.chunks(whisper::N_SAMPLES)
                 .map(|chunk| {
-                    let mel = pcm_to_mel(&m.config, chunk, &m.mel_filters);
+                    let mel = log_mel_spectrogram(chunk, &m.mel_filters, n_mels);
                     let frames = mel.len() / n_mels;
                     Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
                         2,

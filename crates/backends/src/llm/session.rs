@@ -210,6 +210,26 @@ impl LlmSession {
         self.position
     }
 
+    /// Worker threads of the session's engine pool.
+    pub fn threads(&self) -> usize {
+        self.threads.threads()
+    }
+
+    /// The model, for calls that bypass the session (`mmsched bench models` measures the
+    /// session against them). Cloning it is cheap: the clone shares the weights and has
+    /// its own KV cache.
+    pub fn model(&self) -> &Gemma3 {
+        &self.model
+    }
+
+    /// Forgets the current sequence: empty KV cache, nothing queued, nothing to continue.
+    fn end_sequence(&mut self) {
+        self.model.clear_kv_cache();
+        self.pending.clear();
+        self.position = 0;
+        self.last = None;
+    }
+
     /// Starts a new sequence with `prompt`: clears the KV cache, resets the sampler and
     /// queues the prompt's tokens for prefill. Returns the number of prompt tokens.
     pub fn start(&mut self, prompt: &str) -> Result<usize, BackendError> {
@@ -430,9 +450,7 @@ impl LlmSession {
                 break;
             }
         }
-        self.model.clear_kv_cache();
-        self.position = 0;
-        self.last = None;
+        self.end_sequence();
         Ok(out)
     }
 }

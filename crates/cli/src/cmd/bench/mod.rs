@@ -4,6 +4,7 @@
 pub mod core;
 pub mod e2e;
 pub mod models;
+mod models_candle;
 pub mod policy;
 mod trace;
 
@@ -20,7 +21,8 @@ pub enum BenchCommand {
     /// Build with --release for meaningful figures.
     Core(self::core::CoreArgs),
     /// Per model: latency P50/P99 per stage, peak RSS, and the cost of mmsched's layer
-    /// against calling the engine directly.
+    /// against calling the engine directly; for Gemma-3 also time to first token, time per
+    /// output token, tokens/s and the KV-cache / attention / rest split of a decode step.
     Models(models::ModelsArgs),
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.

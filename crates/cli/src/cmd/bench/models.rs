@@ -11,11 +11,12 @@
 //! ratio is taken on medians, robust against other processes stealing the CPU.
 //!
 //! The gate (blur/darkness, S4) is measured the same way against the detector it can skip.
+//! Whisper and Gemma-3 (candle) are measured in [`super::models_candle`].
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use mmsched_backends::gate;
 use mmsched_backends::ocr::{
@@ -27,33 +28,61 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::{Clock, MonotonicClock};
 use serde::Serialize;
 
+use super::models_candle::{self, CandleArgs};
 use crate::cmd::engine_arg::{EngineArg, ms};
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
 
 /// Arguments of `bench models`.
 #[derive(Debug, Args)]
 pub struct ModelsArgs {
-    /// Timed runs per model (each one layer run and one direct run).
+    /// Timed runs per ONNX model and for the gate (each one layer run and one direct run).
+    /// Whisper and Gemma-3 take fewer by default: see --asr-runs and --llm-runs.
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     runs: u32,
-    /// Engines to measure (default: every engine compiled in whose runtime is present).
+    /// Engines to measure the ONNX models (PP-OCRv4, Silero VAD) with (default: every
+    /// engine compiled in whose runtime is present). Whisper and Gemma-3 always run on candle.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
+    /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;
+    /// `vad`: Silero VAD; `gate`: the blur/darkness gate; `asr`: Whisper tiny.en; `llm`:
+    /// Gemma-3 270M.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    only: Vec<Part>,
+    /// Skip Whisper and Gemma-3 (candle): the fast path, ONNX models and the gate only.
+    #[arg(long)]
+    skip_candle: bool,
+    #[command(flatten)]
+    candle: CandleArgs,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
 }
 
+/// What `--only` can select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Part {
+    /// PP-OCRv4 text detection and recognition.
+    Ocr,
+    /// Silero VAD.
+    Vad,
+    /// The blur/darkness gate.
+    Gate,
+    /// Whisper tiny.en speech recognition.
+    Asr,
+    /// Gemma-3 270M text generation.
+    Llm,
+}
+
 /// Percentiles of one stage, milliseconds.
 #[derive(Debug, Serialize)]
-struct StageMs {
-    p50: f64,
-    p99: f64,
+pub(super) struct StageMs {
+    pub(super) p50: f64,
+    pub(super) p99: f64,
 }
 
 /// One model's result.
 #[derive(Debug, Serialize)]
-struct ModelResult {
+pub(super) struct ModelResult {
     model: String,
     engine: &'static str,
     input: String,
@@ -61,7 +90,7 @@ struct ModelResult {
     pre_ms: StageMs,
     exec_ms: StageMs,
     post_ms: StageMs,
-    total_ms: StageMs,
+    pub(super) total_ms: StageMs,
     /// Median of calling the engine directly on prepared tensors.
     direct_p50_ms: f64,
     /// Direct-call median ÷ layer median (throughput through the layer ÷ direct).
@@ -70,6 +99,10 @@ struct ModelResult {
     exec_ratio: f64,
     /// Peak resident memory of the process after this model ran, MiB.
     peak_rss_mib: f64,
+    /// Whether the direct call produced exactly what the layer produced (tokens), for
+    /// models whose direct call is checked (Whisper); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) outputs_match: Option<bool>,
 }
 
 /// The gate's cost against the detector.
@@ -82,7 +115,8 @@ struct GateResult {
     times_cheaper_than_detector: f64,
 }
 
-fn peak_rss_mib() -> f64 {
+/// The process's peak resident memory so far (`VmHWM`), MiB; 0 where unknown.
+pub(super) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -94,14 +128,16 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn stage(h: &hdrhistogram::Histogram<u64>) -> StageMs {
+/// P50 and P99 of a histogram of nanoseconds, in milliseconds.
+pub(super) fn stage(h: &hdrhistogram::Histogram<u64>) -> StageMs {
     StageMs {
         p50: ms(h.value_at_quantile(0.5)),
         p99: ms(h.value_at_quantile(0.99)),
     }
 }
 
-fn hist() -> hdrhistogram::Histogram<u64> {
+/// A histogram of nanoseconds, 1 ns to one hour, three significant digits.
+pub(super) fn hist() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
         .expect("constant bounds are valid")
 }
@@ -171,27 +207,32 @@ fn direct(
     }
 }
 
+/// Runs, clock and progress display shared by the measurements.
 #[derive(Debug)]
-struct Bench<'a> {
-    runs: u32,
-    clock: MonotonicClock,
-    bar: &'a ProgressBar,
+pub(super) struct Bench<'a> {
+    pub(super) runs: u32,
+    pub(super) warmup: u32,
+    pub(super) clock: MonotonicClock,
+    pub(super) bar: &'a ProgressBar,
 }
 
 impl Bench<'_> {
-    fn measure<B: Backend>(
+    /// Alternates `warmup` untimed, then `runs` timed layer runs (`run_timed` over
+    /// `backend`) with direct calls (`direct`, handed the same backend so that it can
+    /// borrow the loaded model) and summarises them.
+    pub(super) fn measure<B: Backend>(
         &self,
         backend: &mut B,
         input: &B::Input,
         input_label: &str,
-        engine: EngineKind,
-        mut direct: DirectCall,
+        engine: &'static str,
+        mut direct: impl FnMut(&mut B) -> Result<()>,
     ) -> Result<ModelResult> {
         self.bar
             .set_message(format!("{} [{engine}, {input_label}]", backend.name()));
-        for _ in 0..3 {
+        for _ in 0..self.warmup {
             run_timed(backend, input, &self.clock)?;
-            direct()?;
+            direct(backend)?;
         }
         let (mut pre, mut exec, mut post, mut total, mut dir) =
             (hist(), hist(), hist(), hist(), hist());
@@ -202,14 +243,14 @@ impl Bench<'_> {
             post.saturating_record(t.post_nanos.max(1));
             total.saturating_record(t.total_nanos().max(1));
             let d0 = self.clock.now_nanos();
-            direct()?;
+            direct(backend)?;
             dir.saturating_record(self.clock.now_nanos().saturating_sub(d0).max(1));
             self.bar.inc(1);
         }
         let direct_p50 = dir.value_at_quantile(0.5) as f64;
         Ok(ModelResult {
             model: backend.name().to_string(),
-            engine: engine.as_str(),
+            engine,
             input: input_label.to_string(),
             runs: self.runs,
             pre_ms: stage(&pre),
@@ -220,45 +261,92 @@ impl Bench<'_> {
             layer_ratio: direct_p50 / total.value_at_quantile(0.5) as f64,
             exec_ratio: direct_p50 / exec.value_at_quantile(0.5) as f64,
             peak_rss_mib: peak_rss_mib(),
+            outputs_match: None,
         })
     }
 }
 
-fn bench_engine(b: &Bench<'_>, engine: EngineOptions, out: &mut Vec<ModelResult>) -> Result<()> {
+/// Which parts `bench models` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Selection {
+    ocr: bool,
+    vad: bool,
+    gate: bool,
+    asr: bool,
+    llm: bool,
+}
+
+impl Selection {
+    fn from_args(only: &[Part], skip_candle: bool) -> Result<Self> {
+        let has = |p: Part| only.is_empty() || only.contains(&p);
+        let s = Self {
+            ocr: has(Part::Ocr),
+            vad: has(Part::Vad),
+            gate: has(Part::Gate),
+            asr: has(Part::Asr) && !skip_candle,
+            llm: has(Part::Llm) && !skip_candle,
+        };
+        if !(s.ocr || s.vad || s.gate || s.asr || s.llm) {
+            anyhow::bail!(
+                "nothing to measure: --skip-candle leaves none of --only; drop one of the two flags"
+            );
+        }
+        Ok(s)
+    }
+
+    /// ONNX models measured per engine.
+    fn onnx_models(&self) -> u64 {
+        2 * u64::from(self.ocr) + u64::from(self.vad)
+    }
+}
+
+fn bench_engine(
+    b: &Bench<'_>,
+    engine: EngineOptions,
+    sel: Selection,
+    out: &mut Vec<ModelResult>,
+) -> Result<()> {
     let kind = engine.kind;
     let threads = engine.threads;
     let size = DetInputSize::Fixed {
         width: 320,
         height: 320,
     };
-    let camera = text_like_frame(640, 480)?;
     let config = OcrConfig {
         det_size: size,
         engine,
         ..OcrConfig::default()
     };
-    let mut det = TextDetector::new(config.clone())?;
-    let prepared = det_tensor(&camera, size).tensor;
-    let call = direct(kind, &config.det_path, vec![prepared], threads)?;
-    out.push(b.measure(&mut det, &camera, "640x480@320x320", kind, call)?);
-    drop(det);
+    if sel.ocr {
+        let camera = text_like_frame(640, 480)?;
+        let mut det = TextDetector::new(config.clone())?;
+        let prepared = det_tensor(&camera, size).tensor;
+        let mut call = direct(kind, &config.det_path, vec![prepared], threads)?;
+        out.push(
+            b.measure(&mut det, &camera, "640x480@320x320", kind.as_str(), |_| {
+                call()
+            })?,
+        );
+        drop(det);
 
-    let mut rec = TextRecognizer::new(config.clone())?;
-    let line = text_like_frame(320, 48)?;
-    let prepared = rec_tensor(&line, [0.0, 0.0, 320.0, 48.0], config.rec_max_width);
-    let call = direct(kind, &config.rec_path, vec![prepared], threads)?;
-    out.push(b.measure(&mut rec, &line, "w320", kind, call)?);
-    drop(rec);
-
-    let vad_config = VadConfig {
-        engine,
-        ..VadConfig::default()
-    };
-    let mut vad = SileroVad::new(vad_config.clone())?;
-    let chunk = audio_chunk();
-    let p = vad.prepare(&chunk)?;
-    let call = direct(kind, &vad_config.path, vec![p.input, p.state], threads)?;
-    out.push(b.measure(&mut vad, &chunk, "chunk512", kind, call)?);
+        let mut rec = TextRecognizer::new(config.clone())?;
+        let line = text_like_frame(320, 48)?;
+        let prepared = rec_tensor(&line, [0.0, 0.0, 320.0, 48.0], config.rec_max_width);
+        let mut call = direct(kind, &config.rec_path, vec![prepared], threads)?;
+        out.push(b.measure(&mut rec, &line, "w320", kind.as_str(), |_| call())?);
+        drop(rec);
+    }
+    if sel.vad {
+        let vad_config = VadConfig {
+            engine,
+            ..VadConfig::default()
+        };
+        let mut vad = SileroVad::new(vad_config.clone())?;
+        let chunk = audio_chunk();
+        let p = vad.prepare(&chunk)?;
+        let mut call = direct(kind, &vad_config.path, vec![p.input, p.state], threads)?;
+        out.push(b.measure(&mut vad, &chunk, "chunk512", kind.as_str(), |_| call())?);
+    }
     Ok(())
 }
 
@@ -282,8 +370,11 @@ fn bench_gate(runs: u32, detector_p50_ms: Option<f64>) -> Result<GateResult> {
 
 /// Runs `bench models`.
 pub fn run(a: ModelsArgs) -> Result<ExitCode> {
+    let sel = Selection::from_args(&a.only, a.skip_candle)?;
     let explicit = !a.engine.is_empty();
-    let engines: Vec<EngineKind> = if explicit {
+    let engines: Vec<EngineKind> = if sel.onnx_models() == 0 {
+        Vec::new()
+    } else if explicit {
         a.engine.iter().map(|&e| e.into()).collect()
     } else {
         [EngineKind::Tract, EngineKind::Ort]
@@ -291,19 +382,23 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
             .filter(|k| k.is_compiled_in())
             .collect()
     };
-    let bar = ProgressBar::new(engines.len() as u64 * 3 * u64::from(a.runs));
+    let candle = a.candle.plan(a.runs, sel.asr, sel.llm);
+    let bar = ProgressBar::new(
+        engines.len() as u64 * sel.onnx_models() * u64::from(a.runs) + candle.progress_len(),
+    );
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let b = Bench {
         runs: a.runs,
+        warmup: 3,
         clock: MonotonicClock::new(),
         bar: &bar,
     };
     let mut results = Vec::new();
     for kind in engines {
-        if let Err(e) = bench_engine(&b, EngineOptions::new(kind), &mut results) {
+        if let Err(e) = bench_engine(&b, EngineOptions::new(kind), sel, &mut results) {
             if explicit || kind != EngineKind::Ort {
                 return Err(e.context(format!(
                     "benchmarking engine {kind} (models in {})",
@@ -313,19 +408,57 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
             bar.println(format!("skipping engine ort: {e:#}"));
         }
     }
+    let llm = models_candle::run(&candle, &bar, &mut results)?;
     bar.finish_and_clear();
     let det_p50 = results
         .iter()
         .find(|r| r.model == "ppocr-v4-det" && r.engine == "tract")
         .map(|r| r.total_ms.p50);
-    let gate = bench_gate(a.runs, det_p50).context("measuring the gate")?;
+    let gate = if sel.gate {
+        Some(bench_gate(a.runs, det_p50).context("measuring the gate")?)
+    } else {
+        None
+    };
+    // A benchmark whose two paths disagree measured different work: say so in the exit code.
+    let consistent = results.iter().all(|r| r.outputs_match != Some(false))
+        && llm.as_ref().is_none_or(|l| l.greedy_tokens_match);
+    let code = if consistent {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    };
     if a.json {
-        let out = serde_json::json!({"models": results, "gate": gate});
+        let out = serde_json::json!({"models": results, "gate": gate, "llm": llm});
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
+    }
+    print_table(&results);
+    if let Some(gate) = &gate {
+        println!(
+            "gate (blur+dark, {}): p50 {:.1} µs, p99 {:.1} µs — {:.0}× cheaper than the detector",
+            gate.frame, gate.p50_us, gate.p99_us, gate.times_cheaper_than_detector
+        );
+    }
+    if !results.is_empty() {
+        println!(
+            "(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)"
+        );
+    }
+    if let Some(l) = &llm {
+        models_candle::print_llm(l);
+    }
+    if !consistent {
+        eprintln!("error: a direct engine call produced different tokens than mmsched's layer");
+    }
+    Ok(code)
+}
+
+fn print_table(results: &[ModelResult]) {
+    if results.is_empty() {
+        return;
     }
     println!(
-        "{:<13} {:<6} {:<16} {:>15} {:>17} {:>15} {:>10} {:>7} {:>7} {:>8}",
+        "{:<15} {:<6} {:<16} {:>15} {:>17} {:>15} {:>10} {:>7} {:>7} {:>8}",
         "model",
         "engine",
         "input",
@@ -337,9 +470,9 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         "exec",
         "peakRSS"
     );
-    for r in &results {
+    for r in results {
         println!(
-            "{:<13} {:<6} {:<16} {:>7.3}/{:<7.3} {:>8.3}/{:<8.3} {:>7.3}/{:<7.3} {:>10.3} {:>7.3} {:>7.3} {:>5.0}MiB",
+            "{:<15} {:<6} {:<16} {:>7.3}/{:<7.3} {:>8.3}/{:<8.3} {:>7.3}/{:<7.3} {:>10.3} {:>7.3} {:>7.3} {:>5.0}MiB",
             r.model,
             r.engine,
             r.input,
@@ -355,10 +488,4 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
             r.peak_rss_mib
         );
     }
-    println!(
-        "gate (blur+dark, {}): p50 {:.1} µs, p99 {:.1} µs — {:.0}× cheaper than the detector",
-        gate.frame, gate.p50_us, gate.p99_us, gate.times_cheaper_than_detector
-    );
-    println!("(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)");
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,107 @@
+//! `mmsched bench models --only asr,llm` on the real cached Whisper tiny.en and Gemma-3
+//! models: every documented key is present, figures are positive, and the direct engine
+//! calls produce exactly the tokens mmsched's layer produced.
+//!
+//! Needs the models in `$MMSCHED_HOME` (`mmsched models fetch`).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn positive(v: &Value, key: &str) -> f64 {
+    let x = v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing or not a number: {v}"));
+    assert!(x > 0.0, "{key} = {x}");
+    x
+}
+
+fn positive_stage(v: &Value, key: &str) {
+    let s = &v[key];
+    let p50 = positive(s, "p50");
+    let p99 = positive(s, "p99");
+    assert!(p99 >= p50, "{key}: p99 {p99} < p50 {p50}");
+}
+
+#[test]
+fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args([
+            "bench",
+            "models",
+            "--only",
+            "asr,llm",
+            "--runs",
+            "1",
+            "--llm-tokens",
+            "6",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(v["gate"].is_null(), "the gate was not selected: {v}");
+
+    let models = v["models"].as_array().expect("models is an array");
+    assert_eq!(
+        models.len(),
+        1,
+        "only Whisper among the per-stage models: {v}"
+    );
+    let asr = &models[0];
+    assert_eq!(asr["model"], "whisper-tiny.en");
+    assert_eq!(asr["engine"], "candle");
+    assert_eq!(asr["runs"], 1);
+    for key in ["pre_ms", "exec_ms", "post_ms", "total_ms"] {
+        positive_stage(asr, key);
+    }
+    for key in ["direct_p50_ms", "layer_ratio", "exec_ratio", "peak_rss_mib"] {
+        positive(asr, key);
+    }
+    assert_eq!(asr["outputs_match"], true, "{asr}");
+
+    let llm = &v["llm"];
+    assert_eq!(llm["model"], "gemma3-270m");
+    assert_eq!(llm["generated_tokens"], 6);
+    assert_eq!(llm["runs"], 1);
+    for key in ["ttft_ms", "tpot_ms", "direct_ttft_ms", "direct_tpot_ms"] {
+        positive_stage(llm, key);
+    }
+    for key in [
+        "prompt_tokens",
+        "tokens_per_s",
+        "mean_tokens_per_s",
+        "direct_tokens_per_s",
+        "direct_mean_tokens_per_s",
+        "layer_ratio",
+        "peak_rss_mib",
+    ] {
+        positive(llm, key);
+    }
+    for key in ["kv_cache", "attention", "rest"] {
+        positive_stage(&llm["step_split_ms"], key);
+    }
+    // Greedy decoding is deterministic: the session and the plain forward + argmax loop
+    // must agree token for token.
+    assert_eq!(llm["greedy_tokens_match"], true, "{llm}");
+    assert!(
+        !llm["text"].as_str().unwrap_or_default().trim().is_empty(),
+        "{llm}"
+    );
+}
+
+#[test]
+fn skip_candle_with_only_candle_parts_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args(["bench", "models", "--only", "llm", "--skip-candle"])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing to measure"), "{err}");
+}
