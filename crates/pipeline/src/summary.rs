@@ -173,6 +173,11 @@ pub fn build(
             vision_skipped_blurred: gate.skipped_blurred,
             audio_packets_seen: speech.seen,
             audio_skipped_silence: speech.skipped_silence,
+            vision_gate_ms_mean: if gate.seen == 0 {
+                f64::NAN
+            } else {
+                gate.gate_nanos as f64 / gate.seen as f64 / 1e6
+            },
         },
         platform: t.platform.clone(),
     }

@@ -313,6 +313,9 @@ pub struct RoutingSummary {
     pub audio_packets_seen: u64,
     /// Audio packets that did not reach speech recognition (no voice activity).
     pub audio_skipped_silence: u64,
+    /// Mean cost of the image gate per frame (ms): what a skipped frame costs instead of OCR.
+    #[serde(deserialize_with = "de_f64")]
+    pub vision_gate_ms_mean: f64,
 }
 
 #[cfg(test)]
