@@ -82,6 +82,7 @@ pub(crate) fn sample() -> RunSummary {
             vision_skipped_blurred: 4,
             audio_packets_seen: 3000,
             audio_skipped_silence: 900,
+            vision_gate_ms_mean: 0.3,
         },
         platform: vec!["cgroup v1 cpu: workers in mmsched/audio".into()],
     }
