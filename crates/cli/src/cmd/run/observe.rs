@@ -55,7 +55,13 @@ impl Console {
 
 impl Observer for Console {
     fn status(&mut self, line: &str) {
-        self.bar.println(format!("  {}: {line}", self.kind));
+        let line = format!("  {}: {line}", self.kind);
+        // A hidden bar (stderr not a terminal) swallows println: say it plainly then.
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
     }
 
     fn progress(&mut self, p: &Progress) {
