@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 #   chromium                headless browser test of the trace viewer
 #   prometheus              promtool, to check the /metrics output
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
-PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl)
+#   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
+PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +27,8 @@ fi
 
 rustup target list --installed | grep -q riscv32imac-unknown-none-elf \
   || rustup target add riscv32imac-unknown-none-elf
+# CI checks formatting and lints; a minimal rustup profile has neither.
+rustup component add rustfmt clippy >/dev/null 2>&1 || rustup component add rustfmt clippy
 
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.
