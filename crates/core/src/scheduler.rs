@@ -671,19 +671,20 @@ mod tests {
             .count();
         assert_eq!(shed, 1, "{out:?}");
         let heavy = Policy::default().arbiter().heavy_classes.clone();
-        if let Some(h) = heavy.first() {
-            let class = s.arbiter_mut().class(h);
-            out.clear();
-            s.step(
-                1,
-                &[
-                    SchedEvent::Battery(0.05),
-                    SchedEvent::Arrive(job(3, class, 10_000, 1)),
-                ],
-                &mut out,
-            );
-            assert!(out.contains(&Decision::Prune { job: JobId(3) }), "{out:?}");
-        }
+        let h = heavy
+            .first()
+            .expect("the default policy names a heavy class");
+        let class = s.arbiter_mut().class(h);
+        out.clear();
+        s.step(
+            1,
+            &[
+                SchedEvent::Battery(0.05),
+                SchedEvent::Arrive(job(3, class, 10_000, 1)),
+            ],
+            &mut out,
+        );
+        assert!(out.contains(&Decision::Prune { job: JobId(3) }), "{out:?}");
     }
 
     #[test]

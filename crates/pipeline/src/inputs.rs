@@ -18,6 +18,7 @@ use mmsched_scenario::{EpisodeKind, Scenario, Stream, StreamKind};
 use mmsched_sim::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
+use crate::stats::Kind;
 
 /// Width and height of generated camera frames.
 pub const FRAME_SIZE: (u32, u32) = (640, 360);
@@ -257,6 +258,15 @@ impl Inputs {
             }
         }
         Ok(inputs)
+    }
+
+    /// The stream that feeds jobs of `kind` (speech recognition is fed by the microphone).
+    pub fn stream(&self, kind: Kind) -> Option<&Stream> {
+        match kind {
+            Kind::Vision => self.camera.as_ref().map(|c| &c.1),
+            Kind::Vad | Kind::Asr => self.mic.as_ref().map(|m| &m.1),
+            Kind::Llm => self.text.as_ref().map(|t| &t.1),
+        }
     }
 
     /// The earliest time any source has something due.

@@ -249,7 +249,6 @@ struct Run<'o> {
     last_ocr: Option<String>,
     stale_answers: u64,
     breaker_opened: u64,
-    camera_scaled_frames: u64,
     camera_scaled_nanos: u64,
     retransmit_requests: u64,
     retransmitted: std::collections::HashSet<u64>,
@@ -266,7 +265,6 @@ struct Run<'o> {
     observer: &'o mut dyn Observer,
     events: Vec<ExecEvent>,
     last_health: Nanos,
-    step_log: Vec<LogEntry>,
     pressure_pct: Vec<f64>,
     warm: std::collections::HashSet<(ClassId, usize)>,
     /// The camera's standing reservation: predicted frame cost it was booked with, and
@@ -311,19 +309,14 @@ impl Run<'_> {
     }
 
     fn importance(&self, kind: Kind) -> f64 {
-        let s = &self.config.scenario;
-        let kind_of = |k: mmsched_scenario::StreamKind| {
-            s.streams()
-                .iter()
-                .find(|st| st.kind == k)
-                .map(|st| st.importance)
-        };
-        match kind {
-            Kind::Vision => kind_of(mmsched_scenario::StreamKind::Camera),
-            Kind::Vad | Kind::Asr => kind_of(mmsched_scenario::StreamKind::Audio),
-            Kind::Llm => kind_of(mmsched_scenario::StreamKind::Text),
-        }
-        .unwrap_or(0.5)
+        self.inputs.stream(kind).map_or(0.5, |s| s.importance)
+    }
+
+    /// The SLA of jobs of `kind`: their deadline after release.
+    fn sla_nanos(&self, kind: Kind) -> Nanos {
+        self.inputs
+            .stream(kind)
+            .map_or(0, |s| (s.sla_ms * 1e6) as Nanos)
     }
 
     /// Submits a new job (or the next step of one, `tag` reused).
@@ -387,17 +380,12 @@ impl Run<'_> {
     }
 
     fn poll_camera(&mut self, now: Nanos) {
-        let sla = self
-            .inputs
-            .camera
-            .as_ref()
-            .map_or(0.0, |c| c.1.sla_ms * 1e6) as Nanos;
+        let sla = self.sla_nanos(Kind::Vision);
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
             if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
                 // Degraded: half the frame rate (the frequency scaling this device can do).
-                self.camera_scaled_frames += 1;
                 continue;
             }
             let f = a.event.payload;
@@ -463,7 +451,7 @@ impl Run<'_> {
     }
 
     fn poll_mic(&mut self, now: Nanos) {
-        let sla = self.inputs.mic.as_ref().map_or(0.0, |m| m.1.sla_ms * 1e6) as Nanos;
+        let sla = self.sla_nanos(Kind::Vad);
         let (name, arrivals) = arrived(&mut self.inputs.mic);
         for a in arrivals {
             self.place(&name, &a);
@@ -563,7 +551,7 @@ impl Run<'_> {
             && let Some((arrival, prompt, max_tokens)) = self.llm_queue.pop_front()
             && let Some(llm) = self.engines.llm.clone()
         {
-            let sla = self.inputs.text.as_ref().map_or(5e9, |t| t.1.sla_ms * 1e6) as Nanos;
+            let sla = self.sla_nanos(Kind::Llm);
             let tag = self.new_tag();
             self.stats.job(Kind::Llm);
             let work = jobs::llm(llm, prompt, max_tokens, tag, self.outputs_tx.clone());
@@ -592,7 +580,7 @@ impl Run<'_> {
         now: Nanos,
         utterances: Vec<mmsched_runtime::router::speech::Utterance>,
     ) {
-        let sla = self.inputs.mic.as_ref().map_or(60e6, |m| m.1.sla_ms * 1e6) as Nanos;
+        let sla = self.sla_nanos(Kind::Asr);
         for u in utterances {
             let length = u
                 .end_nanos
@@ -1022,18 +1010,21 @@ impl Run<'_> {
     }
 
     fn drain(&mut self) {
-        let until = self.clock.now_nanos() + DRAIN_NANOS;
+        let start = self.clock.now_nanos();
         while self.exec.in_flight() > 0 {
             let now = self.clock.now_nanos();
-            if now >= until
-                || self.config.stop.load(Ordering::Relaxed) && now >= until - DRAIN_NANOS / 2
-            {
+            // An interrupted run waits half as long for its jobs in flight.
+            let budget = if self.config.stop.load(Ordering::Relaxed) {
+                DRAIN_NANOS / 2
+            } else {
+                DRAIN_NANOS
+            };
+            if now >= start + budget {
                 break;
             }
             self.handle_events(now, false);
             self.exec.wait(MAX_SLEEP);
         }
-        self.step_log = self.exec.take_step_log();
     }
 }
 
@@ -1127,8 +1118,6 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         #[cfg(target_os = "linux")]
         cgroup_set.as_ref().map(|s| s.handle()),
     )?;
-    // Give the workers a moment to set themselves up before reading their notes.
-    std::thread::sleep(Duration::from_millis(20));
     platform_notes.extend(exec.notes());
     let classes = Classes {
         vision: exec.class(Kind::Vision.as_str()),
@@ -1144,14 +1133,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     for n in &platform_notes {
         observer.status(n);
     }
-    let sla = |k: mmsched_scenario::StreamKind| {
-        scenario
-            .streams()
-            .iter()
-            .find(|s| s.kind == k)
-            .map_or(f64::NAN, |s| s.sla_ms)
-    };
-    let mic_sla = sla(mmsched_scenario::StreamKind::Audio);
+    let sla_ms = Kind::ALL.map(|k| inputs.stream(k).map_or(f64::NAN, |s| s.sla_ms));
     let mut cost = CostModel::new(64, 3, COST_MAX_AGE_NANOS);
     let profile = mmsched_sim::profile::Profile::reference();
     for (kind, class) in [
@@ -1229,21 +1211,12 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         last_ocr: None,
         stale_answers: 0,
         breaker_opened: 0,
-        camera_scaled_frames: 0,
         camera_scaled_nanos: 0,
         retransmit_requests: 0,
         retransmitted: Default::default(),
         recovered: 0,
         health,
-        stats: RunStats::new(
-            HEALTH_WINDOW_NANOS,
-            [
-                sla(mmsched_scenario::StreamKind::Camera),
-                mic_sla,
-                mic_sla,
-                sla(mmsched_scenario::StreamKind::Text),
-            ],
-        ),
+        stats: RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
         series: RunSeries::default(),
         actions: Vec::new(),
         trace,
@@ -1254,7 +1227,6 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         observer,
         events: Vec::new(),
         last_health: start,
-        step_log: Vec::new(),
         pressure_pct: Vec::new(),
         warm: Default::default(),
         camera_booking: None,
@@ -1299,7 +1271,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
             p.iter().copied().fold(0.0, f64::max)
         ));
     }
-    let step_log = std::mem::take(&mut r.step_log);
+    let step_log = r.exec.take_step_log();
     let totals = Totals {
         elapsed_nanos: elapsed,
         llm_tokens: r.llm_tokens,
@@ -1310,7 +1282,6 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         stale_answers: r.stale_answers,
         breaker_opened: r.breaker_opened,
         camera_scaled_nanos: r.camera_scaled_nanos,
-        camera_scaled_frames: r.camera_scaled_frames,
         retransmit_requests: r.retransmit_requests,
         recovered: r.recovered,
         platform: platform_notes,

@@ -187,14 +187,14 @@ impl RunStats {
     }
 }
 
-/// The `q` quantile (nearest rank) of `v`; NaN for an empty slice.
+/// The `q` quantile (nearest rank) of `v`; NaN for an empty slice (the summary writes it
+/// as `null`: no data, not 0 ms).
 pub fn quantile(v: &mut [f64], q: f64) -> f64 {
     if v.is_empty() {
-        return f64::NAN;
+        f64::NAN
+    } else {
+        mmsched_sim::stats::quantile(v, q)
     }
-    v.sort_by(f64::total_cmp);
-    let rank = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
 }
 
 #[cfg(test)]

@@ -33,8 +33,6 @@ pub struct Totals {
     pub breaker_opened: u64,
     /// Time the camera ran at a reduced rate.
     pub camera_scaled_nanos: u64,
-    /// Frames dropped by the reduced rate.
-    pub camera_scaled_frames: u64,
     /// Retransmissions requested.
     pub retransmit_requests: u64,
     /// Retransmitted packets that arrived in time to play.

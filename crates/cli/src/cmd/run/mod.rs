@@ -109,19 +109,10 @@ pub struct RunArgs {
 /// Makes sure every model the runtime uses is in the cache, fetching what is missing.
 pub fn ensure_models(quiet: bool) -> Result<()> {
     let paths = ModelPaths::from_env();
-    let needed = [
-        Artifact::PpocrDet,
-        Artifact::PpocrRec,
-        Artifact::SileroVadOpenvino16k,
-        Artifact::WhisperModel,
-        Artifact::WhisperTokenizer,
-        Artifact::WhisperConfig,
-        Artifact::Gemma3,
-        Artifact::Beckett,
-    ];
-    let missing: Vec<Artifact> = needed
+    // What `mmsched models fetch` fetches by default: every artifact but the optional ones.
+    let missing: Vec<Artifact> = Artifact::ALL
         .into_iter()
-        .filter(|a| paths.require(*a).is_err())
+        .filter(|a| !a.optional() && paths.require(*a).is_err())
         .collect();
     if missing.is_empty() {
         return Ok(());

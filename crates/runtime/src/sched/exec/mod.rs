@@ -272,6 +272,19 @@ impl Completions {
         std::mem::take(&mut self.stash)
     }
 
+    /// Reports every finished step of a job in `infos` (taking it out) into `out`.
+    pub(crate) fn report(
+        &mut self,
+        infos: &mut std::collections::HashMap<JobId, TaskInfo>,
+        out: &mut Vec<ExecEvent>,
+    ) {
+        for c in self.take() {
+            if let Some(info) = infos.remove(&c.job) {
+                out.push(done_event(c, info));
+            }
+        }
+    }
+
     /// Blocks until a step finishes or `timeout` passes.
     pub(crate) fn wait(&mut self, timeout: Duration) {
         if self.stash.is_empty()

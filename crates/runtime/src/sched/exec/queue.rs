@@ -15,7 +15,6 @@ use mmsched_core::time::{Clock, Nanos};
 
 use super::{
     ClassNames, Completions, ExecEvent, Executor, IDLE_POLL, SchedulerKind, Task, TaskInfo,
-    done_event,
 };
 use crate::sched::work::Work;
 use crate::sched::worker::{Completion, LaneConfig, run_step};
@@ -202,11 +201,7 @@ impl Executor for SharedQueue {
     }
 
     fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
-        for c in self.done.take() {
-            if let Some(info) = self.infos.remove(&c.job) {
-                out.push(done_event(c, info));
-            }
-        }
+        self.done.report(&mut self.infos, out);
     }
 
     fn wait(&mut self, timeout: Duration) {

@@ -11,9 +11,7 @@ use std::time::Duration;
 use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::time::{Clock, Nanos};
 
-use super::{
-    ClassNames, Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo, done_event,
-};
+use super::{ClassNames, Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
 use crate::sched::work::Work;
 use crate::sched::worker::{Completion, run_step};
 
@@ -127,11 +125,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for ThreadPerModel<C> {
     }
 
     fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
-        for c in self.done.take() {
-            if let Some(info) = self.infos.remove(&c.job) {
-                out.push(done_event(c, info));
-            }
-        }
+        self.done.report(&mut self.infos, out);
     }
 
     fn wait(&mut self, timeout: Duration) {
