@@ -19,6 +19,7 @@
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`stats`]: per-modality counts and latencies;
 //! - [`load`]: background CPU load of the scenario's episodes;
+//! - [`platform`]: the executor and the resource groups the run asks the OS for;
 //! - [`run`]: the main loop;
 //! - [`summary`]: the report of a run.
 #![deny(missing_docs)]
@@ -30,6 +31,7 @@ pub mod health;
 pub mod inputs;
 pub mod jobs;
 pub mod load;
+pub mod platform;
 pub mod run;
 pub mod stats;
 pub mod summary;

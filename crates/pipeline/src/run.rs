@@ -25,7 +25,6 @@ use mmsched_core::Modality;
 use mmsched_core::align::AlignConfig;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::ldti::Level;
-use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::LogEntry;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_report::{HealthActionRecord, RunSeries};
@@ -33,11 +32,8 @@ use mmsched_runtime::ingest::StreamIngest;
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
 use mmsched_runtime::sched::cost::CostModel;
-use mmsched_runtime::sched::exec::{
-    MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue, ThreadPerModel,
-};
 use mmsched_runtime::sched::{
-    ExecEvent, Executor, LaneConfig, SchedulerKind, StepOutcome, Task, TaskInfo, Work,
+    ExecEvent, Executor, SchedulerKind, StepOutcome, Task, TaskInfo, Work,
 };
 use mmsched_runtime::source::Source;
 use mmsched_runtime::source::delivery::{Arrival, Delivered};
@@ -50,6 +46,7 @@ use crate::health::{HealthInputs, HealthMonitor, Remedies};
 use crate::inputs::{Device, Inputs};
 use crate::jobs::{self, Output};
 use crate::load::{LoadGenerator, LoadProfile};
+use crate::platform;
 use crate::stats::{Kind, RunStats};
 use crate::summary::{self, Totals};
 use crate::trace_out::{JobSpan, TraceOut};
@@ -149,73 +146,6 @@ struct Classes {
     vad: ClassId,
     asr: ClassId,
     llm: ClassId,
-}
-
-/// Builds the executor of `kind`.
-fn executor(
-    kind: SchedulerKind,
-    policy: &Policy,
-    workers: usize,
-    clock: Device,
-    platform: bool,
-    record_steps: bool,
-    #[cfg(target_os = "linux")] cgroups: Option<mmsched_runtime::platform::cgroup::CgroupHandle>,
-) -> Result<Box<dyn Executor>, RunError> {
-    #[cfg(target_os = "linux")]
-    let cpus = mmsched_runtime::platform::rt::available_cpus();
-    #[cfg(not(target_os = "linux"))]
-    let cpus: Vec<usize> = Vec::new();
-    Ok(match kind {
-        SchedulerKind::Mmsched => {
-            let mut lanes: Vec<LaneConfig> = (0..workers)
-                .map(|i| LaneConfig {
-                    cpu: platform
-                        .then(|| cpus.get(i % cpus.len().max(1)).copied())
-                        .flatten(),
-                    fifo_priority: None,
-                    cgroup_class: platform
-                        .then(|| if i == 0 { "vision" } else { "general" }.to_string()),
-                })
-                .collect();
-            // The audio worker: real time when permitted, only voice-activity jobs, so
-            // a 32 ms chunk never waits behind a frame or a transcript.
-            lanes.push(LaneConfig {
-                cpu: None,
-                fifo_priority: platform.then_some(50),
-                cgroup_class: platform.then(|| "audio".to_string()),
-            });
-            let setup = MmschedSetup {
-                restricted: vec![(workers as u32, vec![Kind::Vad.as_str().to_string()])],
-                lanes,
-                record_steps,
-            };
-            Box::new(
-                MmschedExecutor::new(
-                    policy,
-                    &setup,
-                    clock,
-                    #[cfg(target_os = "linux")]
-                    cgroups,
-                )
-                .map_err(|e| RunError::Scheduler(e.to_string()))?,
-            )
-        }
-        SchedulerKind::OsThreads => Box::new(ThreadPerModel::new(clock)),
-        SchedulerKind::Fifo | SchedulerKind::StaticPriority => {
-            let order = if kind == SchedulerKind::Fifo {
-                QueueOrder::Fifo
-            } else {
-                QueueOrder::StaticPriority
-            };
-            Box::new(SharedQueue::new(
-                order,
-                &vec![LaneConfig::default(); workers],
-                clock,
-                #[cfg(target_os = "linux")]
-                None,
-            ))
-        }
-    })
 }
 
 /// The state of one run.
@@ -1081,34 +1011,12 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     let mut platform_notes = Vec::new();
     #[cfg(target_os = "linux")]
     let cgroup_set = if config.platform && config.scheduler == SchedulerKind::Mmsched {
-        use mmsched_runtime::platform::cgroup::{self, CgroupFs, ClassLimits};
-        let classes = ["vision", "general", "audio"]
-            .iter()
-            .filter_map(|n| ClassLimits::new(n).ok())
-            .map(|c| match c.name() {
-                "audio" => c.with_cpu_weight(400).with_rt_runtime_micros(100_000),
-                "general" => c.with_cpu_weight(100).with_memory_high_bytes(4 << 30),
-                _ => c.with_cpu_weight(200),
-            })
-            .collect::<Vec<_>>();
-        match cgroup::setup(&CgroupFs::system(), &classes) {
-            Ok((set, status)) => {
-                platform_notes.push(status.to_string());
-                if let Some(s) = &set {
-                    observer.cgroups(s.handle());
-                }
-                set
-            }
-            Err(e) => {
-                platform_notes.push(format!("resource groups failed, running without: {e}"));
-                None
-            }
-        }
+        platform::resource_groups(&mut platform_notes, observer)
     } else {
         None
     };
     let clock = Device::new();
-    let mut exec = executor(
+    let mut exec = platform::executor(
         config.scheduler,
         &config.policy,
         workers,
