@@ -150,3 +150,101 @@ fn bad_arguments_get_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("static-priority"));
 }
+
+/// `GET path` on a local server; the body, or `None` while it does not answer.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+}
+
+/// The sum of every sample of `metric` in a Prometheus text page.
+fn metric_sum(page: &str, metric: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(metric) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn serve_during_a_run_exports_metrics_and_applies_a_policy_put() {
+    use std::io::{BufRead, BufReader};
+    const TOKEN: &str = "run-serve-token-0123456789";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mmsched()
+        .args([
+            "run",
+            "--duration",
+            "20",
+            "--no-platform",
+            "--serve",
+            "127.0.0.1:0",
+            "--report",
+        ])
+        .arg(dir.path())
+        .env("MMSCHED_API_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Drain stderr (progress lines) on a thread; hand the served address over.
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.split("on http://").nth(1) {
+                let _ = tx.send(url.trim().to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("run prints the served address");
+
+    // Jobs show up in /metrics while the run goes on.
+    let start = Instant::now();
+    loop {
+        let page = http_get(&addr, "/metrics").unwrap_or_default();
+        if metric_sum(&page, "mmsched_jobs_total{") > 0.0 {
+            assert!(page.contains("mmsched_ldti "), "{page}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no job counted in /metrics: {page}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // A policy PUT is accepted and reaches the run.
+    let client =
+        mmsched_client::PolicyClient::new(&format!("http://{addr}"), Duration::from_secs(5))
+            .expect("client");
+    let current = client.fetch().expect("GET policy");
+    let mut spec = mmsched_core::policy::PolicySpec {
+        name: Some("no-routing".into()),
+        ..mmsched_core::policy::PolicySpec::default()
+    };
+    spec.routing.enabled = Some(false);
+    let put = client.put(&spec, &current.etag, TOKEN).expect("PUT policy");
+    assert_eq!(put.revision, 2, "the run's first policy is revision 1");
+
+    let status = child.wait().expect("waits");
+    assert!(status.success(), "{status:?}");
+    let trace = std::fs::read_to_string(dir.path().join("trace.mmtrace")).expect("trace");
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains("policy_change") && l.contains("no-routing")),
+        "the policy change is not in the trace"
+    );
+}
