@@ -129,6 +129,8 @@ pub struct PlayoutBuffer {
     next_seq: Option<u64>,
     next_play: i128,
     target_nanos: u64,
+    /// A lower bound on the target set by the receiver (e.g. room for retransmissions).
+    floor_nanos: u64,
 }
 
 impl PlayoutBuffer {
@@ -159,13 +161,27 @@ impl PlayoutBuffer {
             next_seq: None,
             next_play: 0,
             target_nanos: target,
+            floor_nanos: 0,
             config,
         }
     }
 
-    /// The current target delay over the fastest path, in nanoseconds.
+    /// The current target delay over the fastest path, in nanoseconds: the learned
+    /// quantile, raised to the floor if one is set.
     pub fn target_delay_nanos(&self) -> u64 {
-        self.target_nanos
+        self.target_nanos.max(self.floor_nanos)
+    }
+
+    /// Keeps the adaptive target at or above `floor_nanos` (capped at the mode's maximum
+    /// delay) until changed; 0 removes the floor. A fixed buffer ignores it. The play
+    /// position moves towards a new target by the mode's stretch and accelerate steps.
+    pub fn set_delay_floor_nanos(&mut self, floor_nanos: u64) {
+        if let PlayoutMode::Adaptive {
+            max_delay_nanos, ..
+        } = self.config.mode
+        {
+            self.floor_nanos = floor_nanos.min(max_delay_nanos);
+        }
     }
 
     /// The sequence number of the next frame to be decided (`None` before any packet).
@@ -180,6 +196,18 @@ impl PlayoutBuffer {
 
     /// Takes in one packet that arrived at `arrival_nanos`.
     pub fn on_packet(&mut self, seq: u64, arrival_nanos: Nanos) -> PacketOutcome {
+        self.accept(seq, arrival_nanos, true)
+    }
+
+    /// Takes in a retransmitted copy of packet `seq`. It is buffered like any packet but
+    /// does not train the delay estimate: a copy travels a NACK round trip more than the
+    /// path delay, and learning it would raise the playout delay of every later frame.
+    pub fn on_retransmitted_packet(&mut self, seq: u64, arrival_nanos: Nanos) -> PacketOutcome {
+        let learn = self.next_seq.is_none();
+        self.accept(seq, arrival_nanos, learn)
+    }
+
+    fn accept(&mut self, seq: u64, arrival_nanos: Nanos, learn: bool) -> PacketOutcome {
         let frame = self.config.frame_nanos as i128;
         let path = arrival_nanos as i128 - seq as i128 * frame;
         let next = match self.next_seq {
@@ -191,7 +219,9 @@ impl PlayoutBuffer {
                 seq
             }
         };
-        self.learn(path);
+        if learn {
+            self.learn(path);
+        }
         if seq < next {
             return PacketOutcome::Late;
         }
@@ -282,7 +312,7 @@ impl PlayoutBuffer {
         {
             let desired = self.reference.unwrap_or(play)
                 + (seq as i128 + 1) * frame
-                + self.target_nanos as i128;
+                + self.target_delay_nanos() as i128;
             // Never shorten a frame below half its length: play times strictly increase.
             let accelerate = (accelerate_nanos as i128).min(frame / 2);
             let step = (desired - next_play).clamp(-accelerate, stretch_nanos as i128);
@@ -341,6 +371,56 @@ mod tests {
         }
         let t = b.target_delay_nanos();
         assert!((35_000_000..=37_000_000).contains(&t), "target {t}");
+    }
+
+    #[test]
+    fn retransmitted_copies_do_not_raise_the_target() {
+        let mut learned = PlayoutBuffer::new(cfg(PlayoutMode::adaptive_default()));
+        let mut ignored = PlayoutBuffer::new(cfg(PlayoutMode::adaptive_default()));
+        // Every 20th packet comes 120 ms late, as a copy after a NACK round trip would.
+        for seq in 0..2000u64 {
+            let on_time = seq * FRAME;
+            if seq % 20 == 0 {
+                learned.on_packet(seq, on_time + 120_000_000);
+                ignored.on_retransmitted_packet(seq, on_time + 120_000_000);
+            } else {
+                learned.on_packet(seq, on_time);
+                ignored.on_packet(seq, on_time);
+            }
+        }
+        assert!(learned.target_delay_nanos() >= 120_000_000);
+        assert!(
+            ignored.target_delay_nanos() <= 20_000_000,
+            "{}",
+            ignored.target_delay_nanos()
+        );
+        // A floor raises the target and the play position follows it.
+        let mut b = PlayoutBuffer::new(cfg(PlayoutMode::adaptive_default()));
+        b.set_delay_floor_nanos(150_000_000);
+        assert_eq!(b.target_delay_nanos(), 150_000_000);
+        b.set_delay_floor_nanos(u64::MAX);
+        assert_eq!(
+            b.target_delay_nanos(),
+            200_000_000,
+            "capped at the maximum delay"
+        );
+        b.set_delay_floor_nanos(150_000_000);
+        let mut last = None;
+        for seq in 0..100u64 {
+            b.on_packet(seq, seq * FRAME);
+            while let Some(d) = b.poll(seq * FRAME) {
+                last = Some(d);
+            }
+        }
+        let added = last.expect("frames played").added_delay_nanos;
+        assert!((145_000_000..=155_000_000).contains(&added), "{added}");
+        let mut fixed = PlayoutBuffer::new(cfg(PlayoutMode::Fixed { delay_nanos: FRAME }));
+        fixed.set_delay_floor_nanos(150_000_000);
+        assert_eq!(fixed.target_delay_nanos(), FRAME);
+        // A copy is still buffered and played.
+        let mut b = PlayoutBuffer::new(cfg(PlayoutMode::adaptive_default()));
+        b.on_packet(0, 0);
+        assert_eq!(b.on_retransmitted_packet(1, FRAME), PacketOutcome::Buffered);
     }
 
     proptest! {

@@ -104,20 +104,43 @@ impl AudioPath {
         }
     }
 
+    /// The duration of one packet, in nanoseconds.
+    pub fn frame_nanos(&self) -> u64 {
+        self.packet_samples as u64 * 1_000_000 / 16
+    }
+
+    /// Keeps the playout delay at or above `floor_nanos` (0: no floor); see
+    /// [`PlayoutBuffer::set_delay_floor_nanos`].
+    pub fn set_delay_floor_nanos(&mut self, floor_nanos: u64) {
+        self.playout.set_delay_floor_nanos(floor_nanos);
+    }
+
     /// Switches the speech threshold (policy hot reload).
     pub fn set_policy(&mut self, policy: &Policy) {
         self.gate.set_policy(policy);
     }
 
-    /// Takes in packet `seq` that arrived at `arrival_nanos`. Returns the sequence numbers
-    /// this arrival shows to be missing (a gap before it), oldest first.
-    pub fn on_packet(&mut self, seq: u64, arrival_nanos: Nanos, samples: Vec<f32>) -> Vec<u64> {
+    /// Takes in packet `seq` that arrived at `arrival_nanos` (`copy`: a retransmission,
+    /// which does not train the playout delay). Returns the sequence numbers this arrival
+    /// shows to be missing (a gap before it), oldest first.
+    pub fn on_packet(
+        &mut self,
+        seq: u64,
+        arrival_nanos: Nanos,
+        samples: Vec<f32>,
+        copy: bool,
+    ) -> Vec<u64> {
         let gap: Vec<u64> = match self.highest_seq {
             Some(h) if seq > h + 1 => (h + 1..seq).collect(),
             _ => Vec::new(),
         };
         self.highest_seq = Some(self.highest_seq.map_or(seq, |h| h.max(seq)));
-        match self.playout.on_packet(seq, arrival_nanos) {
+        let outcome = if copy {
+            self.playout.on_retransmitted_packet(seq, arrival_nanos)
+        } else {
+            self.playout.on_packet(seq, arrival_nanos)
+        };
+        match outcome {
             PacketOutcome::Buffered => {
                 self.waiting.insert(seq, samples);
             }
@@ -231,7 +254,7 @@ mod tests {
         // 2 s of packets arriving on time, played after the buffer's initial delay.
         for seq in 0..100u64 {
             let arrival = seq * 20 * MS;
-            assert!(a.on_packet(seq, arrival, vec![0.1; 320]).is_empty());
+            assert!(a.on_packet(seq, arrival, vec![0.1; 320], false).is_empty());
             chunks.extend(a.poll(arrival));
         }
         // Play until well after the last packet: frames past it are concealed.
@@ -257,15 +280,15 @@ mod tests {
     #[test]
     fn a_gap_is_reported_and_a_missing_packet_is_concealed() {
         let mut a = AudioPath::new(&Policy::default(), 20);
-        assert!(a.on_packet(0, 0, vec![0.0; 320]).is_empty());
-        assert_eq!(a.on_packet(3, 60 * MS, vec![0.0; 320]), vec![1, 2]);
+        assert!(a.on_packet(0, 0, vec![0.0; 320], false).is_empty());
+        assert_eq!(a.on_packet(3, 60 * MS, vec![0.0; 320], false), vec![1, 2]);
         assert!(a.wants(1));
         // Frame 0 plays after the initial 40 ms delay, then one frame per 20 ms.
         a.poll(100 * MS);
         assert!(!a.wants(1), "frame 1 was decided");
         assert_eq!(a.counts().concealed, 2);
         // A packet that comes after its frame was concealed is late.
-        a.on_packet(2, 110 * MS, vec![0.0; 320]);
+        a.on_packet(2, 110 * MS, vec![0.0; 320], false);
         assert_eq!(a.counts().late_packets, 1);
     }
 }

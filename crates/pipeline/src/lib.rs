@@ -17,6 +17,7 @@
 //! - [`jobs`]: one job's work per model, as the workers run it;
 //! - [`audio`]: microphone packets to VAD chunks and utterances;
 //! - [`health`]: the LDTI loop and its actions;
+//! - [`nack`]: retransmission requests for missing audio and the delay they need;
 //! - [`stats`]: per-modality counts and latencies;
 //! - [`load`]: background CPU load of the scenario's episodes;
 //! - [`platform`]: the executor and the resource groups the run asks the OS for;
@@ -31,6 +32,7 @@ pub mod health;
 pub mod inputs;
 pub mod jobs;
 pub mod load;
+pub mod nack;
 pub mod platform;
 pub mod run;
 pub mod stats;

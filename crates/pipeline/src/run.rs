@@ -46,6 +46,7 @@ use crate::health::{HealthInputs, HealthMonitor, Remedies};
 use crate::inputs::{Device, Inputs};
 use crate::jobs::{self, Output};
 use crate::load::{LoadGenerator, LoadProfile};
+use crate::nack::Nacks;
 use crate::platform;
 use crate::stats::{Kind, RunStats};
 use crate::summary::{self, Totals};
@@ -180,9 +181,7 @@ struct Run<'o> {
     stale_answers: u64,
     breaker_opened: u64,
     camera_scaled_nanos: u64,
-    retransmit_requests: u64,
-    retransmitted: std::collections::HashSet<u64>,
-    recovered: u64,
+    nacks: Nacks,
     health: HealthMonitor,
     stats: RunStats,
     series: RunSeries,
@@ -390,20 +389,29 @@ impl Run<'_> {
                 continue;
             };
             let late_before = audio.counts().late_packets;
-            let gap = audio.on_packet(seq, a.arrival_nanos, a.event.payload.samples);
-            if self.retransmitted.remove(&seq) && audio.counts().late_packets == late_before {
-                self.recovered += 1;
+            let copy = self.nacks.arrived(seq, a.arrival_nanos);
+            let gap = audio.on_packet(seq, a.arrival_nanos, a.event.payload.samples, copy);
+            if copy && audio.counts().late_packets == late_before {
+                self.nacks.recovered();
             }
             if self.remedies().retransmit
                 && let Some((mic, _)) = &mut self.inputs.mic
             {
                 for missing in gap {
-                    self.retransmit_requests += 1;
-                    if mic.retransmit(missing) {
-                        self.retransmitted.insert(missing);
-                    }
+                    let sent = mic.retransmit(missing);
+                    self.nacks.request(missing, now, sent);
                 }
             }
+        }
+        // While requests are on, hold frames long enough for a copy to come back.
+        let retransmit = self.remedies().retransmit;
+        if let Some(audio) = &mut self.audio {
+            let floor = if retransmit {
+                self.nacks.playout_floor_nanos(audio.frame_nanos())
+            } else {
+                0
+            };
+            audio.set_delay_floor_nanos(floor);
         }
         let chunks = match &mut self.audio {
             Some(audio) => audio.poll(now),
@@ -1120,9 +1128,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         stale_answers: 0,
         breaker_opened: 0,
         camera_scaled_nanos: 0,
-        retransmit_requests: 0,
-        retransmitted: Default::default(),
-        recovered: 0,
+        nacks: Nacks::default(),
         health,
         stats: RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
         series: RunSeries::default(),
@@ -1190,8 +1196,8 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         stale_answers: r.stale_answers,
         breaker_opened: r.breaker_opened,
         camera_scaled_nanos: r.camera_scaled_nanos,
-        retransmit_requests: r.retransmit_requests,
-        recovered: r.recovered,
+        retransmit_requests: r.nacks.requests(),
+        recovered: r.nacks.recovered_count(),
         platform: platform_notes,
     };
     let summary = summary::build(

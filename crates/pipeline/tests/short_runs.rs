@@ -97,3 +97,66 @@ fn a_baseline_produces_the_same_summary_shape() {
         }
     }
 }
+
+/// A microphone alone, 10 % of packets lost, over a 56 ms one-way path.
+const LOSSY_MIC: &str = r#"
+version = 1
+name = "lossy-mic"
+description = "a microphone over a lossy network"
+duration_s = 10
+seed = 3
+
+[device]
+workers = 2
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad"]
+packet_ms = 20
+sla_ms = 60
+importance = 0.6
+latency_ms = 56
+loss_pct = 10
+jitter = { shape = 2, scale_ms = 4 }
+"#;
+
+/// A policy that is degraded from the start, with or without retransmission requests.
+fn always_degraded(retransmit: bool) -> Policy {
+    let mut spec = mmsched_core::policy::PolicySpec::default();
+    spec.ldti.degraded_at = Some(0.0);
+    spec.ldti.adaptive.enabled = Some(false);
+    spec.ldti.actions.retransmit = Some(retransmit);
+    Policy::try_from(spec).expect("a valid policy")
+}
+
+#[test]
+fn retransmission_requests_recover_lost_audio_packets() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let audio = |retransmit: bool| {
+        let scenario = Scenario::from_toml(LOSSY_MIC, "lossy-mic").expect("valid scenario");
+        let mut c = RunConfig::new(
+            scenario,
+            always_degraded(retransmit),
+            SchedulerKind::Mmsched,
+        );
+        c.platform = false;
+        run(c, &mut Quiet).expect("the run completes").summary.audio
+    };
+    let without = audio(false);
+    let with = audio(true);
+    assert_eq!(without.retransmit_requests, 0, "{without:?}");
+    assert!(with.retransmit_requests > 20, "{with:?}");
+    assert!(with.recovered_packets > 5, "{with:?}");
+    // Copies come back within the raised playout delay, so fewer frames are concealed.
+    assert!(
+        with.frame_loss_pct < without.frame_loss_pct * 0.8,
+        "with {with:?} without {without:?}"
+    );
+    assert!(with.playout_delay_ms_p99 <= 201.0, "{with:?}");
+}
