@@ -21,7 +21,7 @@
 //! - [`stats`]: per-modality counts and latencies;
 //! - [`load`]: background CPU load of the scenario's episodes;
 //! - [`platform`]: the executor and the resource groups the run asks the OS for;
-//! - [`run`]: the main loop;
+//! - [`run`](mod@run): the main loop;
 //! - [`summary`]: the report of a run.
 #![deny(missing_docs)]
 

@@ -13,24 +13,28 @@
 //! utterance's own length, at least 2 s (a transcript is due within the time it took to
 //! say it; Whisper reads fixed 30 s windows, so short utterances cost nearly as much); all
 //! steps of a text request share the request's deadline.
+//!
+//! Files: `sources.rs` takes in what the sources delivered, `monitor.rs` does the timed
+//! work (health evaluation and actions, report samples), `observer.rs` is how a run
+//! reports as it goes; this file holds the loop, job completion and the set-up.
+
+mod monitor;
+mod observer;
+mod sources;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use mmsched_backends::RgbFrame;
-use mmsched_backends::gate;
 use mmsched_core::Modality;
 use mmsched_core::align::AlignConfig;
 use mmsched_core::arbiter::ClassId;
-use mmsched_core::ldti::Level;
 use mmsched_core::scheduler::LogEntry;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_report::{HealthActionRecord, RunSeries};
 use mmsched_runtime::ingest::StreamIngest;
-use mmsched_runtime::router::SkipReason;
-use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
+use mmsched_runtime::router::image::ImageRouter;
 use mmsched_runtime::sched::cost::CostModel;
 use mmsched_runtime::sched::{
     ExecEvent, Executor, SchedulerKind, StepOutcome, Task, TaskInfo, Work,
@@ -42,7 +46,7 @@ use mmsched_trace::record::stage;
 use crate::audio::AudioPath;
 use crate::config::{RunConfig, RunError};
 use crate::engines::Engines;
-use crate::health::{HealthInputs, HealthMonitor, Remedies};
+use crate::health::{HealthMonitor, Remedies};
 use crate::inputs::{Device, Inputs};
 use crate::jobs::{self, Output};
 use crate::load::{LoadGenerator, LoadProfile};
@@ -51,6 +55,8 @@ use crate::platform;
 use crate::stats::{Kind, RunStats};
 use crate::summary::{self, Totals};
 use crate::trace_out::{JobSpan, TraceOut};
+
+pub use observer::{Observer, Progress, Quiet};
 
 /// Sliding window of the health loop's P99 and throughput.
 const HEALTH_WINDOW_NANOS: Nanos = 2_000_000_000;
@@ -69,47 +75,6 @@ const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
 const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 /// Longest sleep of the loop: it also watches for Ctrl-C and policy updates.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
-
-/// What the loop reports as it goes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    /// Seconds since the inputs started.
-    pub t_s: f64,
-    /// Seconds the inputs run for.
-    pub duration_s: f64,
-    /// Per kind (vision, vad, asr, llm): completed, deadline misses, skipped, shed.
-    pub counts: [(u64, u64, u64, u64); 4],
-    /// Per kind: completions per second over the last second.
-    pub rates_hz: [f64; 4],
-    /// Current LDTI and level.
-    pub ldti: f64,
-    /// Its level.
-    pub level: Level,
-}
-
-/// Who watches a run: the command line's progress display, the metrics endpoint.
-pub trait Observer {
-    /// A status line (loading models, platform notes).
-    fn status(&mut self, _line: &str) {}
-    /// Once a second.
-    fn progress(&mut self, _p: &Progress) {}
-    /// A job finished (`kind` as in the summary: vision, vad, asr, llm).
-    fn job(&mut self, _kind: &str, _latency_ms: f64, _missed: bool) {}
-    /// An input was skipped by the router or the health loop.
-    fn skip(&mut self, _kind: &str) {}
-    /// A job was shed by admission.
-    fn shed(&mut self, _kind: &str) {}
-    /// A health evaluation.
-    fn ldti(&mut self, _value: f64, _level: Level) {}
-    /// The resource groups exist: clean them up if the process is interrupted.
-    #[cfg(target_os = "linux")]
-    fn cgroups(&mut self, _handle: mmsched_runtime::platform::cgroup::CgroupHandle) {}
-}
-
-/// An observer that ignores everything.
-#[derive(Debug, Default)]
-pub struct Quiet;
-impl Observer for Quiet {}
 
 /// What a run produced.
 #[derive(Debug)]
@@ -306,159 +271,6 @@ impl Run<'_> {
             Some(Self::modality(kind)),
             reason,
         );
-    }
-
-    fn poll_camera(&mut self, now: Nanos) {
-        let sla = self.sla_nanos(Kind::Vision);
-        let (name, arrivals) = arrived(&mut self.inputs.camera);
-        for a in arrivals {
-            let capture = self.place(&name, &a);
-            if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
-                // Degraded: half the frame rate (the frequency scaling this device can do).
-                continue;
-            }
-            let f = a.event.payload;
-            let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
-                continue;
-            };
-            let t0 = self.clock.now_nanos();
-            let m = gate::measure(&frame);
-            let gate_nanos = self.clock.now_nanos().saturating_sub(t0);
-            let route = self.router.route(
-                capture,
-                ImageMeasures {
-                    mean_luma: m.mean_luma,
-                    laplacian_var: m.laplacian_var,
-                },
-                gate_nanos,
-            );
-            if let Some(reason) = route.skipped {
-                let why = match reason {
-                    SkipReason::Dark { .. } => "dark",
-                    SkipReason::Blurred { .. } => "blurred",
-                    SkipReason::Silence { .. } => "silence",
-                };
-                self.skip(Kind::Vision, now, why);
-                continue;
-            }
-            if self.remedies().breaker_open && self.heaviest_branch() == Kind::Vision {
-                self.answer_from_cache(Kind::Vision, now);
-                continue;
-            }
-            let tag = self.new_tag();
-            let work = jobs::vision(
-                self.engines.ocr.clone(),
-                frame,
-                tag,
-                self.outputs_tx.clone(),
-            );
-            self.stats.job(Kind::Vision);
-            let release = a.arrival_nanos.min(now);
-            self.submit(
-                now,
-                tag,
-                JobRec {
-                    kind: Kind::Vision,
-                    release,
-                    deadline: release + sla,
-                    chunk: 0,
-                },
-                work,
-            );
-        }
-    }
-
-    fn answer_from_cache(&mut self, kind: Kind, now: Nanos) {
-        let cached = match kind {
-            Kind::Vision => self.last_ocr.is_some(),
-            _ => self.last_transcript.is_some(),
-        };
-        if self.remedies().use_cache && cached {
-            self.stale_answers += 1;
-        }
-        self.skip(kind, now, "circuit breaker open");
-    }
-
-    fn poll_mic(&mut self, now: Nanos) {
-        let sla = self.sla_nanos(Kind::Vad);
-        let (name, arrivals) = arrived(&mut self.inputs.mic);
-        for a in arrivals {
-            self.place(&name, &a);
-            let seq = a.event.seq;
-            let Some(audio) = &mut self.audio else {
-                continue;
-            };
-            let late_before = audio.counts().late_packets;
-            let copy = self.nacks.arrived(seq, a.arrival_nanos);
-            let gap = audio.on_packet(seq, a.arrival_nanos, a.event.payload.samples, copy);
-            if copy && audio.counts().late_packets == late_before {
-                self.nacks.recovered();
-            }
-            if self.remedies().retransmit
-                && let Some((mic, _)) = &mut self.inputs.mic
-            {
-                for missing in gap {
-                    let sent = mic.retransmit(missing);
-                    self.nacks.request(missing, now, sent);
-                }
-            }
-        }
-        // While requests are on, hold frames long enough for a copy to come back.
-        let retransmit = self.remedies().retransmit;
-        if let Some(audio) = &mut self.audio {
-            let floor = if retransmit {
-                self.nacks.playout_floor_nanos(audio.frame_nanos())
-            } else {
-                0
-            };
-            audio.set_delay_floor_nanos(floor);
-        }
-        let chunks = match &mut self.audio {
-            Some(audio) => audio.poll(now),
-            None => Vec::new(),
-        };
-        for c in chunks {
-            let Some(vad) = self.engines.vad.clone() else {
-                continue;
-            };
-            let tag = self.new_tag();
-            self.stats.job(Kind::Vad);
-            let work = jobs::vad(vad, c.samples, tag, self.outputs_tx.clone());
-            self.submit(
-                now,
-                tag,
-                JobRec {
-                    kind: Kind::Vad,
-                    release: c.ready_nanos,
-                    deadline: c.ready_nanos + sla,
-                    chunk: c.index,
-                },
-                work,
-            );
-        }
-    }
-
-    fn poll_imu_and_text(&mut self, now: Nanos) {
-        let (name, arrivals) = arrived(&mut self.inputs.imu);
-        for a in arrivals {
-            self.place(&name, &a);
-        }
-        let (name, arrivals) = arrived(&mut self.inputs.text);
-        for a in arrivals {
-            self.place(&name, &a);
-            // Every other request asks about what was just heard, when there is a transcript.
-            let prompt = match &self.last_transcript {
-                Some(t) if a.event.seq % 2 == 0 => {
-                    format!("In one sentence, what is this about: {t}")
-                }
-                _ => a.event.payload.prompt,
-            };
-            self.llm_queue.push_back((
-                a.arrival_nanos.min(now),
-                prompt,
-                a.event.payload.max_tokens,
-            ));
-        }
     }
 
     fn start_asr_and_llm(&mut self, now: Nanos) {
@@ -705,188 +517,6 @@ impl Run<'_> {
         }
         self.observer.job(rec.kind.as_str(), latency_ms, missed);
         self.recent_done.push_back((end, rec.kind));
-    }
-
-    fn health_tick(&mut self, now: Nanos) {
-        if !self.health.due(now) {
-            return;
-        }
-        self.stats.trim(now);
-        let drift_ppm = self
-            .ingest
-            .iter()
-            .filter_map(|(_, i)| i.estimate())
-            .map(|e| e.drift_ppm.abs())
-            .fold(0.0, f64::max);
-        let was_scaled = self.remedies().camera_scaled;
-        let was_open = self.remedies().breaker_open;
-        let changes = self.health.evaluate(
-            now,
-            &HealthInputs {
-                worst_p99_ratio: self.stats.worst_p99_ratio(),
-                drift_ppm,
-                served_fraction: self.stats.served_fraction(),
-            },
-        );
-        if was_scaled {
-            self.camera_scaled_nanos += now.saturating_sub(self.last_health);
-        }
-        self.last_health = now;
-        let r = self.remedies();
-        if r.breaker_open && !was_open {
-            self.breaker_opened += 1;
-        }
-        if r.camera_scaled != was_scaled {
-            self.rebook_camera(now, r.camera_scaled);
-            // Under pressure the cores run at full speed; back to the scenario's power
-            // mode once healthy.
-            let percent = if r.camera_scaled || !self.config.scenario.battery().low_power {
-                100
-            } else {
-                60
-            };
-            self.power_hint(now, percent);
-        }
-        let (value, level) = self.health.current();
-        self.series
-            .record_ldti(self.t_s(now), value, level.as_str());
-        self.trace.counter(stage::LDTI, now, value);
-        self.observer.ldti(value, level);
-        let acting = self.config.scheduler == SchedulerKind::Mmsched;
-        for c in changes.into_iter().filter(|_| acting) {
-            self.trace
-                .instant("health_action", "health", c.at_nanos, None, &c.what);
-            self.actions.push(HealthActionRecord {
-                t_s: self.t_s(c.at_nanos),
-                level: c.level.as_str().to_string(),
-                action: c.what,
-            });
-        }
-    }
-
-    /// Books the camera's standing reservation for its (possibly halved) frame rate.
-    fn rebook_camera(&mut self, now: Nanos, halved: bool) {
-        let Some((_, s)) = &self.inputs.camera else {
-            return;
-        };
-        let fps = s.fps.unwrap_or(5.0).max(0.1);
-        let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
-        let latency = (s.latency_ms * 1e6) as Nanos;
-        let class = self.classes.vision;
-        let cost = self.cost.predict(class, now);
-        // The next frame's arrival: frames are captured on the camera's cadence from the
-        // start of the inputs, and arrive after the stream's latency.
-        let k = now.saturating_sub(self.start) / period + 1;
-        let first = self.start + k * period + latency;
-        self.exec.cancel_stream(class);
-        self.exec
-            .reserve_stream(class, Modality::Image, first, period, cost);
-        self.camera_booking = Some((cost, halved));
-    }
-
-    /// Keeps the camera's occurrences as long as a frame really takes: rebooked when the
-    /// predicted cost moved by more than a tenth since the last booking.
-    fn follow_camera_cost(&mut self, now: Nanos) {
-        let Some((booked, halved)) = self.camera_booking else {
-            return;
-        };
-        let cost = self.cost.predict(self.classes.vision, now);
-        if cost.abs_diff(booked) * 10 > booked {
-            self.rebook_camera(now, halved);
-        }
-    }
-
-    fn sample(&mut self, now: Nanos) {
-        if now < self.next_sample {
-            return;
-        }
-        self.next_sample = now + SAMPLE_NANOS;
-        let occupancy = self.exec.occupancy(now);
-        let mean = if occupancy.is_empty() {
-            0.0
-        } else {
-            occupancy.iter().sum::<f64>() / occupancy.len() as f64
-        };
-        self.trace.counter(stage::SLOT_OCCUPANCY, now, mean);
-        self.series
-            .slot_occupancy
-            .push(mmsched_report::OccupancyPoint {
-                t_s: self.t_s(now),
-                per_worker_pct: occupancy.iter().map(|o| o * 100.0).collect(),
-            });
-        while self
-            .recent_done
-            .front()
-            .is_some_and(|(t, _)| *t + 1_000_000_000 < now)
-        {
-            self.recent_done.pop_front();
-        }
-        let rates = self.rates();
-        self.series.rates.push(mmsched_report::RatePoint {
-            t_s: self.t_s(now),
-            per_modality_hz: Kind::ALL
-                .iter()
-                .zip(rates)
-                .map(|(k, r)| (k.as_str().to_string(), r))
-                .collect(),
-        });
-        if now >= self.next_progress {
-            self.next_progress = now + PROGRESS_NANOS;
-            self.sample_pressure(now);
-            self.follow_camera_cost(now);
-            let counts = Kind::ALL.map(|k| {
-                let s = self.stats.kind(k);
-                (s.completed, s.deadline_misses, s.skipped, s.shed)
-            });
-            let (ldti, level) = self.health.current();
-            let p = Progress {
-                t_s: self.t_s(now).min(self.config.duration_nanos as f64 / 1e9),
-                duration_s: self.config.duration_nanos as f64 / 1e9,
-                counts,
-                rates_hz: rates,
-                ldti,
-                level,
-            };
-            self.observer.progress(&p);
-        }
-    }
-
-    /// Asks the platform for a CPU frequency (mmsched with platform integration only),
-    /// timing the call against its S11 budget; every call goes into the trace.
-    fn power_hint(&mut self, now: Nanos, percent: u8) {
-        #[cfg(target_os = "linux")]
-        if let Some(p) = &mut self.power {
-            use mmsched_runtime::platform::power::{FrequencyLevel, PowerControl};
-            let e = p.request_frequency(FrequencyLevel::percent(percent));
-            self.power_calls += 1;
-            if e.over_budget() {
-                self.power_over_budget += 1;
-            }
-            let what = format!(
-                "frequency {percent} %: {:?}, {} µs",
-                e.effect,
-                e.timing.elapsed_nanos / 1000
-            );
-            self.trace.instant("power", "health", now, None, &what);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (now, percent);
-    }
-
-    /// CPU pressure (PSI `some avg10`) as a saturation signal, once a second, into the
-    /// trace; its mean and maximum go into the summary's platform notes.
-    fn sample_pressure(&mut self, now: Nanos) {
-        #[cfg(target_os = "linux")]
-        {
-            use mmsched_runtime::platform::psi;
-            if let Ok(p) = psi::read(std::path::Path::new(psi::CPU_PRESSURE_PATH)) {
-                let pct = 100.0 * p.saturation();
-                self.trace.counter(stage::PSI_CPU, now, pct);
-                self.pressure_pct.push(pct);
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = now;
     }
 
     fn rates(&self) -> [f64; 4] {
