@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::axis::Axis;
-use super::{Frame, LegendEntry, coord, legend, note, open};
+use super::{Frame, LegendEntry, coord, legend, note, open, y_grid};
 use crate::escape::escape;
 
 /// One series of a bar chart: a value per category.
@@ -36,19 +36,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[&str], series: &[BarS
     let y = Axis::linear(0.0, max.max(1.0) * 1.1);
     let mut out = String::new();
     open(&mut out, &frame, title);
-    for tick in y.ticks() {
-        let Some(fy) = y.fraction(tick) else { continue };
-        let py = coord(frame.py(fy));
-        let _ = write!(
-            out,
-            r##"<line x1="{l}" y1="{py}" x2="{r}" y2="{py}" stroke="#e4e4e4"/><text x="{lx}" y="{ty}" text-anchor="end">{label}</text>"##,
-            l = coord(frame.px(0.0)),
-            r = coord(frame.px(1.0)),
-            lx = coord(frame.left - 6.0),
-            ty = coord(frame.py(fy) + 4.0),
-            label = escape(&y.label(tick))
-        );
-    }
+    y_grid(&mut out, &frame, &y);
     let groups = categories.len().max(1) as f64;
     let group_width = frame.plot_width() / groups;
     let bar_width = group_width * 0.8 / series.len().max(1) as f64;

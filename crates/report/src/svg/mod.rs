@@ -117,6 +117,25 @@ pub(crate) fn open(out: &mut String, frame: &Frame, title: &str) {
     );
 }
 
+/// Horizontal grid lines with their labels at `axis`'s ticks, drawn before the data.
+pub(crate) fn y_grid(out: &mut String, frame: &Frame, axis: &axis::Axis) {
+    for tick in axis.ticks() {
+        let Some(fy) = axis.fraction(tick) else {
+            continue;
+        };
+        let y = coord(frame.py(fy));
+        let _ = write!(
+            out,
+            r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#e4e4e4"/><text x="{lx}" y="{ty}" text-anchor="end">{label}</text>"##,
+            l = coord(frame.px(0.0)),
+            r = coord(frame.px(1.0)),
+            lx = coord(frame.left - 6.0),
+            ty = coord(frame.py(fy) + 4.0),
+            label = escape(&axis.label(tick))
+        );
+    }
+}
+
 /// The legend, stacked in the right margin.
 pub(crate) fn legend(out: &mut String, frame: &Frame, entries: &[LegendEntry]) {
     let x = frame.width - frame.right + 14.0;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::axis::Axis;
-use super::{Frame, LegendEntry, coord, legend, note, open};
+use super::{Frame, LegendEntry, coord, legend, note, open, y_grid};
 use crate::escape::escape;
 
 /// An x–y chart being drawn. Layers are drawn in the order they are added.
@@ -246,21 +246,7 @@ impl Plot {
                 label = escape(&self.x.label(tick))
             );
         }
-        for tick in self.y.ticks() {
-            let Some(fy) = self.y.fraction(tick) else {
-                continue;
-            };
-            let y = coord(f.py(fy));
-            let _ = write!(
-                out,
-                r##"<line x1="{l}" y1="{y}" x2="{r}" y2="{y}" stroke="#e4e4e4"/><text x="{lx}" y="{ty}" text-anchor="end">{label}</text>"##,
-                l = coord(f.px(0.0)),
-                r = coord(f.px(1.0)),
-                lx = coord(f.left - 6.0),
-                ty = coord(f.py(fy) + 4.0),
-                label = escape(&self.y.label(tick))
-            );
-        }
+        y_grid(&mut out, f, &self.y);
         out.push_str(&self.layers);
         let _ = write!(
             out,
