@@ -8,6 +8,11 @@
 //! 3. a task preempted by a higher level returns to the **head** of its level;
 //! 4. a task that yields, or wakes up, goes to the **tail** of its level.
 //!
+//! Shared data is protected by the immediate priority ceiling protocol ([`crate::lock`]): a
+//! task inside a critical section runs (and queues) at the lock's ceiling, so no other user
+//! of the lock can start until it leaves. Tasks also wait for notifications from interrupt
+//! handlers ([`Kernel::wait`], [`Kernel::notify`]), which is how a device wakes a task.
+//!
 //! There is no priority inheritance and there are no user timers (S14). The kernel never
 //! reads a clock: every call that depends on time is handed `now_ticks`, and the caller arms
 //! the hardware timer for [`Kernel::next_alarm`]. That makes every rule testable on the host.
@@ -31,8 +36,19 @@ pub enum KernelError {
         /// The requested sleep, in ticks.
         ticks: u32,
     },
-    /// A task-level call (sleep, yield) was made while no task is running.
+    /// A task-level call (sleep, yield, wait, lock) was made while no task is running.
     NoCurrentTask,
+    /// A sleep, wait or yield inside a critical section: the section would block every
+    /// task up to the lock's ceiling for an unbounded time.
+    LockHeld,
+    /// A task locked a resource whose ceiling is below its own priority, so the ceiling
+    /// would not keep the other users out.
+    CeilingTooLow {
+        /// The lock's ceiling level.
+        ceiling: u8,
+        /// The calling task's priority level.
+        priority: u8,
+    },
 }
 
 impl fmt::Display for KernelError {
@@ -47,8 +63,16 @@ impl fmt::Display for KernelError {
                 "a sleep of {ticks} ticks exceeds the maximum of {MAX_SLEEP_TICKS}; sleep in shorter steps"
             ),
             KernelError::NoCurrentTask => {
-                f.write_str("no task is running; sleep and yield are task calls")
+                f.write_str("no task is running; sleep, wait, yield and lock are task calls")
             }
+            KernelError::LockHeld => f.write_str(
+                "a task may not sleep, wait or yield inside a critical section; leave the lock first",
+            ),
+            KernelError::CeilingTooLow { ceiling, priority } => write!(
+                f,
+                "a task of priority {priority} locked a resource with ceiling {ceiling}; \
+                 the ceiling must be at least the priority of every task that locks it"
+            ),
         }
     }
 }
@@ -108,11 +132,7 @@ impl<const N: usize> Kernel<N> {
             .tcbs
             .get_mut(i)
             .ok_or(KernelError::TooManyTasks { capacity: N })?;
-        *tcb = Tcb {
-            context: 0,
-            priority,
-            state: TaskState::Ready,
-        };
+        *tcb = Tcb::ready(priority);
         let id = TaskId(self.spawned);
         self.spawned += 1;
         self.ready.push_back(id, priority);
@@ -158,8 +178,8 @@ impl<const N: usize> Kernel<N> {
     /// Picks the task that runs now and makes it current; `None` means idle.
     ///
     /// Call after every event (sleep, yield, wake, timer interrupt). A running task keeps
-    /// the CPU unless a strictly higher level is ready, in which case it goes back to the
-    /// head of its own level.
+    /// the CPU unless a level strictly above its effective priority is ready, in which case
+    /// it goes back to the head of that level.
     #[inline(never)]
     pub fn schedule(&mut self) -> Option<TaskId> {
         let prev = self.current;
@@ -167,9 +187,9 @@ impl<const N: usize> Kernel<N> {
             let tcb = &mut self.tcbs[usize::from(prev)];
             if tcb.state == TaskState::Running {
                 match self.ready.highest() {
-                    Some(h) if h > tcb.priority => {
+                    Some(h) if h > tcb.effective => {
                         tcb.state = TaskState::Ready;
-                        self.ready.push_front(TaskId(prev), tcb.priority);
+                        self.ready.push_front(TaskId(prev), tcb.effective);
                     }
                     _ => return Some(TaskId(prev)),
                 }
@@ -189,11 +209,24 @@ impl<const N: usize> Kernel<N> {
         self.current()
     }
 
-    fn running(&self) -> Result<usize, KernelError> {
+    pub(crate) fn running(&self) -> Result<usize, KernelError> {
         match self.current {
             NO_TASK => Err(KernelError::NoCurrentTask),
             c => Ok(usize::from(c)),
         }
+    }
+
+    /// The running task's index when it may block (it holds no lock).
+    fn running_unlocked(&self) -> Result<usize, KernelError> {
+        let c = self.running()?;
+        if self.tcbs[c].locks != 0 {
+            return Err(KernelError::LockHeld);
+        }
+        Ok(c)
+    }
+
+    pub(crate) fn tcbs_mut(&mut self) -> &mut [Tcb; N] {
+        &mut self.tcbs
     }
 
     /// Puts the running task to sleep until `deadline_ticks`. A deadline already reached
@@ -201,7 +234,7 @@ impl<const N: usize> Kernel<N> {
     /// lost to a late call. Follow with [`schedule`](Self::schedule) and re-arm the timer.
     #[inline(never)]
     pub fn sleep_until(&mut self, now_ticks: u32, deadline_ticks: u32) -> Result<(), KernelError> {
-        let c = self.running()?;
+        let c = self.running_unlocked()?;
         if tick_reached(deadline_ticks, now_ticks) {
             return Ok(());
         }
@@ -225,7 +258,7 @@ impl<const N: usize> Kernel<N> {
     /// Moves the running task to the tail of its level (`sched_yield`). Follow with
     /// [`schedule`](Self::schedule).
     pub fn yield_now(&mut self) -> Result<(), KernelError> {
-        let c = self.running()?;
+        let c = self.running_unlocked()?;
         let tcb = &mut self.tcbs[c];
         tcb.state = TaskState::Ready;
         self.ready.push_back(TaskId(c as u8), tcb.priority);
@@ -234,8 +267,8 @@ impl<const N: usize> Kernel<N> {
 
     /// `sched_yield` and the scheduling decision in one step, for the platform's yield fast
     /// path: stores `context` (the running task's saved context) in its TCB and returns the
-    /// context to resume, or `None` when no task is running (yield is a task call; nothing
-    /// changes). The answer is two registers wide, so it comes back without a memory round
+    /// context to resume, or `None` when the yield is refused (no task is running, or it is
+    /// inside a critical section; nothing changes, [`yield_now`](Self::yield_now) says why). The answer is two registers wide, so it comes back without a memory round
     /// trip. That is the next task of the same level when it has one (the
     /// yielding task goes to the tail), `context` itself when it has none (it keeps
     /// running), and whatever [`schedule`](Self::schedule) picks in the general case.
@@ -251,6 +284,9 @@ impl<const N: usize> Kernel<N> {
             return None;
         }
         let tcb = &mut self.tcbs[usize::from(c) % N];
+        if tcb.locks != 0 {
+            return None;
+        }
         tcb.context = context;
         let prio = tcb.priority;
         if self.ready.any_above(prio) {
@@ -283,8 +319,9 @@ impl<const N: usize> Kernel<N> {
         }
     }
 
-    /// Wakes a sleeping task before its time (e.g. from a device interrupt); it goes to the
-    /// tail of its level. Returns `false` when the task was not sleeping.
+    /// Wakes a sleeping task before its time; it goes to the tail of its level. Returns
+    /// `false` when the task was not sleeping. (A device interrupt usually
+    /// [`notify`](Self::notify)s a waiting task instead, which cannot lose a wake-up.)
     pub fn wake(&mut self, task: TaskId) -> bool {
         let Some(tcb) = self.tcbs.get_mut(task.index()) else {
             return false;
@@ -296,6 +333,45 @@ impl<const N: usize> Kernel<N> {
         tcb.state = TaskState::Ready;
         self.ready.push_back(task, tcb.priority);
         true
+    }
+
+    /// Puts the running task to wait for a [`notify`](Self::notify), with no time limit. A
+    /// notification that arrived since its last wait is consumed instead and the task keeps
+    /// running, so a wake-up sent between "the queue is empty" and "wait" is never lost.
+    /// Follow with [`schedule`](Self::schedule).
+    #[inline(never)]
+    pub fn wait(&mut self) -> Result<(), KernelError> {
+        let c = self.running_unlocked()?;
+        let tcb = &mut self.tcbs[c];
+        if tcb.notified {
+            tcb.notified = false;
+        } else {
+            tcb.state = TaskState::Waiting;
+        }
+        Ok(())
+    }
+
+    /// Notifies `task` (from an interrupt handler or another task): a waiting task becomes
+    /// ready at the tail of its level; any other task keeps the notification for its next
+    /// [`wait`](Self::wait) (notifications do not count: several make one). Returns whether
+    /// the task was woken. Follow with [`schedule`](Self::schedule).
+    #[inline(never)]
+    pub fn notify(&mut self, task: TaskId) -> bool {
+        let Some(tcb) = self.tcbs.get_mut(task.index()) else {
+            return false;
+        };
+        match tcb.state {
+            TaskState::Waiting => {
+                tcb.state = TaskState::Ready;
+                self.ready.push_back(task, tcb.priority);
+                true
+            }
+            TaskState::Free => false,
+            _ => {
+                tcb.notified = true;
+                false
+            }
+        }
     }
 
     /// Handles the timer interrupt at `now_ticks`: wakes every task whose time has come, in

@@ -11,11 +11,15 @@
 //!   next wake-up, so an idle system takes no interrupts at all;
 //! - [`kernel`]: [`Kernel`], the SCHED_FIFO rules tying the three together (FIFO within a
 //!   level, a higher level preempts, a preempted task goes back to the head of its level);
+//! - [`lock`]: shared resources under the immediate priority ceiling protocol — no
+//!   deadlock, blocking bounded by one critical section, no kernel entry when uncontended;
+//! - [`queue`]: a fixed-capacity single-producer single-consumer queue from interrupt
+//!   handlers to tasks (full: the newest item is dropped and counted);
 //! - [`slots`]: fixed-capacity slot booking with the IDLE → RESERVED → ACTIVE → IDLE state
 //!   machine and the first-fit `reserve` of the time-slot layer (S1);
 //! - [`health`]: the hook that evaluates the LDTI index (S3) with `mmsched-core`'s own math;
 //! - [`platform`]: the only code that touches hardware — the RISC-V trap entry, context
-//!   switch, machine timer and UART (`platform::riscv`, on `riscv32` only) and a host
+//!   switch, machine timer, PLIC and UART (`platform::riscv`, on `riscv32` only) and a host
 //!   platform with a fake timer that tests advance (`platform::host`).
 //!
 //! Everything outside `platform::riscv` is safe, allocation-free and deterministic: the kernel
@@ -25,11 +29,14 @@
 
 pub mod health;
 pub mod kernel;
+pub mod lock;
 pub mod platform;
+pub mod queue;
 pub mod ready;
 pub mod slots;
 pub mod task;
 pub mod timer;
 
 pub use kernel::{Kernel, KernelError, Stats};
+pub use lock::Ceiling;
 pub use task::{Priority, TaskId, TaskState};

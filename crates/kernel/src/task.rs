@@ -54,32 +54,68 @@ pub enum TaskState {
     Running,
     /// Waiting in the timer queue for its wake-up time, or for an explicit wake.
     Sleeping,
+    /// Waiting, with no time limit, for a notification (from an interrupt handler or a
+    /// task); see [`Kernel::wait`](crate::Kernel::wait).
+    Waiting,
 }
 
 /// A task control block: what the kernel knows about one task.
 ///
-/// Deliberately small (8 bytes on RV32): the queue links and wake-up times live in the
+/// Deliberately small (12 bytes on RV32): the queue links and wake-up times live in the
 /// ready and timer queues, which own them, so each structure's RAM is its own.
 #[derive(Debug, Clone, Copy)]
 pub struct Tcb {
     /// The saved stack pointer of a task that is not running (its register frame sits on
     /// its own stack); owned by the platform layer, opaque to the kernel.
     pub context: usize,
+    /// The level the task runs and queues at: its own priority, raised to the ceiling of
+    /// the locks it holds (immediate priority ceiling).
+    pub(crate) effective: Priority,
+    /// The priority it was spawned with.
     pub(crate) priority: Priority,
     pub(crate) state: TaskState,
+    /// Critical sections the task is inside (it may not sleep, wait or yield in one).
+    pub(crate) locks: u8,
+    /// A notification arrived while the task was not waiting; its next wait returns at once.
+    pub(crate) notified: bool,
 }
 
 impl Tcb {
     /// An unused control block.
     pub const FREE: Tcb = Tcb {
         context: 0,
+        effective: Priority::MIN,
         priority: Priority::MIN,
         state: TaskState::Free,
+        locks: 0,
+        notified: false,
     };
 
-    /// The task's priority.
+    /// A ready task at `priority`, outside any critical section.
+    pub(crate) const fn ready(priority: Priority) -> Tcb {
+        Tcb {
+            context: 0,
+            effective: priority,
+            priority,
+            state: TaskState::Ready,
+            locks: 0,
+            notified: false,
+        }
+    }
+
+    /// The task's own priority (as spawned).
     pub fn priority(&self) -> Priority {
         self.priority
+    }
+
+    /// The level it runs at now: its priority, or the ceiling of a lock it holds if higher.
+    pub fn effective_priority(&self) -> Priority {
+        self.effective
+    }
+
+    /// How many critical sections it is inside.
+    pub fn locks_held(&self) -> u8 {
+        self.locks
     }
 
     /// The task's state.

@@ -236,3 +236,82 @@ fn yield_switch_hands_over_saved_contexts() {
     assert_eq!(k.current(), Some(b));
     assert_eq!(k.stats().context_switches, switches + 3);
 }
+
+#[test]
+fn a_notification_wakes_a_waiting_task_at_its_priority() {
+    let mut m = HostMcu::<3>::new(0);
+    let uart = m.spawn(p(28)).unwrap();
+    let busy = m.spawn(p(10)).unwrap();
+    assert_eq!(m.start(), Some(uart));
+    assert_eq!(m.wait().unwrap(), Some(busy), "nothing pending: it waits");
+    assert_eq!(m.kernel.tcb(uart).state(), TaskState::Waiting);
+    assert_eq!(m.timer.alarm(), None, "a wait arms no timer");
+    assert_eq!(
+        m.notify(uart),
+        Some(uart),
+        "the interrupt preempts the busy task"
+    );
+    let order: Vec<TaskId> = m.kernel.ready_queue().level(p(10)).collect();
+    assert_eq!(
+        order,
+        [busy],
+        "the preempted task waits at the head of its level"
+    );
+    assert!(
+        !m.kernel.wake(uart),
+        "wake is for sleepers; a running task is not one"
+    );
+}
+
+#[test]
+fn a_notification_sent_before_the_wait_is_not_lost() {
+    let mut m = HostMcu::<2>::new(0);
+    let t = m.spawn(p(5)).unwrap();
+    m.start();
+    // The interrupt arrives after the task found its queue empty, before it waits.
+    assert_eq!(m.notify(t), Some(t));
+    assert_eq!(m.wait().unwrap(), Some(t), "the wait returns at once");
+    assert_eq!(m.wait().unwrap(), None, "one notification, one wait");
+    assert_eq!(m.notify(t), Some(t));
+    assert_eq!(
+        m.notify(t),
+        Some(t),
+        "a second notification of a ready task is kept"
+    );
+    assert_eq!(m.wait().unwrap(), Some(t));
+    assert_eq!(m.wait().unwrap(), None, "notifications do not count");
+}
+
+#[test]
+fn a_critical_section_defers_a_higher_task_until_it_ends() {
+    use mmsched_kernel::Ceiling;
+    let mut m = HostMcu::<3>::new(0);
+    let sensor = m.spawn(p(25)).unwrap();
+    let audio = m.spawn(p(20)).unwrap();
+    let ldti = m.spawn(p(10)).unwrap();
+    let buffer = Ceiling::of(&[p(25), p(10)]);
+    m.start();
+    m.sleep_for(100).unwrap(); // sensor
+    m.sleep_for(100).unwrap(); // audio
+    assert_eq!(m.current(), Some(ldti));
+    let before = m.lock(buffer).unwrap();
+    assert_eq!(m.sleep_for(5), Err(KernelError::LockHeld));
+    // Both wake while ldti holds the buffer: neither preempts it, not even audio, which
+    // does not use the buffer at all (no chain of inversions).
+    let mut seen = Vec::new();
+    m.advance(150, |t, next| seen.push((t, next)));
+    assert_eq!(seen, [(100, Some(ldti))]);
+    assert_eq!(
+        m.unlock(before),
+        Some(sensor),
+        "the highest runs when the section ends"
+    );
+    m.sleep_for(100).unwrap();
+    assert_eq!(m.current(), Some(audio));
+    m.sleep_for(100).unwrap();
+    assert_eq!(m.current(), Some(ldti));
+    assert!(
+        m.lock(Ceiling::task(p(5))).is_err(),
+        "a ceiling below the caller is refused"
+    );
+}

@@ -4,6 +4,7 @@
 
 use super::{Event, Timer, dispatch};
 use crate::kernel::{Kernel, KernelError};
+use crate::lock::Ceiling;
 use crate::task::{Priority, TaskId};
 use crate::timer::tick_before;
 
@@ -98,6 +99,32 @@ impl<const N: usize> HostMcu<N> {
     /// The running task yields; returns who runs next.
     pub fn yield_now(&mut self) -> Result<Option<TaskId>, KernelError> {
         dispatch(&mut self.kernel, &mut self.timer, Event::Yield)
+    }
+
+    /// The running task waits for a notification; returns who runs next.
+    pub fn wait(&mut self) -> Result<Option<TaskId>, KernelError> {
+        dispatch(&mut self.kernel, &mut self.timer, Event::Wait)
+    }
+
+    /// A device interrupt notifies `task`; returns who runs next.
+    pub fn notify(&mut self, task: TaskId) -> Option<TaskId> {
+        self.kernel.notify(task);
+        self.kernel.schedule()
+    }
+
+    /// The running task enters a critical section of a resource with `ceiling`; returns the
+    /// level to give back to [`unlock`](Self::unlock).
+    pub fn lock(&mut self, ceiling: Ceiling) -> Result<Priority, KernelError> {
+        self.kernel.lock(ceiling)
+    }
+
+    /// The running task leaves its innermost critical section; when that lets a higher task
+    /// run, it reschedules as the platform does. Returns who runs next.
+    pub fn unlock(&mut self, before: Priority) -> Option<TaskId> {
+        if self.kernel.unlock(before) {
+            let _ = dispatch(&mut self.kernel, &mut self.timer, Event::Reschedule);
+        }
+        self.kernel.current()
     }
 
     /// A device interrupt wakes `task` early; returns who runs next.

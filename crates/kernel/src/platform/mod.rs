@@ -35,6 +35,8 @@ pub enum Event {
     SleepUntil(u32),
     /// The running task yields to its peers.
     Yield,
+    /// The running task waits for a notification.
+    Wait,
     /// Nothing changed, only pick the task to run (used once, to enter the first task).
     Reschedule,
 }
@@ -62,13 +64,15 @@ pub fn dispatch<const N: usize, T: Timer>(
         Event::Yield => match kernel.current() {
             Some(t) => {
                 let context = kernel.tcb(t).context;
-                kernel
-                    .yield_switch(context)
-                    .map(|_| ())
-                    .ok_or(KernelError::NoCurrentTask)
+                match kernel.yield_switch(context) {
+                    Some(_) => Ok(()),
+                    // Refused: the general call says why (a lock is held).
+                    None => kernel.yield_now(),
+                }
             }
             None => Err(KernelError::NoCurrentTask),
         },
+        Event::Wait => kernel.wait(),
         Event::Reschedule => Ok(()),
     };
     let next = kernel.schedule();
