@@ -20,7 +20,7 @@
 use core::fmt;
 
 use crate::ready::ReadyQueue;
-use crate::task::{NO_TASK, Priority, TaskId, TaskState, Tcb};
+use crate::task::{LOCK_DEPTH, NO_TASK, NOTIFIED, Priority, TaskId, TaskState, Tcb};
 use crate::timer::{MAX_SLEEP_TICKS, TimerQueue, tick_reached};
 
 /// Why a kernel call was refused.
@@ -41,6 +41,8 @@ pub enum KernelError {
     /// A sleep, wait or yield inside a critical section: the section would block every
     /// task up to the lock's ceiling for an unbounded time.
     LockHeld,
+    /// Critical sections nested deeper than 127.
+    LocksTooDeep,
     /// A task locked a resource whose ceiling is below its own priority, so the ceiling
     /// would not keep the other users out.
     CeilingTooLow {
@@ -68,6 +70,9 @@ impl fmt::Display for KernelError {
             KernelError::LockHeld => f.write_str(
                 "a task may not sleep, wait or yield inside a critical section; leave the lock first",
             ),
+            KernelError::LocksTooDeep => {
+                f.write_str("critical sections nest at most 127 deep; take fewer locks at once")
+            }
             KernelError::CeilingTooLow { ceiling, priority } => write!(
                 f,
                 "a task of priority {priority} locked a resource with ceiling {ceiling}; \
@@ -97,6 +102,9 @@ pub struct Kernel<const N: usize> {
     ready: ReadyQueue<N>,
     timers: TimerQueue<N>,
     current: u8,
+    /// A task above the running one became ready without a switch: the next
+    /// [`schedule_if_needed`](Kernel::schedule_if_needed) must decide.
+    resched: bool,
     stats: Stats,
 }
 
@@ -116,6 +124,7 @@ impl<const N: usize> Kernel<N> {
             ready: ReadyQueue::new(),
             timers: TimerQueue::new(),
             current: NO_TASK,
+            resched: false,
             stats: Stats {
                 timer_interrupts: 0,
                 idle_tick_interrupts: 0,
@@ -159,6 +168,28 @@ impl<const N: usize> Kernel<N> {
         &mut self.tcbs[task.index()]
     }
 
+    /// Stores `context` (a saved stack pointer) in the running task's control block; `false`
+    /// when no task runs (the platform keeps the idle context itself).
+    #[inline(always)]
+    pub fn save_context(&mut self, context: usize) -> bool {
+        match self.current {
+            NO_TASK => false,
+            c => {
+                self.tcbs[usize::from(c) % N].context = context;
+                true
+            }
+        }
+    }
+
+    /// The saved context of the running task, `None` while idle.
+    #[inline(always)]
+    pub fn current_context(&self) -> Option<usize> {
+        match self.current {
+            NO_TASK => None,
+            c => Some(self.tcbs[usize::from(c) % N].context),
+        }
+    }
+
     /// The ready queue (read-only, for diagnostics and tests).
     pub fn ready_queue(&self) -> &ReadyQueue<N> {
         &self.ready
@@ -182,27 +213,36 @@ impl<const N: usize> Kernel<N> {
     /// it goes back to the head of that level.
     #[inline(never)]
     pub fn schedule(&mut self) -> Option<TaskId> {
+        self.resched = false;
+        // One find-first-set serves both the preemption test and the pick: putting the
+        // preempted task back at its own (lower) level does not change the highest level.
         let prev = self.current;
+        let Some(h) = self.ready.highest() else {
+            return match prev {
+                NO_TASK => None,
+                c if self.tcbs[usize::from(c) % N].state == TaskState::Running => Some(TaskId(c)),
+                _ => self.switch_to(NO_TASK),
+            };
+        };
         if prev != NO_TASK {
-            let tcb = &mut self.tcbs[usize::from(prev)];
+            let tcb = &mut self.tcbs[usize::from(prev) % N];
             if tcb.state == TaskState::Running {
-                match self.ready.highest() {
-                    Some(h) if h > tcb.effective => {
-                        tcb.state = TaskState::Ready;
-                        self.ready.push_front(TaskId(prev), tcb.effective);
-                    }
-                    _ => return Some(TaskId(prev)),
+                if h <= tcb.effective {
+                    return Some(TaskId(prev));
                 }
+                tcb.state = TaskState::Ready;
+                self.ready.push_front_inline(TaskId(prev), tcb.effective);
             }
         }
-        let next = match self.ready.pop_highest() {
-            Some(t) => {
-                self.tcbs[t.index()].state = TaskState::Running;
-                t.0
-            }
-            None => NO_TASK,
-        };
-        if next != prev {
+        let next = self.ready.pop_level(h);
+        self.tcbs[next.index() % N].state = TaskState::Running;
+        self.switch_to(next.0)
+    }
+
+    /// Makes `next` (a task index or `NO_TASK`) current, counting the switch.
+    #[inline(always)]
+    fn switch_to(&mut self, next: u8) -> Option<TaskId> {
+        if next != self.current {
             self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
         }
         self.current = next;
@@ -219,7 +259,7 @@ impl<const N: usize> Kernel<N> {
     /// The running task's index when it may block (it holds no lock).
     fn running_unlocked(&self) -> Result<usize, KernelError> {
         let c = self.running()?;
-        if self.tcbs[c].locks != 0 {
+        if self.tcbs[c].flags & LOCK_DEPTH != 0 {
             return Err(KernelError::LockHeld);
         }
         Ok(c)
@@ -284,7 +324,7 @@ impl<const N: usize> Kernel<N> {
             return None;
         }
         let tcb = &mut self.tcbs[usize::from(c) % N];
-        if tcb.locks != 0 {
+        if tcb.flags & LOCK_DEPTH != 0 {
             return None;
         }
         tcb.context = context;
@@ -343,8 +383,8 @@ impl<const N: usize> Kernel<N> {
     pub fn wait(&mut self) -> Result<(), KernelError> {
         let c = self.running_unlocked()?;
         let tcb = &mut self.tcbs[c];
-        if tcb.notified {
-            tcb.notified = false;
+        if tcb.flags & NOTIFIED != 0 {
+            tcb.flags &= !NOTIFIED;
         } else {
             tcb.state = TaskState::Waiting;
         }
@@ -355,22 +395,87 @@ impl<const N: usize> Kernel<N> {
     /// ready at the tail of its level; any other task keeps the notification for its next
     /// [`wait`](Self::wait) (notifications do not count: several make one). Returns whether
     /// the task was woken. Follow with [`schedule`](Self::schedule).
+    ///
+    /// This is the first half of the interrupt-to-task path, so it is written for speed: the
+    /// queue insertion is inlined and indices are reduced modulo `N` (ids are below `N`).
     #[inline(never)]
     pub fn notify(&mut self, task: TaskId) -> bool {
-        let Some(tcb) = self.tcbs.get_mut(task.index()) else {
+        if task.index() >= N {
             return false;
-        };
+        }
+        let tcb = &mut self.tcbs[task.index() % N];
         match tcb.state {
             TaskState::Waiting => {
                 tcb.state = TaskState::Ready;
-                self.ready.push_back(task, tcb.priority);
+                self.ready.push_back_inline(task, tcb.priority);
                 true
             }
             TaskState::Free => false,
             _ => {
-                tcb.notified = true;
+                tcb.flags |= NOTIFIED;
                 false
             }
+        }
+    }
+
+    /// [`notify`](Self::notify) for interrupt handlers, with the scheduling decision folded
+    /// in: when the woken task is above the running one and above every ready task (the
+    /// usual case of a device waking its task), it becomes the running task at once
+    /// (the preempted one goes to the head of its level), without a trip through the
+    /// ready queue; otherwise it is queued, and [`schedule_if_needed`](Self::schedule_if_needed)
+    /// decides. The result is exactly that of `notify` followed by
+    /// [`schedule`](Self::schedule) (the host tests check it against the reference
+    /// model).
+    ///
+    /// The caller must have saved the running task's context (the platform's trap entry
+    /// does) and must resume [`current`](Self::current) afterwards: this may change it.
+    #[inline(never)]
+    pub fn notify_preempting(&mut self, task: TaskId) -> bool {
+        if task.index() >= N {
+            return false;
+        }
+        let w = task.index() % N;
+        let state = self.tcbs[w].state;
+        if state != TaskState::Waiting {
+            if state != TaskState::Free {
+                self.tcbs[w].flags |= NOTIFIED;
+            }
+            return false;
+        }
+        let p = self.tcbs[w].priority;
+        let cur = self.current;
+        let (above, running) = match cur {
+            NO_TASK => (true, false),
+            c => {
+                let t = &self.tcbs[usize::from(c) % N];
+                (p > t.effective, t.state == TaskState::Running)
+            }
+        };
+        if above && !self.ready.any_at_or_above(p) && (running || cur == NO_TASK) {
+            if running {
+                let t = &mut self.tcbs[usize::from(cur) % N];
+                t.state = TaskState::Ready;
+                self.ready.push_front_inline(TaskId(cur), t.effective);
+            }
+            self.tcbs[w].state = TaskState::Running;
+            self.current = task.0;
+            self.stats.context_switches = self.stats.context_switches.wrapping_add(1);
+        } else {
+            self.tcbs[w].state = TaskState::Ready;
+            self.ready.push_back_inline(task, p);
+            self.resched |= above;
+        }
+        true
+    }
+
+    /// Runs [`schedule`](Self::schedule) if a [`notify_preempting`](Self::notify_preempting)
+    /// left the decision to it; returns the running task.
+    #[inline(always)]
+    pub fn schedule_if_needed(&mut self) -> Option<TaskId> {
+        if self.resched {
+            self.schedule()
+        } else {
+            self.current()
         }
     }
 

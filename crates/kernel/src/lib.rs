@@ -17,6 +17,8 @@
 //!   handlers to tasks (full: the newest item is dropped and counted);
 //! - [`slots`]: fixed-capacity slot booking with the IDLE → RESERVED → ACTIVE → IDLE state
 //!   machine and the first-fit `reserve` of the time-slot layer (S1);
+//! - [`policy`]: the MCU's priorities, slot geometry and LDTI settings, derived at build
+//!   time from the policy document the Linux side reads;
 //! - [`health`]: the hook that evaluates the LDTI index (S3) with `mmsched-core`'s own math;
 //! - [`platform`]: the only code that touches hardware — the RISC-V trap entry, context
 //!   switch, machine timer, PLIC and UART (`platform::riscv`, on `riscv32` only) and a host
@@ -31,6 +33,7 @@ pub mod health;
 pub mod kernel;
 pub mod lock;
 pub mod platform;
+pub mod policy;
 pub mod queue;
 pub mod ready;
 pub mod slots;

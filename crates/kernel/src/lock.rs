@@ -27,7 +27,7 @@
 //! written, and the handler reaches it without any lock of its own.
 
 use crate::kernel::{Kernel, KernelError};
-use crate::task::{PRIORITY_LEVELS, Priority};
+use crate::task::{LOCK_DEPTH, PRIORITY_LEVELS, Priority};
 
 /// The ceiling of a shared resource: a task level in `0..=31`, or [`Ceiling::INTERRUPTS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,7 +83,7 @@ impl<const N: usize> Kernel<N> {
     /// the ceiling (or stays higher, when it already is). Returns the level to give back to
     /// [`unlock`](Self::unlock). Refused when no task runs, or when the task's own priority
     /// is above the ceiling (the ceiling would not keep it and its peers apart).
-    #[inline(never)]
+    #[inline(always)]
     pub fn lock(&mut self, ceiling: Ceiling) -> Result<Priority, KernelError> {
         let c = self.running()?;
         let tcb = &mut self.tcbs_mut()[c];
@@ -94,9 +94,12 @@ impl<const N: usize> Kernel<N> {
                 priority: tcb.priority.level(),
             });
         }
+        if tcb.flags & LOCK_DEPTH == LOCK_DEPTH {
+            return Err(KernelError::LocksTooDeep);
+        }
         let before = tcb.effective;
         tcb.effective = before.max(level);
-        tcb.locks = tcb.locks.wrapping_add(1);
+        tcb.flags += 1;
         Ok(before)
     }
 
@@ -105,16 +108,16 @@ impl<const N: usize> Kernel<N> {
     /// became ready during the section: the caller must then reschedule
     /// ([`schedule`](Self::schedule)) so that task runs now. Without a running task, or
     /// outside a section, nothing happens.
-    #[inline(never)]
+    #[inline(always)]
     pub fn unlock(&mut self, before: Priority) -> bool {
         let Ok(c) = self.running() else {
             return false;
         };
         let tcb = &mut self.tcbs_mut()[c];
-        if tcb.locks == 0 {
+        if tcb.flags & LOCK_DEPTH == 0 {
             return false;
         }
-        tcb.locks -= 1;
+        tcb.flags -= 1;
         tcb.effective = before;
         self.ready_queue().any_above(before)
     }

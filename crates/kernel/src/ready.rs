@@ -75,11 +75,18 @@ impl<const N: usize> ReadyQueue<N> {
     /// Appends `task` at the tail of level `prio` (a task that became ready or yielded).
     #[inline(never)]
     pub fn push_back(&mut self, task: TaskId, prio: Priority) {
+        self.push_back_inline(task, prio);
+    }
+
+    /// [`push_back`](Self::push_back), inlined into the interrupt-to-task path. Indices
+    /// are reduced modulo `N` (ids are below `N`), which drops the bounds checks.
+    #[inline(always)]
+    pub(crate) fn push_back_inline(&mut self, task: TaskId, prio: Priority) {
         let p = usize::from(prio.level()) & 31;
-        self.next[task.index()] = NO_TASK;
+        self.next[task.index() % N] = NO_TASK;
         match self.tail[p] {
             NO_TASK => self.head[p] = task.0,
-            t => self.next[usize::from(t)] = task.0,
+            t => self.next[usize::from(t) % N] = task.0,
         }
         self.tail[p] = task.0;
         self.bitmap |= level_bit(p);
@@ -89,13 +96,34 @@ impl<const N: usize> ReadyQueue<N> {
     /// front of its level, so it resumes before its peers.
     #[inline(never)]
     pub fn push_front(&mut self, task: TaskId, prio: Priority) {
+        self.push_front_inline(task, prio);
+    }
+
+    /// [`push_front`](Self::push_front), inlined into `Kernel::schedule`.
+    #[inline(always)]
+    pub(crate) fn push_front_inline(&mut self, task: TaskId, prio: Priority) {
         let p = usize::from(prio.level()) & 31;
-        self.next[task.index()] = self.head[p];
+        self.next[task.index() % N] = self.head[p];
         if self.head[p] == NO_TASK {
             self.tail[p] = task.0;
         }
         self.head[p] = task.0;
         self.bitmap |= level_bit(p);
+    }
+
+    /// Removes and returns the head of level `prio`, which must be non-empty (the caller
+    /// found it with [`highest`](Self::highest)); inlined into `Kernel::schedule`.
+    #[inline(always)]
+    pub(crate) fn pop_level(&mut self, prio: Priority) -> TaskId {
+        let p = usize::from(prio.level()) & 31;
+        let t = self.head[p];
+        let n = self.next[usize::from(t) % N];
+        self.head[p] = n;
+        if n == NO_TASK {
+            self.tail[p] = NO_TASK;
+            self.bitmap &= !level_bit(p);
+        }
+        TaskId(t)
     }
 
     /// Whether a level strictly above `prio` has a ready task (one mask on the bitmap: the
@@ -104,6 +132,12 @@ impl<const N: usize> ReadyQueue<N> {
     pub fn any_above(&self, prio: Priority) -> bool {
         // Shifting out bit `31 − p` and everything above leaves the higher levels' bits.
         (self.bitmap << (prio.level() & 31)) << 1 != 0
+    }
+
+    /// Whether level `prio` or a higher one has a ready task (one shift of the bitmap).
+    #[inline(always)]
+    pub fn any_at_or_above(&self, prio: Priority) -> bool {
+        self.bitmap << (prio.level() & 31) != 0
     }
 
     /// The `sched_yield` of a running task with peers, in one step: appends `task` (the

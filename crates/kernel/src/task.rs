@@ -11,6 +11,12 @@ pub(crate) const NO_TASK: u8 = u8::MAX;
 pub struct TaskId(pub(crate) u8);
 
 impl TaskId {
+    /// The task with control block `index` (spawn order). An id the kernel never handed out
+    /// names no task, and calls given it do nothing.
+    pub const fn from_index(index: u8) -> TaskId {
+        TaskId(index)
+    }
+
     /// The index of the task's control block (0-based, in spawn order).
     pub fn index(self) -> usize {
         usize::from(self.0)
@@ -61,7 +67,7 @@ pub enum TaskState {
 
 /// A task control block: what the kernel knows about one task.
 ///
-/// Deliberately small (12 bytes on RV32): the queue links and wake-up times live in the
+/// Deliberately small (8 bytes on RV32, so indexing is a shift): the queue links and wake-up times live in the
 /// ready and timer queues, which own them, so each structure's RAM is its own.
 #[derive(Debug, Clone, Copy)]
 pub struct Tcb {
@@ -74,11 +80,16 @@ pub struct Tcb {
     /// The priority it was spawned with.
     pub(crate) priority: Priority,
     pub(crate) state: TaskState,
-    /// Critical sections the task is inside (it may not sleep, wait or yield in one).
-    pub(crate) locks: u8,
-    /// A notification arrived while the task was not waiting; its next wait returns at once.
-    pub(crate) notified: bool,
+    /// Bits 0–6: the critical sections the task is inside (it may not sleep, wait or yield
+    /// in one); bit 7 ([`NOTIFIED`]): a notification arrived while the task was not
+    /// waiting, so its next wait returns at once.
+    pub(crate) flags: u8,
 }
+
+/// [`Tcb::flags`]: a notification is pending.
+pub(crate) const NOTIFIED: u8 = 0x80;
+/// [`Tcb::flags`]: the critical-section depth.
+pub(crate) const LOCK_DEPTH: u8 = 0x7f;
 
 impl Tcb {
     /// An unused control block.
@@ -87,8 +98,7 @@ impl Tcb {
         effective: Priority::MIN,
         priority: Priority::MIN,
         state: TaskState::Free,
-        locks: 0,
-        notified: false,
+        flags: 0,
     };
 
     /// A ready task at `priority`, outside any critical section.
@@ -98,8 +108,7 @@ impl Tcb {
             effective: priority,
             priority,
             state: TaskState::Ready,
-            locks: 0,
-            notified: false,
+            flags: 0,
         }
     }
 
@@ -115,7 +124,7 @@ impl Tcb {
 
     /// How many critical sections it is inside.
     pub fn locks_held(&self) -> u8 {
-        self.locks
+        self.flags & LOCK_DEPTH
     }
 
     /// The task's state.

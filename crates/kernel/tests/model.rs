@@ -36,7 +36,10 @@ enum Op {
     Lock(usize),
     Unlock,
     Wait,
+    /// An interrupt handler notifies a task.
     Notify(usize),
+    /// The running task notifies a task.
+    TaskNotify(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -49,6 +52,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Unlock),
         1 => Just(Op::Wait),
         2 => (0..N).prop_map(Op::Notify),
+        1 => (0..N).prop_map(Op::TaskNotify),
     ]
 }
 
@@ -253,7 +257,8 @@ impl Model {
                     self.make_ready(t);
                 }
             }
-            Op::Notify(t) => {
+            Op::TaskNotify(_) if self.current.is_none() => {}
+            Op::Notify(t) | Op::TaskNotify(t) => {
                 if t < self.prio.len() {
                     if self.waiting[t] {
                         self.waiting[t] = false;
@@ -344,6 +349,12 @@ fn apply(
         Op::Notify(t) => {
             if let Some(&id) = ids.get(t) {
                 mcu.notify(id);
+            }
+            Ok(())
+        }
+        Op::TaskNotify(t) => {
+            if let (Some(&id), Some(_)) = (ids.get(t), current) {
+                mcu.notify_from_task(id);
             }
             Ok(())
         }

@@ -106,8 +106,16 @@ impl<const N: usize> HostMcu<N> {
         dispatch(&mut self.kernel, &mut self.timer, Event::Wait)
     }
 
-    /// A device interrupt notifies `task`; returns who runs next.
+    /// A device interrupt notifies `task` (the path the RISC-V interrupt handler takes);
+    /// returns who runs next.
     pub fn notify(&mut self, task: TaskId) -> Option<TaskId> {
+        self.kernel.notify_preempting(task);
+        self.kernel.schedule_if_needed()
+    }
+
+    /// A task notifies `task` (then reschedules, as the platform does); returns who runs
+    /// next.
+    pub fn notify_from_task(&mut self, task: TaskId) -> Option<TaskId> {
         self.kernel.notify(task);
         self.kernel.schedule()
     }

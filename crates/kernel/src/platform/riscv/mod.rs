@@ -1,8 +1,10 @@
 //! The RISC-V platform layer (RV32IMAC, machine mode, QEMU `virt` memory map): start-up,
-//! trap entry and context switch, the machine timer, the UART and the exit device.
+//! trap entry and context switch, the machine timer, device interrupts through the PLIC
+//! ([`irq`]), shared resources under the priority ceiling ([`resource`]), the UART
+//! ([`uart`]) and the exit device.
 //!
-//! This file holds **all** of the kernel's `unsafe` code, each block with the reason it is
-//! sound. The design keeps that reasoning short:
+//! This module and its children hold **all** of the kernel's `unsafe` code, each block with
+//! the reason it is sound. The design keeps that reasoning short:
 //!
 //! - one hart, machine mode only; every task runs with interrupts enabled;
 //! - the kernel state is touched only (a) inside the trap handler, where the hardware has
@@ -30,12 +32,20 @@
 
 #![allow(unsafe_code)]
 
+pub mod irq;
+pub mod resource;
+pub mod uart;
+
 use core::alloc::{GlobalAlloc, Layout};
 use core::arch::{asm, global_asm};
 use core::cell::UnsafeCell;
 use core::fmt::{self, Write};
 use core::mem::size_of;
 use core::ptr::{read_volatile, write_volatile};
+
+pub use irq::{Isr, enable_irq};
+pub use resource::Resource;
+pub use uart::Uart;
 
 use super::{Event, Timer, dispatch};
 use crate::kernel::{Kernel, KernelError, Stats};
@@ -44,7 +54,7 @@ use crate::task::{Priority, TaskId, Tcb};
 use crate::timer::TimerQueue;
 
 /// Task capacity of the MCU kernel.
-pub const MAX_TASKS: usize = 4;
+pub const MAX_TASKS: usize = 8;
 /// Stack size of each task, in bytes (the trap frame of 128 bytes included).
 pub const TASK_STACK_BYTES: usize = 2048;
 /// Machine-timer frequency of the QEMU `virt` board, in ticks per millisecond (10 MHz).
@@ -56,11 +66,10 @@ pub type McuKernel = Kernel<MAX_TASKS>;
 // QEMU `virt` memory map.
 const CLINT_MTIMECMP: usize = 0x0200_4000;
 const CLINT_MTIME: usize = 0x0200_BFF8;
-const UART_THR: usize = 0x1000_0000;
-const UART_LSR: usize = 0x1000_0005;
 const TEST_DEVICE: usize = 0x0010_0000;
 
 const MCAUSE_MACHINE_TIMER: usize = 0x8000_0007;
+const MCAUSE_MACHINE_EXTERNAL: usize = 0x8000_000b;
 const MCAUSE_ECALL_M: usize = 11;
 const FRAME_WORDS: usize = 32;
 const FRAME_A0: usize = 6; // x10: 1 (ra) + (10 − 5)
@@ -74,6 +83,7 @@ mod sys {
     pub const YIELD: usize = 1;
     pub const SLEEP_FOR: usize = 2;
     pub const SLEEP_UNTIL: usize = 3;
+    pub const WAIT: usize = 4;
 }
 
 global_asm!(
@@ -203,7 +213,13 @@ global_asm!(
     "  csrr t0, mepc",
     "  sw t0, 112(sp)",
     "  sw zero, 116(sp)",
-    "  j 5b",
+    // A device interrupt (mcause 0x8000000b) takes its own short path.
+    "  slli t0, s0, 1",
+    "  li t1, 22",
+    "  bne t0, t1, 5b",
+    "  mv a0, sp",
+    "  call mmk_irq_rust",
+    "  j 4b",
     ".size _mmk_trap_irq, . - _mmk_trap_irq",
 );
 
@@ -297,41 +313,6 @@ static LAYOUT: [u32; 7] = [
     MAX_TASKS as u32,
 ];
 
-/// Data shared between tasks (and with nothing else), locked by masking interrupts: on one
-/// hart, nothing can run while a task holds it. A second `lock` from inside the first is a
-/// bug and panics rather than handing out two mutable references.
-#[derive(Debug)]
-pub struct IrqMutex<T> {
-    locked: core::cell::Cell<bool>,
-    value: UnsafeCell<T>,
-}
-
-// SAFETY: every access goes through `lock`, which masks interrupts (so no other task can
-// run) and refuses re-entry, so at most one `&mut T` exists at a time.
-unsafe impl<T: Send> Sync for IrqMutex<T> {}
-
-impl<T> IrqMutex<T> {
-    /// Wraps `value`.
-    pub const fn new(value: T) -> Self {
-        Self {
-            locked: core::cell::Cell::new(false),
-            value: UnsafeCell::new(value),
-        }
-    }
-
-    /// Runs `f` on the value with interrupts masked.
-    pub fn lock<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        critical(|| {
-            assert!(!self.locked.replace(true), "IrqMutex locked re-entrantly");
-            // SAFETY: interrupts are masked and `locked` was false: this is the only
-            // reference to the value until `f` returns.
-            let r = f(unsafe { &mut *self.value.get() });
-            self.locked.set(false);
-            r
-        })
-    }
-}
-
 /// Runs `f` with machine interrupts disabled (and restores the previous state).
 pub fn critical<R>(f: impl FnOnce() -> R) -> R {
     let mstatus: usize;
@@ -343,6 +324,16 @@ pub fn critical<R>(f: impl FnOnce() -> R) -> R {
         unsafe { asm!("csrsi mstatus, 8") };
     }
     r
+}
+
+/// The kernel, for code that runs with interrupts masked (inside [`critical`] or a trap).
+///
+/// # Safety
+///
+/// Interrupts must be masked and the caller must not hold another reference to the state.
+unsafe fn kernel_unchecked() -> &'static mut McuKernel {
+    // SAFETY: guaranteed by the caller (see `IrqCell`).
+    unsafe { &mut (*STATE.0.get()).kernel }
 }
 
 fn with_state<R>(f: impl FnOnce(&mut Global) -> R) -> R {
@@ -443,9 +434,47 @@ pub fn sleep_until(at_ticks: u32) -> Result<(), KernelError> {
     sleep_result(syscall(sys::SLEEP_UNTIL, at_ticks as usize), ticks)
 }
 
-/// Gives the CPU to the next ready task of the same level, if any.
-pub fn yield_now() {
-    syscall(sys::YIELD, 0);
+/// Gives the CPU to the next ready task of the same level, if any. Refused inside a
+/// critical section.
+pub fn yield_now() -> Result<(), KernelError> {
+    match syscall(sys::YIELD, 0) {
+        0 => Ok(()),
+        _ => Err(KernelError::LockHeld),
+    }
+}
+
+/// Waits until the task is notified ([`Isr::notify`] from an interrupt handler, or
+/// [`notify`] from a task); returns at once if a notification came since the last wait.
+/// Refused inside a critical section.
+pub fn wait() -> Result<(), KernelError> {
+    match syscall(sys::WAIT, 0) {
+        0 => Ok(()),
+        _ => Err(KernelError::LockHeld),
+    }
+}
+
+/// Notifies `task` from a task (see [`Kernel::notify`]); a woken task of a higher level
+/// runs at once.
+pub fn notify(task: TaskId) {
+    let preempt = with_state(|g| {
+        g.kernel.notify(task);
+        let current = g
+            .kernel
+            .current()
+            .map(|t| g.kernel.tcb(t).effective_priority());
+        match (g.kernel.ready_queue().highest(), current) {
+            (Some(h), Some(c)) => h > c,
+            _ => false,
+        }
+    });
+    if preempt {
+        syscall(sys::RESCHEDULE, 0);
+    }
+}
+
+/// Asks the kernel to pick the task to run (after a change it could not act on itself).
+fn reschedule() {
+    syscall(sys::RESCHEDULE, 0);
 }
 
 /// The current tick count (low 32 bits of `mtime`).
@@ -474,6 +503,18 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     // SAFETY: the hardware cleared MIE on trap entry, so this is the only access to the
     // state (see `IrqCell`); `frame` is the 128-byte frame `_mmk_trap` just saved.
     let g = unsafe { &mut *STATE.0.get() };
+    match g.kernel.current() {
+        Some(t) => g.kernel.tcb_mut(t).context = frame as usize,
+        None => g.idle_context = frame as usize,
+    }
+    if mcause == MCAUSE_MACHINE_EXTERNAL {
+        // The device interrupt path: the handler notifies tasks, the kernel picks one.
+        irq::dispatch_external(&mut g.kernel);
+        return match g.kernel.schedule() {
+            Some(t) => g.kernel.tcb(t).context as *mut usize,
+            None => g.idle_context as *mut usize,
+        };
+    }
     let event = if mcause == MCAUSE_MACHINE_TIMER {
         Event::TimerInterrupt
     } else if mcause == MCAUSE_ECALL_M {
@@ -484,15 +525,12 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
             sys::YIELD => Event::Yield,
             sys::SLEEP_FOR => Event::SleepFor(arg as u32),
             sys::SLEEP_UNTIL => Event::SleepUntil(arg as u32),
+            sys::WAIT => Event::Wait,
             _ => Event::Reschedule,
         }
     } else {
         fatal(mcause)
     };
-    match g.kernel.current() {
-        Some(t) => g.kernel.tcb_mut(t).context = frame as usize,
-        None => g.idle_context = frame as usize,
-    }
     let result = dispatch(&mut g.kernel, &mut g.timer, event);
     if mcause == MCAUSE_ECALL_M {
         // SAFETY: as above; the caller's `a0` carries the result back.
@@ -502,6 +540,23 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
         Some(t) => g.kernel.tcb(t).context as *mut usize,
         None => g.idle_context as *mut usize,
     }
+}
+
+/// The device-interrupt path, called by `_mmk_trap` with the saved frame of the interrupted
+/// task (or idle loop): runs the source's handler, which notifies tasks, and returns the
+/// frame of whichever task the kernel picks. Kept apart from [`mmk_trap_rust`] so the
+/// interrupt-to-task path does no event decoding.
+#[unsafe(no_mangle)]
+extern "C" fn mmk_irq_rust(frame: *mut usize) -> *mut usize {
+    // SAFETY: as in `mmk_trap_rust`: interrupts are off in the trap handler, so this is the
+    // only access to the state.
+    let g = unsafe { &mut *STATE.0.get() };
+    if !g.kernel.save_context(frame as usize) {
+        g.idle_context = frame as usize;
+    }
+    irq::dispatch_external(&mut g.kernel);
+    g.kernel.schedule_if_needed();
+    g.kernel.current_context().unwrap_or(g.idle_context) as *mut usize
 }
 
 /// The answer of [`mmk_yield_rust`], returned in `a0` and `a1`.
@@ -535,24 +590,6 @@ fn fatal(mcause: usize) -> ! {
     let mut uart = Uart;
     let _ = writeln!(uart, "kernel: unexpected trap, mcause={mcause:#x}");
     exit(2)
-}
-
-/// The 16550 UART of the `virt` board, for log output.
-#[derive(Debug)]
-pub struct Uart;
-
-impl Write for Uart {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for b in s.bytes() {
-            // SAFETY: the UART's line-status and transmit registers; waiting for THRE
-            // (bit 5) before each byte.
-            unsafe {
-                while read_volatile(UART_LSR as *const u8) & 0x20 == 0 {}
-                write_volatile(UART_THR as *mut u8, b);
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Writes one formatted line to the UART with interrupts off, so lines from tasks of
