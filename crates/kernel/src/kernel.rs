@@ -468,6 +468,13 @@ impl<const N: usize> Kernel<N> {
         true
     }
 
+    /// Whether a [`notify_preempting`](Self::notify_preempting) left the decision to
+    /// [`schedule`](Self::schedule).
+    #[inline(always)]
+    pub fn needs_schedule(&self) -> bool {
+        self.resched
+    }
+
     /// Runs [`schedule`](Self::schedule) if a [`notify_preempting`](Self::notify_preempting)
     /// left the decision to it; returns the running task.
     #[inline(always)]

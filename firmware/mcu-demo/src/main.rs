@@ -410,16 +410,21 @@ fn uart_task() -> TaskId {
     TaskId::from_index(UART_TASK.load(Ordering::Relaxed) as u8)
 }
 
-/// The UART receive interrupt: take the byte, queue it (or count it dropped), tell the
-/// uart task.
-///
-/// Without a received byte it is the doorbell the ldti task rang: it only notifies.
-fn on_uart_rx(isr: &mut Isr<'_>) {
-    let Some(byte) = Uart::read_byte() else {
-        Uart::disable_rx_interrupt();
-        isr.notify(uart_task());
-        return;
-    };
+/// The UART interrupt: a received byte goes into the queue (or is counted dropped) and the
+/// uart task is told. Without a received byte it is the doorbell the ldti task rang: it
+/// only notifies.
+extern "C" fn on_uart_rx(mut isr: Isr<'_>) {
+    match Uart::read_byte() {
+        Some(byte) => on_byte(&mut isr, byte),
+        None => {
+            Uart::disable_rx_interrupt();
+            isr.notify(uart_task());
+        }
+    }
+}
+
+#[inline(never)]
+fn on_byte(isr: &mut Isr<'_>, byte: u8) {
     let _ = RX.push(byte);
     if byte == b'\n' {
         // Line mode: the sender waits until the uart task has taken the line.

@@ -3,10 +3,11 @@
 //! [`SpscQueue`](crate::queue::SpscQueue)) and wakes them ([`Isr::notify`]).
 //!
 //! The path from the interrupt to the woken task is short by design: the trap saves the
-//! interrupted task's registers, [`dispatch_external`] claims the source, calls its handler
-//! through a table indexed by source number and completes it, and the kernel's `schedule`
-//! picks the task, whose `ecall` frame (it was waiting in [`wait`](super::wait)) takes a
-//! handful of loads to restore. The demo measures it with `minstret`.
+//! interrupted task's registers and, in assembly, claims the source, calls its handler
+//! through a table indexed by source number (`MMK_IRQ_HANDLERS`) and completes it; the
+//! handler's [`Isr::notify`] hands the CPU straight to the woken task when it is the
+//! highest, whose `ecall` frame (it was waiting in [`wait`](super::wait)) takes a handful of
+//! loads to restore. The demo measures it with `minstret`.
 
 use core::arch::asm;
 use core::ptr::{read_volatile, write_volatile};
@@ -21,8 +22,6 @@ const PLIC_PRIORITY: usize = PLIC_BASE;
 const PLIC_ENABLE: usize = PLIC_BASE + 0x2000;
 /// Priority threshold of hart 0's machine-mode context.
 const PLIC_THRESHOLD: usize = PLIC_BASE + 0x20_0000;
-/// Claim (read) and complete (write) of hart 0's machine-mode context.
-const PLIC_CLAIM: usize = PLIC_BASE + 0x20_0004;
 /// `mie.MEIE`: machine external interrupts.
 const MIE_EXTERNAL: usize = 1 << 11;
 
@@ -30,15 +29,20 @@ const MIE_EXTERNAL: usize = 1 << 11;
 /// board's UART is 10, its RTC 11, its virtio devices 1 to 8).
 pub const MAX_IRQ_SOURCES: u32 = 16;
 
-/// A device interrupt handler. It runs with interrupts masked and must not block.
-pub type Handler = fn(&mut Isr<'_>);
+/// A device interrupt handler: `extern "C" fn on_uart(isr: Isr<'_>)`, called by the trap
+/// code. It runs with interrupts masked and must not block.
+pub type Handler = extern "C" fn(Isr<'_>);
 
-static HANDLERS: IrqCell<[Option<Handler>; MAX_IRQ_SOURCES as usize]> = IrqCell(
+/// The handler of each source, read by the trap code in `mod.rs` (a null entry is none).
+#[unsafe(no_mangle)]
+static MMK_IRQ_HANDLERS: IrqCell<[Option<Handler>; MAX_IRQ_SOURCES as usize]> = IrqCell(
     core::cell::UnsafeCell::new([None; MAX_IRQ_SOURCES as usize]),
 );
 
-/// What an interrupt handler may do to the kernel: notify (wake) tasks.
+/// What an interrupt handler may do to the kernel: notify (wake) tasks. It is the kernel's
+/// address, passed in one register.
 #[derive(Debug)]
+#[repr(transparent)]
 pub struct Isr<'a> {
     kernel: &'a mut McuKernel,
 }
@@ -76,7 +80,7 @@ pub fn enable_irq(source: u32, handler: Handler) -> Result<(), BadIrqSource> {
     }
     with_state(|_| {
         // SAFETY: interrupts are masked (`with_state`), so no trap reads the table now.
-        unsafe { (*HANDLERS.0.get())[source as usize] = Some(handler) };
+        unsafe { (*MMK_IRQ_HANDLERS.0.get())[source as usize] = Some(handler) };
         // SAFETY: PLIC registers of the `virt` board for hart 0's machine context: the
         // source's priority, its enable bit (read-modify-write of its word) and the
         // threshold; then mie.MEIE.
@@ -89,21 +93,4 @@ pub fn enable_irq(source: u32, handler: Handler) -> Result<(), BadIrqSource> {
         }
     });
     Ok(())
-}
-
-/// Claims the pending source, runs its handler and completes it. Called from the trap with
-/// interrupts masked.
-#[inline(always)]
-pub(super) fn dispatch_external(kernel: &mut McuKernel) {
-    // SAFETY: the claim register; reading it claims the highest pending source (0: none).
-    let source = unsafe { read_volatile(PLIC_CLAIM as *const u32) };
-    // SAFETY: interrupts are masked in the trap; `enable_irq` writes the table only with
-    // interrupts masked, so this read does not overlap a write.
-    // Only enabled sources (below MAX_IRQ_SOURCES) are claimed, so the mask changes nothing.
-    let handler = unsafe { (*HANDLERS.0.get())[source as usize % MAX_IRQ_SOURCES as usize] };
-    if let Some(h) = handler {
-        h(&mut Isr { kernel });
-    }
-    // SAFETY: completing the claimed source re-arms it.
-    unsafe { write_volatile(PLIC_CLAIM as *mut u32, source) };
 }

@@ -69,7 +69,6 @@ const CLINT_MTIME: usize = 0x0200_BFF8;
 const TEST_DEVICE: usize = 0x0010_0000;
 
 const MCAUSE_MACHINE_TIMER: usize = 0x8000_0007;
-const MCAUSE_MACHINE_EXTERNAL: usize = 0x8000_000b;
 const MCAUSE_ECALL_M: usize = 11;
 const FRAME_WORDS: usize = 32;
 const FRAME_A0: usize = 6; // x10: 1 (ra) + (10 − 5)
@@ -213,12 +212,28 @@ global_asm!(
     "  csrr t0, mepc",
     "  sw t0, 112(sp)",
     "  sw zero, 116(sp)",
-    // A device interrupt (mcause 0x8000000b) takes its own short path.
-    "  slli t0, s0, 1",
-    "  li t1, 22",
-    "  bne t0, t1, 5b",
+    // A device interrupt (mcause 0x8000000b: bit 3 set, unlike the timer's 7) takes its own
+    // short path, in assembly so that no Rust frame is built around the handler call: s2 and
+    // s3 are free here (saved in the frame); s2 holds the PLIC context at 0x0c20_0000, whose
+    // claim/complete register is at +4. `mmk_irq_begin` records the frame and answers the
+    // kernel's address; the PLIC claim names the source, whose handler (an `extern "C"`
+    // function taking the kernel's address) runs; the source is completed; `mmk_irq_end`
+    // answers the frame of the task to run.
+    "  andi t0, s0, 8",
+    "  beqz t0, 5b",
     "  mv a0, sp",
-    "  call mmk_irq_rust",
+    "  call mmk_irq_begin",
+    "  lui s2, 0x0c200",
+    "  lw s3, 4(s2)",
+    "  andi t0, s3, 15",
+    "  slli t0, t0, 2",
+    "  lui t1, %hi(MMK_IRQ_HANDLERS)",
+    "  add t0, t0, t1",
+    "  lw t0, %lo(MMK_IRQ_HANDLERS)(t0)",
+    "  beqz t0, 7f",
+    "  jalr t0",
+    "7: sw s3, 4(s2)",
+    "  call mmk_irq_end",
     "  j 4b",
     ".size _mmk_trap_irq, . - _mmk_trap_irq",
 );
@@ -283,6 +298,7 @@ struct Stacks([[u8; TASK_STACK_BYTES]; MAX_TASKS]);
 
 /// Interior mutability for state that is only touched with interrupts off (see the module
 /// docs): the one invariant that makes the `Sync` below sound.
+#[repr(transparent)]
 struct IrqCell<T>(UnsafeCell<T>);
 
 // SAFETY: single hart; accessed only in the trap handler or inside `critical`, both with
@@ -507,14 +523,6 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
         Some(t) => g.kernel.tcb_mut(t).context = frame as usize,
         None => g.idle_context = frame as usize,
     }
-    if mcause == MCAUSE_MACHINE_EXTERNAL {
-        // The device interrupt path: the handler notifies tasks, the kernel picks one.
-        irq::dispatch_external(&mut g.kernel);
-        return match g.kernel.schedule() {
-            Some(t) => g.kernel.tcb(t).context as *mut usize,
-            None => g.idle_context as *mut usize,
-        };
-    }
     let event = if mcause == MCAUSE_MACHINE_TIMER {
         Event::TimerInterrupt
     } else if mcause == MCAUSE_ECALL_M {
@@ -542,20 +550,41 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
     }
 }
 
-/// The device-interrupt path, called by `_mmk_trap` with the saved frame of the interrupted
-/// task (or idle loop): runs the source's handler, which notifies tasks, and returns the
-/// frame of whichever task the kernel picks. Kept apart from [`mmk_trap_rust`] so the
-/// interrupt-to-task path does no event decoding.
+/// The start of the device-interrupt path (see `_mmk_trap`): records `frame` as the
+/// interrupted task's (or idle loop's) context and answers the kernel's address, which the
+/// trap passes to the source's handler.
 #[unsafe(no_mangle)]
-extern "C" fn mmk_irq_rust(frame: *mut usize) -> *mut usize {
+extern "C" fn mmk_irq_begin(frame: *mut usize) -> *mut McuKernel {
     // SAFETY: as in `mmk_trap_rust`: interrupts are off in the trap handler, so this is the
     // only access to the state.
     let g = unsafe { &mut *STATE.0.get() };
     if !g.kernel.save_context(frame as usize) {
         g.idle_context = frame as usize;
     }
-    irq::dispatch_external(&mut g.kernel);
-    g.kernel.schedule_if_needed();
+    &mut g.kernel
+}
+
+/// The end of the device-interrupt path: lets the kernel decide if a handler's
+/// notification left it to (usually the handler already switched to the woken task) and
+/// answers the frame of the task to run.
+#[unsafe(no_mangle)]
+extern "C" fn mmk_irq_end() -> *mut usize {
+    // SAFETY: as in `mmk_irq_begin`; the handler's reference to the kernel has ended.
+    let g = unsafe { &mut *STATE.0.get() };
+    if g.kernel.needs_schedule() {
+        return irq_reschedule();
+    }
+    g.kernel.current_context().unwrap_or(g.idle_context) as *mut usize
+}
+
+/// The rare end of the device-interrupt path: the kernel decides (kept out of line, so
+/// the usual path needs no stack frame).
+#[cold]
+#[inline(never)]
+fn irq_reschedule() -> *mut usize {
+    // SAFETY: as in `mmk_irq_begin`.
+    let g = unsafe { &mut *STATE.0.get() };
+    g.kernel.schedule();
     g.kernel.current_context().unwrap_or(g.idle_context) as *mut usize
 }
 
