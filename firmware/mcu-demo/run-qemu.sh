@@ -46,6 +46,9 @@ timeout "$timeout_secs" qemu-system-riscv32 \
     -display none -serial stdio -monitor none \
     -icount shift=0,sleep=off <"$fifo" >"$log" &
 qemu=$!
+# If QEMU stops early, writing to the FIFO fails instead of killing this script, which
+# then reports QEMU's status and log.
+trap '' PIPE
 exec 3>"$fifo"
 for _ in $(seq 600); do
     grep -q '^uart    receive interrupt on' "$log" 2>/dev/null && break
@@ -54,11 +57,11 @@ for _ in $(seq 600); do
 done
 first_line="$(head -n 1 uart-input.txt)"
 for ((i = 0; i < ${#first_line}; i++)); do
-    printf '%s' "${first_line:i:1}" >&3
+    printf '%s' "${first_line:i:1}" >&3 2>/dev/null || break
     sleep 0.05
 done
-printf '\n' >&3
-tail -n +2 uart-input.txt >&3
+printf '\n' >&3 2>/dev/null
+tail -n +2 uart-input.txt >&3 2>/dev/null
 exec 3>&-
 wait "$qemu"
 status=$?
