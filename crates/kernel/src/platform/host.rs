@@ -113,11 +113,11 @@ impl<const N: usize> HostMcu<N> {
         self.kernel.schedule_if_needed()
     }
 
-    /// A task notifies `task` (then reschedules, as the platform does); returns who runs
-    /// next.
+    /// A task notifies `task` (through the same `dispatch` as the RISC-V system call);
+    /// returns who runs next.
     pub fn notify_from_task(&mut self, task: TaskId) -> Option<TaskId> {
-        self.kernel.notify(task);
-        self.kernel.schedule()
+        let _ = dispatch(&mut self.kernel, &mut self.timer, Event::Notify(task));
+        self.kernel.current()
     }
 
     /// The running task enters a critical section of a resource with `ceiling`; returns the

@@ -37,6 +37,8 @@ pub enum Event {
     Yield,
     /// The running task waits for a notification.
     Wait,
+    /// The running task notifies a task (which runs at once if it is the highest).
+    Notify(TaskId),
     /// Nothing changed, only pick the task to run (used once, to enter the first task).
     Reschedule,
 }
@@ -73,6 +75,10 @@ pub fn dispatch<const N: usize, T: Timer>(
             None => Err(KernelError::NoCurrentTask),
         },
         Event::Wait => kernel.wait(),
+        Event::Notify(task) => {
+            kernel.notify_preempting(task);
+            Ok(())
+        }
         Event::Reschedule => Ok(()),
     };
     let next = kernel.schedule();

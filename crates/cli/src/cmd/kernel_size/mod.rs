@@ -9,10 +9,10 @@
 //! into another component. RAM inside the single kernel `static` is split with the layout
 //! record the platform leaves in the non-loaded `.mmk_layout` section.
 //!
-//! The context switch is measured by the firmware itself (`minstret` under QEMU `-icount`,
-//! which counts instructions exactly) and read from the QEMU log that
-//! `firmware/mcu-demo/run-qemu.sh` writes; the static figures (straight-line trap entry and
-//! exit, and the size of the kernel's decision functions) come from the ELF.
+//! The context switch and the interrupt-to-task wake-up are measured by the firmware itself
+//! (`minstret` under QEMU `-icount`, which counts instructions exactly) and read from the
+//! QEMU log that `firmware/mcu-demo/run-qemu.sh` writes; the static figures (straight-line
+//! trap entry and exit, and the size of the kernel's decision functions) come from the ELF.
 
 mod elf;
 
@@ -30,6 +30,7 @@ const DEFAULT_ELF: &str = "firmware/mcu-demo/target/riscv32imac-unknown-none-elf
 const DEFAULT_LOG: &str = "firmware/mcu-demo/target/qemu.log";
 const ROM_GOAL_BYTES: u64 = 4096;
 const SWITCH_GOAL_INSTRUCTIONS: u64 = 100;
+const IRQ_WAKE_GOAL_INSTRUCTIONS: u64 = 150;
 const LAYOUT_MAGIC: u32 = 0x314b_4d4d;
 
 #[derive(Debug, Args)]
@@ -37,7 +38,8 @@ pub struct KernelSizeArgs {
     /// The linked firmware ELF (riscv32, with symbols).
     #[arg(long, value_name = "FILE", default_value = DEFAULT_ELF)]
     elf: PathBuf,
-    /// The QEMU log of a demo run, for the measured context switch and timer interrupts
+    /// The QEMU log of a demo run, for the measured context switch, interrupt wake-up and
+    /// timer interrupts
     /// [default: firmware/mcu-demo/target/qemu.log, skipped if absent].
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
@@ -47,7 +49,7 @@ pub struct KernelSizeArgs {
 }
 
 /// The components, in table order: (key, part of the kernel figure, description).
-const COMPONENTS: [(&str, bool, &str); 10] = [
+const COMPONENTS: [(&str, bool, &str); 13] = [
     ("tcb", true, "task control blocks and SCHED_FIFO rules"),
     ("ready_queue", true, "bitmap-indexed ready queue"),
     ("timer_queue", true, "tickless timer queue"),
@@ -56,6 +58,13 @@ const COMPONENTS: [(&str, bool, &str); 10] = [
         true,
         "start-up, trap entry, context switch, timer, UART",
     ),
+    (
+        "irq",
+        true,
+        "device interrupts: PLIC claim, handler table, wake-up path",
+    ),
+    ("lock", true, "priority-ceiling locks (Resource)"),
+    ("queue", true, "interrupt-to-task SPSC queue"),
     ("slots", false, "fixed-capacity slot booking"),
     ("ldti", false, "LDTI hook and mmsched-core index math"),
     (
@@ -78,6 +87,7 @@ fn classify(name: &str) -> &'static str {
         "_start" | "_mmk_trap" | "_mmk_trap_irq" | "mmk_trap_rust" | "mmk_yield_rust" => {
             return "arch_glue";
         }
+        "mmk_irq_begin" | "mmk_irq_end" => return "irq",
         "mmk_main" => return "demo_tasks",
         _ => {}
     }
@@ -106,7 +116,13 @@ fn classify(name: &str) -> &'static str {
         "mmsched_kernel" => match module {
             "ready" => "ready_queue",
             "timer" => "timer_queue",
-            "platform" => "arch_glue",
+            "lock" => "lock",
+            "queue" => "queue",
+            "platform" => match words.get(i + 3).map(String::as_str) {
+                Some("resource") => "lock",
+                Some("irq") => "irq",
+                _ => "arch_glue",
+            },
             "slots" => "slots",
             "health" => "ldti",
             _ => "tcb",
@@ -132,7 +148,7 @@ struct SectionRow {
     ram_bytes: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct SwitchStatic {
     /// Instructions of `_mmk_trap`: the trap entry and exit of a syscall (save and restore
     /// of `s0`, `s1` and `mepc`, the yield fast path or the general call, `mret`); a yield
@@ -152,7 +168,7 @@ struct SwitchStatic {
     pop_highest_instructions: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct Report {
     elf: String,
     rom_bytes_total: u64,
@@ -166,6 +182,18 @@ struct Report {
     context_switch_instructions: Option<u64>,
     context_switch_goal_instructions: u64,
     context_switch_static: SwitchStatic,
+    /// Interrupt to task wake-up, measured: from the interrupted instruction to the woken
+    /// task running, through a device interrupt whose handler only notifies the task.
+    irq_wake_instructions: Option<u64>,
+    irq_wake_goal_instructions: u64,
+    /// The same with the demo's UART receive handler (reads the byte, queues it).
+    irq_rx_wake_instructions: Option<u64>,
+    /// ROM of the priority-ceiling locks (kernel rules and platform entry/exit).
+    lock_rom_bytes: u64,
+    /// Instructions of one uncontended lock and unlock, measured.
+    lock_uncontended_instructions: Option<u64>,
+    /// ROM of the interrupt-to-task queue (its instantiations in the firmware).
+    queue_rom_bytes: u64,
     timer_interrupts: Option<u64>,
     idle_tick_interrupts: Option<u64>,
     log: Option<String>,
@@ -192,10 +220,24 @@ fn has(words: &[String], a: &str, b: &str) -> bool {
         || (words.iter().any(|w| w == a) && words.iter().any(|w| w == b))
 }
 
-/// Figures the demo printed: (context switch, timer interrupts, idle tick interrupts).
-fn read_log(path: &Path) -> Result<(Option<u64>, Option<u64>, Option<u64>)> {
+/// Figures the demo printed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct LogFigures {
+    switch: Option<u64>,
+    timer: Option<u64>,
+    idle: Option<u64>,
+    irq_wake: Option<u64>,
+    irq_rx_wake: Option<u64>,
+    lock: Option<u64>,
+}
+
+fn read_log(path: &Path) -> Result<LogFigures> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the QEMU log {}", path.display()))?;
+    Ok(parse_log(&text))
+}
+
+fn parse_log(text: &str) -> LogFigures {
     let number_after = |line: &str, key: &str| -> Option<u64> {
         let rest = &line[line.find(key)? + key.len()..];
         let digits: String = rest
@@ -205,19 +247,26 @@ fn read_log(path: &Path) -> Result<(Option<u64>, Option<u64>, Option<u64>)> {
             .collect();
         digits.parse().ok()
     };
-    let mut switch = None;
-    let mut timer = None;
-    let mut idle = None;
+    let mut f = LogFigures::default();
     for line in text.lines() {
         if line.starts_with("# context switch (") {
-            switch = number_after(line, "):");
+            f.switch = number_after(line, "):");
+        }
+        if line.starts_with("# interrupt to task wake-up (doorbell") {
+            f.irq_wake = number_after(line, "): max");
+        }
+        if line.starts_with("# interrupt to task wake-up (received byte") {
+            f.irq_rx_wake = number_after(line, "): max");
+        }
+        if line.starts_with("# lock + unlock, uncontended:") {
+            f.lock = number_after(line, "uncontended:");
         }
         if line.starts_with("summary:") {
-            timer = number_after(line, "timer interrupts");
-            idle = number_after(line, "idle tick interrupts");
+            f.timer = number_after(line, "timer interrupts");
+            f.idle = number_after(line, "idle tick interrupts");
         }
     }
-    Ok((switch, timer, idle))
+    f
 }
 
 fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
@@ -351,9 +400,11 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
         Some(p) => Some(p.to_path_buf()),
         None => Some(PathBuf::from(DEFAULT_LOG)).filter(|p| p.exists()),
     };
-    let (switch, timer, idle) = match &log_path {
+    let lock_rom_bytes = components["lock"].rom_bytes;
+    let queue_rom_bytes = components["queue"].rom_bytes;
+    let figures = match &log_path {
         Some(p) => read_log(p)?,
-        None => (None, None, None),
+        None => LogFigures::default(),
     };
 
     Ok(Report {
@@ -366,11 +417,17 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
         sections,
         components,
         task_capacity,
-        context_switch_instructions: switch,
+        context_switch_instructions: figures.switch,
         context_switch_goal_instructions: SWITCH_GOAL_INSTRUCTIONS,
         context_switch_static: switch_static,
-        timer_interrupts: timer,
-        idle_tick_interrupts: idle,
+        irq_wake_instructions: figures.irq_wake,
+        irq_wake_goal_instructions: IRQ_WAKE_GOAL_INSTRUCTIONS,
+        irq_rx_wake_instructions: figures.irq_rx_wake,
+        lock_rom_bytes,
+        lock_uncontended_instructions: figures.lock,
+        queue_rom_bytes,
+        timer_interrupts: figures.timer,
+        idle_tick_interrupts: figures.idle,
         log: log_path.map(|p| p.display().to_string()),
     })
 }
@@ -405,8 +462,12 @@ fn print_table(r: &Report) {
         "over"
     };
     println!(
-        "{:<12} {:>10} {:>10}  scheduler + timer + arch glue ({verdict} the {} B goal)",
+        "{:<12} {:>10} {:>10}  scheduler, timer, arch glue, interrupts, locks, queue ({verdict} the {} B goal)",
         "kernel", r.rom_bytes_kernel, r.ram_bytes_kernel, r.rom_goal_bytes_kernel
+    );
+    println!(
+        "  of which: locks {} B, interrupt-to-task queue {} B (its instantiations)",
+        r.lock_rom_bytes, r.queue_rom_bytes
     );
     if let Some(n) = r.task_capacity {
         println!("(kernel RAM for a capacity of {n} tasks; task stacks are counted in demo_tasks)");
@@ -433,6 +494,23 @@ fn print_table(r: &Report) {
         s.schedule_instructions,
         s.pop_highest_instructions
     );
+    let verdict = |n: u64, goal: u64| if n <= goal { "within" } else { "OVER" };
+    match r.irq_wake_instructions {
+        Some(n) => println!(
+            "interrupt to task wake-up: {n} instructions, measured in QEMU (device interrupt whose handler only notifies; {} the goal of ≤ {})",
+            verdict(n, r.irq_wake_goal_instructions),
+            r.irq_wake_goal_instructions
+        ),
+        None => println!("interrupt to task wake-up: not measured (no QEMU log)"),
+    }
+    if let Some(n) = r.irq_rx_wake_instructions {
+        println!(
+            "  with the demo's UART receive handler (reads the byte, queues it): {n} instructions"
+        );
+    }
+    if let Some(n) = r.lock_uncontended_instructions {
+        println!("lock + unlock, uncontended: {n} instructions (no kernel entry)");
+    }
     match (r.timer_interrupts, r.idle_tick_interrupts) {
         (Some(t), Some(i)) => {
             println!("timer interrupts in the demo run: {t}, of which idle ticks: {i} (tickless)")
@@ -516,9 +594,93 @@ mod tests {
         std::fs::write(
             &p,
             "# context switch (yield to a task of the same level): 87 instructions\n\
+             # lock + unlock, uncontended: 94 instructions\n\
+             # interrupt to task wake-up (doorbell, the handler only notifies): max 171 instructions, min 170\n\
+             # interrupt to task wake-up (received byte, the handler queues it): max 197 instructions, min 196, 10 wake-ups measured\n\
              summary: timer interrupts 22, distinct wake-up instants 22, idle tick interrupts 0\n",
         )
         .unwrap();
-        assert_eq!(read_log(&p).unwrap(), (Some(87), Some(22), Some(0)));
+        assert_eq!(
+            read_log(&p).unwrap(),
+            LogFigures {
+                switch: Some(87),
+                timer: Some(22),
+                idle: Some(0),
+                irq_wake: Some(171),
+                irq_rx_wake: Some(197),
+                lock: Some(94),
+            }
+        );
+        assert_eq!(parse_log("no figures here\n"), LogFigures::default());
+    }
+
+    #[test]
+    fn json_keys_are_the_documented_ones() {
+        let v = serde_json::to_value(Report::default()).unwrap();
+        for key in [
+            "rom_bytes_total",
+            "ram_bytes_total",
+            "rom_bytes_kernel",
+            "ram_bytes_kernel",
+            "rom_goal_bytes_kernel",
+            "sections",
+            "components",
+            "task_capacity",
+            "context_switch_instructions",
+            "context_switch_goal_instructions",
+            "context_switch_static",
+            "irq_wake_instructions",
+            "irq_wake_goal_instructions",
+            "irq_rx_wake_instructions",
+            "lock_rom_bytes",
+            "lock_uncontended_instructions",
+            "queue_rom_bytes",
+            "timer_interrupts",
+            "idle_tick_interrupts",
+        ] {
+            assert!(v.get(key).is_some(), "missing key {key}");
+        }
+        let kernel: Vec<&str> = COMPONENTS.iter().filter(|c| c.1).map(|c| c.0).collect();
+        assert_eq!(
+            kernel,
+            [
+                "tcb",
+                "ready_queue",
+                "timer_queue",
+                "arch_glue",
+                "irq",
+                "lock",
+                "queue"
+            ],
+            "the kernel figure counts the scheduler, its glue, interrupts, locks and queues"
+        );
+    }
+
+    #[test]
+    fn locks_queues_and_interrupts_have_their_components() {
+        assert_eq!(
+            classify("_ZN14mmsched_kernel8platform5riscv8resource5enter17hbda7ca5274f17903E"),
+            "lock"
+        );
+        assert_eq!(
+            classify(
+                "_ZN14mmsched_kernel4lock57_$LT$impl$u20$mmsched_kernel..kernel..Kernel$LT$_$GT$$GT$4lock17h9f6621acf6ba78b4E"
+            ),
+            "lock"
+        );
+        assert_eq!(
+            classify("_ZN14mmsched_kernel5queue22SpscQueue$LT$S$C$_$GT$4push17h50821cbbe8fe3861E"),
+            "queue"
+        );
+        assert_eq!(
+            classify("_ZN14mmsched_kernel8platform5riscv3irq10enable_irq17h0123456789abcdefE"),
+            "irq"
+        );
+        assert_eq!(classify("mmk_irq_begin"), "irq");
+        assert_eq!(classify("mmk_irq_end"), "irq");
+        assert_eq!(
+            classify("_ZN14mmsched_kernel8platform5riscv5spawn17h8381556640ec3a59E"),
+            "arch_glue"
+        );
     }
 }

@@ -83,6 +83,7 @@ mod sys {
     pub const SLEEP_FOR: usize = 2;
     pub const SLEEP_UNTIL: usize = 3;
     pub const WAIT: usize = 4;
+    pub const NOTIFY: usize = 5;
 }
 
 global_asm!(
@@ -472,20 +473,9 @@ pub fn wait() -> Result<(), KernelError> {
 /// Notifies `task` from a task (see [`Kernel::notify`]); a woken task of a higher level
 /// runs at once.
 pub fn notify(task: TaskId) {
-    let preempt = with_state(|g| {
-        g.kernel.notify(task);
-        let current = g
-            .kernel
-            .current()
-            .map(|t| g.kernel.tcb(t).effective_priority());
-        match (g.kernel.ready_queue().highest(), current) {
-            (Some(h), Some(c)) => h > c,
-            _ => false,
-        }
-    });
-    if preempt {
-        syscall(sys::RESCHEDULE, 0);
-    }
+    // Through the trap, so the kernel may hand the CPU to the task at once, as from an
+    // interrupt handler.
+    syscall(sys::NOTIFY, task.index());
 }
 
 /// Asks the kernel to pick the task to run (after a change it could not act on itself).
@@ -534,6 +524,7 @@ extern "C" fn mmk_trap_rust(frame: *mut usize, mcause: usize) -> *mut usize {
             sys::SLEEP_FOR => Event::SleepFor(arg as u32),
             sys::SLEEP_UNTIL => Event::SleepUntil(arg as u32),
             sys::WAIT => Event::Wait,
+            sys::NOTIFY => Event::Notify(TaskId::from_index(arg as u8)),
             _ => Event::Reschedule,
         }
     } else {
