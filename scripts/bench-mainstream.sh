@@ -43,7 +43,11 @@ if ! "$PY" -c "import onnxruntime, faster_whisper, numpy" 2>/dev/null; then
     "ctranslate2==$CTRANSLATE2_VERSION" numpy
 fi
 LLAMA_ERROR=""
-if ! "$PY" -c "import llama_cpp" 2>/dev/null; then
+# Without `llm` in --only, llama-cpp-python (a long source build) is not needed.
+args=" $* "
+want_llm=1
+if [[ "$args" == *" --only"* && "$args" != *llm* ]]; then want_llm=0; fi
+if [ "$want_llm" = 1 ] && ! "$PY" -c "import llama_cpp" 2>/dev/null; then
   log "installing llama-cpp-python==$LLAMA_CPP_VERSION (built from source: no wheel on PyPI)"
   if ! pip_quiet "llama-cpp-python==$LLAMA_CPP_VERSION"; then
     LLAMA_ERROR="llama-cpp-python==$LLAMA_CPP_VERSION could not be installed (it builds llama.cpp from source: needs cmake and a C++ compiler)"

@@ -211,7 +211,12 @@ def main():
     p.add_argument("--only", default="ocr,asr,llm", help="comma-separated: ocr, asr, llm")
     a = p.parse_args()
     parts = set(a.only.split(","))
-    result = {"cpu": cpu_model(), "threads_available": os.cpu_count()}
+    # Other processes disturb every figure: the load averages say how busy the machine was.
+    result = {
+        "cpu": cpu_model(),
+        "threads_available": os.cpu_count(),
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+    }
     if "ocr" in parts:
         result["ocr"] = bench_ocr(a.home, a.runs)
     if "asr" in parts:
@@ -224,6 +229,7 @@ def main():
                 result["llm"] = bench_llm(a.home, a.llm_runs, a.llm_tokens)
             except Exception as e:  # report and keep the other figures
                 result["llm"] = {"error": f"{type(e).__name__}: {e}"}
+    result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     json.dump(result, sys.stdout, indent=2)
     print()
 
