@@ -4,7 +4,7 @@
 //! - [`mel`]: the log-mel spectrogram (candle's, computed faster);
 //! - [`model`]: loading weights (q8_0 GGUF by default, or the float safetensors),
 //!   configuration and tokenizer; [`AsrEngine`] picks which;
-//! - [`quantized`]: the q8_0 Whisper with a cached decoder (the default engine);
+//! - [`quantized`]: the q8_0 Whisper with a cached decoder;
 //! - [`wer`]: word error rate, to judge transcripts;
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
 //!   (log-mel, encoder, greedy decoding without timestamps, detokenising).

@@ -18,11 +18,13 @@ use crate::backend::BackendError;
 #[serde(rename_all = "lowercase")]
 pub enum AsrEngine {
     /// q8_0 projections (the GGUF `models fetch` makes) on mmsched's adaptation of candle's
-    /// quantized Whisper, whose decoder keeps a self-attention KV cache: the fast default.
-    #[default]
+    /// quantized Whisper, whose decoder keeps a self-attention KV cache.
     Q8,
     /// The float weights (safetensors) on candle's stock Whisper, which recomputes the
-    /// whole prefix at every decoding step: the reference.
+    /// whole prefix at every decoding step: the reference, and the default until the q8
+    /// engine's transcripts and speed are measured on the test clips (`tests/asr.rs`,
+    /// `mmsched bench models --asr-engine q8,f32`).
+    #[default]
     F32,
 }
 

@@ -7,9 +7,9 @@ use mmsched_backends::{EngineKind, EngineOptions};
 /// Which Whisper engine runs speech recognition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AsrEngineArg {
-    /// q8_0 weights with a cached decoder (`models fetch` makes them): the fast default.
+    /// q8_0 weights with a cached decoder (`models fetch` makes them).
     Q8,
-    /// The float weights on candle's stock Whisper: the reference.
+    /// The float weights on candle's stock Whisper: the reference and the default.
     F32,
 }
 

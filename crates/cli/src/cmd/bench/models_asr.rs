@@ -39,7 +39,7 @@ const RTF_THREADS: [usize; 2] = [1, 2];
 /// Flags of `bench models` for Whisper.
 #[derive(Debug, Clone, Args)]
 pub struct AsrBenchArgs {
-    /// Whisper engines to measure per stage (default: q8, the one `run` uses).
+    /// Whisper engines to measure per stage (default: the one `run` uses, f32).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     asr_engine: Vec<AsrEngineArg>,
     /// Measure Whisper in this process only, with N worker threads (set CANDLE_NUM_THREADS=N

@@ -26,7 +26,7 @@ pub struct AsrArgs {
     threads: usize,
     /// Whisper engine: `q8` (q8_0 weights, cached decoder) or `f32` (float weights on
     /// candle's stock model).
-    #[arg(long, value_enum, default_value = "q8")]
+    #[arg(long, value_enum, default_value = "f32")]
     engine: AsrEngineArg,
     /// Print {"text","engine","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
     /// "memory_bytes","peak_rss_bytes"}
