@@ -1,10 +1,15 @@
 //! Engine selection: which ONNX engine runs a model, and with how many threads.
 //!
+//! ONNX Runtime is the default wherever it is compiled in (cargo feature `ort`, on by
+//! default) and its library loads (`mmsched models fetch` installs it); otherwise tract, the
+//! pure-Rust engine, runs the models, and [`EngineKind::preferred`] says so once on stderr.
+//!
 //! Why a tiny object-safe trait ([`OnnxSession`]) rather than generics everywhere: the engine
 //! is chosen at run time (`--engine tract|ort`), the OCR and VAD code is the same for both,
 //! and one virtual call per inference is negligible next to the model itself.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::backend::BackendError;
 use crate::tensor::TensorF32;
@@ -48,6 +53,32 @@ impl EngineKind {
             EngineKind::Ort => cfg!(feature = "ort"),
         }
     }
+
+    /// The default ONNX engine of this process: ONNX Runtime if it is compiled in and its
+    /// library loads, else tract. Decided once; the first call that falls back to tract
+    /// prints a one-line note on stderr naming the reason and the fix.
+    pub fn preferred() -> EngineKind {
+        static CHOICE: OnceLock<EngineKind> = OnceLock::new();
+        *CHOICE.get_or_init(|| match ort_unavailable() {
+            None => EngineKind::Ort,
+            Some(reason) => {
+                eprintln!("note: ONNX models run on tract (pure Rust, slower): {reason}");
+                EngineKind::Tract
+            }
+        })
+    }
+}
+
+/// Why ONNX Runtime cannot run models in this process, or `None` if it can.
+pub fn ort_unavailable() -> Option<String> {
+    #[cfg(feature = "ort")]
+    {
+        crate::ort::environment().err().map(|e| e.to_string())
+    }
+    #[cfg(not(feature = "ort"))]
+    {
+        Some("this build has no ONNX Runtime engine (cargo feature `ort`)".to_string())
+    }
 }
 
 impl std::fmt::Display for EngineKind {
@@ -82,9 +113,10 @@ pub struct EngineOptions {
 }
 
 impl Default for EngineOptions {
+    /// The [preferred](EngineKind::preferred) engine with one thread.
     fn default() -> Self {
         Self {
-            kind: EngineKind::Tract,
+            kind: EngineKind::preferred(),
             threads: 1,
         }
     }

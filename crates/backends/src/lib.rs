@@ -7,7 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`engine`] | choosing an ONNX engine (tract / ONNX Runtime) and its threads |
-//! | `tract`, `ort` | the engines (cargo features `tract`, default, and `ort`) |
+//! | `tract`, `ort` | the ONNX engines (cargo features `tract` and `ort`, both default; ONNX Runtime preferred where its library loads) |
 //! | [`ocr`] | PP-OCRv4 text detection + recognition |
 //! | [`vad`] | Silero voice activity detection |
 //! | [`gate`] | the cheap blur / darkness routing gate for frames (S4) |

@@ -1,11 +1,12 @@
 //! Whisper tiny.en on real speech: the `beckett.wav` clip and a sentence spoken by
-//! `espeak-ng` (22.05 kHz, resampled). Needs `mmsched models fetch` first.
+//! `espeak-ng` (22.05 kHz, resampled), on both engines: the q8_0 default must transcribe no
+//! worse than the float reference. Needs `mmsched models fetch` first.
 
 use std::path::Path;
 use std::process::Command;
 
 use mmsched_backends::asr::{
-    AsrOptions, AsrSession, AudioClip, WhisperFiles, read_wav, word_error_rate,
+    AsrEngine, AsrOptions, AsrSession, AudioClip, WhisperFiles, read_wav, word_error_rate,
 };
 use mmsched_backends::{Backend, run_timed};
 use mmsched_core::time::MonotonicClock;
@@ -20,9 +21,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn session() -> AsrSession {
+fn session(engine: AsrEngine) -> AsrSession {
     let files = WhisperFiles::from_cache(&ModelPaths::from_env()).unwrap_or_else(|e| panic!("{e}"));
-    AsrSession::load(&files, &AsrOptions { threads: 2 }).expect("Whisper loads")
+    let options = AsrOptions { threads: 2, engine };
+    AsrSession::load(&files, &options).unwrap_or_else(|e| panic!("Whisper ({engine}) loads: {e}"))
+}
+
+/// Word error rates of both engines on `clip`, q8 first, each checked against `bound`.
+fn both_engines(clip: &AudioClip, reference: &str, bound: f64) -> [f64; 2] {
+    [AsrEngine::Q8, AsrEngine::F32].map(|engine| {
+        let mut s = session(engine);
+        assert_eq!(s.engine(), engine);
+        let text = transcribe(&mut s, clip);
+        let wer = word_error_rate(reference, &text);
+        eprintln!("{engine}: {text:?} (WER {wer:.3})");
+        assert!(wer <= bound, "{engine}: WER {wer:.3} for {text:?}");
+        wer
+    })
 }
 
 fn transcribe(s: &mut AsrSession, clip: &AudioClip) -> String {
@@ -38,17 +53,20 @@ fn beckett_clip_is_transcribed_with_low_word_error_rate() {
     let wav = require(Artifact::Beckett).unwrap_or_else(|e| panic!("{e}"));
     let clip = read_wav(&wav).expect("beckett.wav reads");
     assert_eq!(clip.sample_rate_hz, 16_000);
-    let mut s = session();
-    let text = transcribe(&mut s, &clip);
     let reference = "Ever tried, ever failed. No matter, try again. Fail again. Fail better.";
-    let wer = word_error_rate(reference, &text);
-    eprintln!("beckett: {text:?} (WER {wer:.3})");
-    // Measured: 0.0 (exact transcript). The bound leaves room for one word in 12.
-    assert!(wer <= 0.09, "WER {wer:.3} for {text:?}");
-    assert!(
-        s.memory_bytes() > 100_000_000,
-        "f32 weights of 37.8 M parameters"
-    );
+    // Measured: 0.0 on both engines (exact transcripts). The bound leaves room for one word in 12.
+    let [q8, f32] = both_engines(&clip, reference, 0.09);
+    assert!(q8 <= f32, "q8 WER {q8:.3} is worse than f32's {f32:.3}");
+}
+
+#[test]
+fn memory_accounting_follows_the_weights() {
+    let _serial = serial();
+    let f32 = session(AsrEngine::F32).memory_bytes();
+    let q8 = session(AsrEngine::Q8).memory_bytes();
+    // 37.8 M float32 parameters; q8: the GGUF plus the float32 embedding table for lookups.
+    assert!(f32 > 150_000_000, "{f32}");
+    assert!(q8 > 40_000_000 && q8 < f32, "{q8} vs {f32}");
 }
 
 #[test]
@@ -68,19 +86,16 @@ fn espeak_sentence_at_22khz_is_resampled_and_transcribed() {
     assert!(status.success(), "espeak-ng failed");
     let clip = read_wav(&wav).expect("espeak WAV reads");
     assert_eq!(clip.sample_rate_hz, 22_050, "espeak-ng speaks at 22.05 kHz");
-    let mut s = session();
-    let text = transcribe(&mut s, &clip);
-    let wer = word_error_rate(sentence, &text);
-    eprintln!("espeak: {text:?} (WER {wer:.3})");
-    // Measured: 0.0 (exact). Synthetic speech is harder for Whisper than real speech, so
-    // the bound allows two words in twelve.
-    assert!(wer <= 0.17, "WER {wer:.3} for {text:?}");
+    // Measured: 0.0 on both engines (exact). Synthetic speech is harder for Whisper than
+    // real speech, so the bound allows two words in twelve.
+    let [q8, f32] = both_engines(&clip, sentence, 0.17);
+    assert!(q8 <= f32, "q8 WER {q8:.3} is worse than f32's {f32:.3}");
 }
 
 #[test]
 fn bad_audio_is_refused_clearly() {
     let _serial = serial();
-    let mut s = session();
+    let mut s = session(AsrEngine::Q8);
     let empty = AudioClip {
         samples: vec![],
         sample_rate_hz: 16_000,

@@ -1,10 +1,19 @@
-//! PP-OCRv4 on text rendered by the test itself (tract engine).
+//! PP-OCRv4 on text rendered by the test itself, on tract (the pure-Rust fallback engine;
+//! `tests/ort.rs` runs the same images through ONNX Runtime, the default, and compares).
 
 mod common;
 
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
-use mmsched_backends::{Backend, BackendError, RgbFrame, run_timed};
+use mmsched_backends::{Backend, BackendError, EngineKind, EngineOptions, RgbFrame, run_timed};
 use mmsched_core::time::MonotonicClock;
+
+/// The default settings on tract.
+fn tract() -> OcrConfig {
+    OcrConfig {
+        engine: EngineOptions::new(EngineKind::Tract),
+        ..OcrConfig::default()
+    }
+}
 
 fn read(config: OcrConfig, frame: &RgbFrame) -> Vec<String> {
     common::require_models();
@@ -18,7 +27,7 @@ fn read(config: OcrConfig, frame: &RgbFrame) -> Vec<String> {
 #[test]
 fn reads_a_rendered_line_exactly() {
     let frame = common::render_text(480, 96, &["Hello World 2026"], 36.0, 24.0, 24.0);
-    assert_eq!(read(OcrConfig::default(), &frame), vec!["Hello World 2026"]);
+    assert_eq!(read(tract(), &frame), vec!["Hello World 2026"]);
 }
 
 #[test]
@@ -32,7 +41,7 @@ fn reads_two_lines_in_order_with_boxes_and_scores() {
         30.0,
         30.0,
     );
-    let mut ocr = OcrPipeline::new(OcrConfig::default()).expect("models load");
+    let mut ocr = OcrPipeline::new(tract()).expect("models load");
     let (lines, _) = run_timed(&mut ocr, &frame, &MonotonicClock::new()).expect("OCR runs");
     let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     assert_eq!(texts, vec!["Hello World 2026", "Edge scheduler 42"]);
@@ -53,7 +62,7 @@ fn reads_a_camera_frame_at_320x320() {
             width: 320,
             height: 320,
         },
-        ..OcrConfig::default()
+        ..tract()
     };
     assert_eq!(read(config, &frame), vec!["Hello World 2026"]);
 }
@@ -61,7 +70,7 @@ fn reads_a_camera_frame_at_320x320() {
 #[test]
 fn blank_frame_has_no_text() {
     let frame = RgbFrame::new(320, 240, vec![255; 320 * 240 * 3]).expect("valid");
-    assert!(read(OcrConfig::default(), &frame).is_empty());
+    assert!(read(tract(), &frame).is_empty());
 }
 
 #[test]
@@ -69,10 +78,10 @@ fn detector_and_recognizer_work_alone() {
     common::require_models();
     let clock = MonotonicClock::new();
     let frame = common::render_text(480, 96, &["Hello World 2026"], 36.0, 24.0, 24.0);
-    let mut det = TextDetector::new(OcrConfig::default()).expect("detector loads");
+    let mut det = TextDetector::new(tract()).expect("detector loads");
     let (boxes, _) = run_timed(&mut det, &frame, &clock).expect("detects");
     assert_eq!(boxes.len(), 1, "{boxes:?}");
-    let mut rec = TextRecognizer::new(OcrConfig::default()).expect("recogniser loads");
+    let mut rec = TextRecognizer::new(tract()).expect("recogniser loads");
     let line = common::render_text(360, 56, &["Hello World 2026"], 36.0, 8.0, 6.0);
     let (text, _) = run_timed(&mut rec, &line, &clock).expect("recognises");
     assert_eq!(text.text, "Hello World 2026");
@@ -83,7 +92,7 @@ fn detector_and_recognizer_work_alone() {
 fn missing_model_names_the_fetch_command() {
     let config = OcrConfig {
         det_path: "/nonexistent/det.onnx".into(),
-        ..OcrConfig::default()
+        ..tract()
     };
     let err = OcrPipeline::new(config).expect_err("must fail");
     assert!(matches!(err, BackendError::ModelMissing { .. }));

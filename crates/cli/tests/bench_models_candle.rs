@@ -1,6 +1,7 @@
 //! `mmsched bench models --only asr,llm` on the real cached Whisper tiny.en and Gemma-3
 //! models: every documented key is present, figures are positive, and the direct engine
-//! calls produce exactly the tokens mmsched's layer produced.
+//! calls produce exactly the tokens mmsched's layer produced; Whisper's RTF is measured at
+//! 1 and 2 threads in child processes.
 //!
 //! Needs the models in `$MMSCHED_HOME` (`mmsched models fetch`).
 
@@ -35,6 +36,8 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
             "1",
             "--llm-tokens",
             "6",
+            "--asr-rounds",
+            "1",
             "--json",
         ])
         .output()
@@ -55,7 +58,7 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
     );
     let asr = &models[0];
     assert_eq!(asr["model"], "whisper-tiny.en");
-    assert_eq!(asr["engine"], "candle");
+    assert_eq!(asr["engine"], "candle-f32", "the default Whisper engine");
     assert_eq!(asr["runs"], 1);
     for key in ["pre_ms", "exec_ms", "post_ms", "total_ms"] {
         positive_stage(asr, key);
@@ -64,6 +67,17 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
         positive(asr, key);
     }
     assert_eq!(asr["outputs_match"], true, "{asr}");
+    let scan = &v["asr"];
+    assert_eq!(scan["engine"], "candle-f32");
+    positive(scan, "rtf_1t");
+    positive(scan, "rtf_2t");
+    assert_eq!(
+        scan["seconds_1t"].as_array().map(Vec::len),
+        Some(1),
+        "{scan}"
+    );
+    assert_eq!(v["engines"]["whisper-tiny.en"], "candle-f32", "{v}");
+    positive(&v["layer_ratios"], "whisper-tiny.en");
 
     let llm = &v["llm"];
     assert_eq!(llm["model"], "gemma3-270m");

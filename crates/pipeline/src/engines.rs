@@ -203,8 +203,14 @@ impl Engines {
         if uses(scenario, ModelKind::Asr) {
             on_load("Whisper tiny.en");
             let files = WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?;
-            let asr = AsrSession::load(&files, &AsrOptions { threads: 1 })
-                .map_err(model_err("ASR (Whisper)"))?;
+            let asr = AsrSession::load(
+                &files,
+                &AsrOptions {
+                    threads: 1,
+                    ..AsrOptions::default()
+                },
+            )
+            .map_err(model_err("ASR (Whisper)"))?;
             e.memory_bytes += asr.memory_bytes();
             e.asr = Some(Arc::new(Mutex::new(asr)));
         }

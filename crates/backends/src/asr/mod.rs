@@ -2,7 +2,9 @@
 //!
 //! - [`audio`]: WAV reading, resampling to 16 kHz, the Slaney mel filterbank;
 //! - [`mel`]: the log-mel spectrogram (candle's, computed faster);
-//! - [`model`]: loading weights (converted safetensors), configuration and tokenizer;
+//! - [`model`]: loading weights (q8_0 GGUF by default, or the float safetensors),
+//!   configuration and tokenizer; [`AsrEngine`] picks which;
+//! - [`quantized`]: the q8_0 Whisper with a cached decoder;
 //! - [`wer`]: word error rate, to judge transcripts;
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
 //!   (log-mel, encoder, greedy decoding without timestamps, detokenising).
@@ -10,10 +12,11 @@
 pub mod audio;
 pub mod mel;
 pub mod model;
+pub mod quantized;
 pub mod session;
 pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
-pub use model::{WhisperFiles, WhisperModel};
+pub use model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet};
 pub use session::{AsrOptions, AsrSession, EngineParts, MelWindows};
 pub use wer::word_error_rate;

@@ -1,21 +1,77 @@
-//! Loading Whisper: weights (safetensors), configuration, tokenizer and mel filterbank.
+//! Loading Whisper: weights (q8_0 GGUF, or float safetensors), configuration, tokenizer and
+//! mel filterbank.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, IndexOp, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::whisper::{self, Config, model::Whisper};
 use mmsched_models::{Artifact, ModelPaths};
 use tokenizers::Tokenizer;
 
 use crate::asr::audio::{SAMPLE_RATE_HZ, mel_filterbank};
+use crate::asr::quantized::QuantizedWhisper;
 use crate::backend::BackendError;
 
-/// Where the three Whisper files are.
+/// Which Whisper weights run, and on which model code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AsrEngine {
+    /// q8_0 projections (the GGUF `models fetch` makes) on mmsched's adaptation of candle's
+    /// quantized Whisper, whose decoder keeps a self-attention KV cache.
+    Q8,
+    /// The float weights (safetensors) on candle's stock Whisper, which recomputes the
+    /// whole prefix at every decoding step: the reference, and the default until the q8
+    /// engine's transcripts and speed are measured on the test clips (`tests/asr.rs`,
+    /// `mmsched bench models --asr-engine q8,f32`).
+    #[default]
+    F32,
+}
+
+impl AsrEngine {
+    /// The engine's short name (`q8` or `f32`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AsrEngine::Q8 => "q8",
+            AsrEngine::F32 => "f32",
+        }
+    }
+
+    /// The label benchmarks and profiles report (`candle-q8`, `candle-f32`).
+    pub fn label(self) -> &'static str {
+        match self {
+            AsrEngine::Q8 => "candle-q8",
+            AsrEngine::F32 => "candle-f32",
+        }
+    }
+}
+
+impl std::fmt::Display for AsrEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for AsrEngine {
+    type Err = BackendError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "q8" => Ok(AsrEngine::Q8),
+            "f32" => Ok(AsrEngine::F32),
+            other => Err(BackendError::InvalidInput(format!(
+                "unknown Whisper engine `{other}`: use `q8` or `f32`"
+            ))),
+        }
+    }
+}
+
+/// Where the Whisper files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WhisperFiles {
-    /// `model.safetensors` (Hugging Face tensor names).
+    /// `model.safetensors` (Hugging Face tensor names, float16): the [`AsrEngine::F32`] weights.
     pub weights: PathBuf,
+    /// `model-q8_0.gguf`: the [`AsrEngine::Q8`] weights.
+    pub quantized: PathBuf,
     /// Hugging Face style `config.json`.
     pub config: PathBuf,
     /// `tokenizer.json`.
@@ -23,7 +79,8 @@ pub struct WhisperFiles {
 }
 
 impl WhisperFiles {
-    /// The files in the model cache; a missing one is an error naming the fetch command.
+    /// The files in the model cache. A missing configuration or tokenizer is an error naming
+    /// the fetch command; the weights are checked when an engine loads them.
     pub fn from_cache(paths: &ModelPaths) -> Result<Self, BackendError> {
         let need = |a: Artifact| {
             paths.require(a).map_err(|e| BackendError::ModelMissing {
@@ -31,10 +88,70 @@ impl WhisperFiles {
             })
         };
         Ok(Self {
-            weights: need(Artifact::WhisperModel)?,
+            weights: paths.path_of(Artifact::WhisperModel),
+            quantized: paths.path_of(Artifact::WhisperQ8),
             config: need(Artifact::WhisperConfig)?,
             tokenizer: need(Artifact::WhisperTokenizer)?,
         })
+    }
+
+    /// The weights file `engine` loads.
+    pub fn weights_for(&self, engine: AsrEngine) -> &Path {
+        match engine {
+            AsrEngine::Q8 => &self.quantized,
+            AsrEngine::F32 => &self.weights,
+        }
+    }
+}
+
+/// The network of one engine, driven one window and one token at a time.
+#[derive(Debug)]
+pub enum WhisperNet {
+    /// candle's stock float Whisper.
+    F32(Box<Whisper>),
+    /// Whisper with q8_0 projections and a cached decoder.
+    Q8(Box<QuantizedWhisper>),
+}
+
+impl WhisperNet {
+    /// Starts a new 30 s window: forgets the previous window's decoder state and returns the
+    /// audio features of `mel` (`1 × n_mels × frames`), computed once per window.
+    pub fn start_window(&mut self, mel: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            WhisperNet::F32(m) => {
+                m.reset_kv_cache();
+                m.encoder.forward(mel, true)
+            }
+            WhisperNet::Q8(m) => {
+                m.decoder.reset();
+                m.encoder.forward(mel)
+            }
+        }
+    }
+
+    /// Logits (`vocab`) of the token after `tokens`, the window's tokens so far (its prefix
+    /// included). The q8 decoder runs only the tokens it has not seen; the stock f32 decoder
+    /// runs them all again.
+    pub fn next_logits(
+        &mut self,
+        tokens: &[u32],
+        features: &Tensor,
+    ) -> candle_core::Result<Tensor> {
+        match self {
+            WhisperNet::F32(m) => {
+                let input = Tensor::new(tokens, features.device())?.unsqueeze(0)?;
+                let ys = m.decoder.forward(&input, features, false)?;
+                let (_, seq_len, _) = ys.dims3()?;
+                m.decoder
+                    .final_linear(&ys.i((..1, seq_len - 1..))?)?
+                    .i(0)?
+                    .i(0)
+            }
+            WhisperNet::Q8(m) => {
+                let seen = m.decoder.cached().min(tokens.len().saturating_sub(1));
+                m.decoder.step(&tokens[seen..], features)
+            }
+        }
     }
 }
 
@@ -52,8 +169,10 @@ pub struct SpecialTokens {
 /// A loaded Whisper model.
 #[derive(Debug)]
 pub struct WhisperModel {
-    /// The candle model (encoder and decoder).
-    pub model: Whisper,
+    /// The network (encoder and decoder) of the chosen engine.
+    pub net: WhisperNet,
+    /// Which engine.
+    pub engine: AsrEngine,
     /// Its configuration.
     pub config: Config,
     /// The tokenizer.
@@ -62,8 +181,8 @@ pub struct WhisperModel {
     pub special: SpecialTokens,
     /// Mel filterbank, `num_mel_bins × 201`, computed at load.
     pub mel_filters: Vec<f32>,
-    /// Parameter count (for memory accounting).
-    pub parameters: u64,
+    /// Bytes the weights take in memory (for memory accounting).
+    pub weight_bytes: u64,
 }
 
 fn load_err(path: &Path, e: impl std::fmt::Display) -> BackendError {
@@ -74,9 +193,10 @@ fn load_err(path: &Path, e: impl std::fmt::Display) -> BackendError {
 }
 
 impl WhisperModel {
-    /// Loads the model on the CPU in float32.
-    pub fn load(files: &WhisperFiles) -> Result<Self, BackendError> {
-        for p in [&files.weights, &files.config, &files.tokenizer] {
+    /// Loads the model on the CPU with `engine`'s weights.
+    pub fn load(files: &WhisperFiles, engine: AsrEngine) -> Result<Self, BackendError> {
+        let weights = files.weights_for(engine);
+        for p in [weights, &files.config, &files.tokenizer] {
             if !p.is_file() {
                 return Err(BackendError::ModelMissing {
                     path: p.display().to_string(),
@@ -99,20 +219,34 @@ impl WhisperModel {
             eot: token(whisper::EOT_TOKEN)?,
             no_timestamps: token(whisper::NO_TIMESTAMPS_TOKEN)?,
         };
-        let bytes = std::fs::read(&files.weights).map_err(|e| load_err(&files.weights, e))?;
-        let parameters = count_parameters(&bytes).map_err(|e| load_err(&files.weights, e))?;
-        // Read from a buffer (not memory-mapped): the workspace forbids `unsafe`.
-        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
-            .map_err(|e| load_err(&files.weights, e))?;
-        let model = Whisper::load(&vb, config.clone()).map_err(|e| load_err(&files.weights, e))?;
+        let bytes = std::fs::read(weights).map_err(|e| load_err(weights, e))?;
+        let (net, weight_bytes) = match engine {
+            AsrEngine::F32 => {
+                let parameters = count_parameters(&bytes).map_err(|e| load_err(weights, e))?;
+                // Read from a buffer (not memory-mapped): the workspace forbids `unsafe`.
+                let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
+                    .map_err(|e| load_err(weights, e))?;
+                let model = Whisper::load(&vb, config.clone()).map_err(|e| load_err(weights, e))?;
+                // Held as float32.
+                (WhisperNet::F32(Box::new(model)), parameters * 4)
+            }
+            AsrEngine::Q8 => {
+                let model =
+                    QuantizedWhisper::load(&bytes, &config).map_err(|e| load_err(weights, e))?;
+                // The file, with the embedding table also held as float32 for the lookup.
+                let table = (config.vocab_size * config.d_model * 4) as u64;
+                (WhisperNet::Q8(Box::new(model)), bytes.len() as u64 + table)
+            }
+        };
         let mel_filters = mel_filterbank(SAMPLE_RATE_HZ, whisper::N_FFT, config.num_mel_bins);
         Ok(Self {
-            model,
+            net,
+            engine,
             config,
             tokenizer,
             special,
             mel_filters,
-            parameters,
+            weight_bytes,
         })
     }
 }

@@ -1,12 +1,12 @@
 //! Whisper speech recognition as a [`Backend`]: pre = resample + log-mel, exec = encoder +
 //! greedy decoder, post = detokenise.
 
-use candle_core::{Device, IndexOp, Tensor};
+use candle_core::{Device, Tensor};
 use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
 use crate::asr::mel::log_mel_spectrogram;
-use crate::asr::model::{WhisperFiles, WhisperModel};
+use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
 
@@ -18,8 +18,12 @@ const MAX_CLIP_SECONDS: u64 = 600;
 /// How to run Whisper.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AsrOptions {
-    /// Worker threads for this engine (0: one per core).
+    /// Worker threads for this engine (0: one per core). candle's quantised matrix kernels
+    /// (the q8 engine's projections) run on candle's own process-wide pool instead, sized by
+    /// `CANDLE_NUM_THREADS` (default: one per core).
     pub threads: usize,
+    /// Which weights and model code run.
+    pub engine: AsrEngine,
 }
 
 /// Log-mel windows of one clip: one `1 × n_mels × 3000` tensor per 30 s of audio.
@@ -64,7 +68,7 @@ impl AsrSession {
     /// Loads Whisper from `files`.
     pub fn load(files: &WhisperFiles, options: &AsrOptions) -> Result<Self, BackendError> {
         let threads = EngineThreads::new("asr", options.threads)?;
-        let whisper = threads.install(|| WhisperModel::load(files))?;
+        let whisper = threads.install(|| WhisperModel::load(files, options.engine))?;
         let vocab = whisper.config.vocab_size;
         let eot = whisper.special.eot as usize;
         // Never generated: the configured suppressed tokens, and every special token
@@ -102,6 +106,11 @@ impl AsrSession {
         self.threads.threads()
     }
 
+    /// The engine that runs this session.
+    pub fn engine(&self) -> AsrEngine {
+        self.whisper.engine
+    }
+
     /// The model and the logit masks the session decodes with.
     pub fn engine_parts(&mut self) -> EngineParts<'_> {
         EngineParts {
@@ -112,26 +121,18 @@ impl AsrSession {
     }
 }
 
-/// Encodes one 30 s window and decodes it greedily.
+/// Encodes one 30 s window and decodes it greedily (no timestamps), one token per step.
 fn decode_window(
     m: &mut WhisperModel,
     suppress: &Tensor,
     suppress_first: &Tensor,
     mel: &Tensor,
 ) -> candle_core::Result<Vec<u32>> {
-    let features = m.model.encoder.forward(mel, true)?;
+    let features = m.net.start_window(mel)?;
     let prefix = [m.special.sot, m.special.no_timestamps];
     let mut tokens: Vec<u32> = prefix.to_vec();
     for i in 0..MAX_TOKENS_PER_WINDOW {
-        let input = Tensor::new(tokens.as_slice(), mel.device())?.unsqueeze(0)?;
-        let ys = m.model.decoder.forward(&input, &features, i == 0)?;
-        let (_, seq_len, _) = ys.dims3()?;
-        let logits = m
-            .model
-            .decoder
-            .final_linear(&ys.i((..1, seq_len - 1..))?)?
-            .i(0)?
-            .i(0)?;
+        let logits = m.net.next_logits(&tokens, &features)?;
         let mask = if i == 0 { suppress_first } else { suppress };
         let next = (logits + mask)?
             .argmax(candle_core::D::Minus1)?
@@ -224,7 +225,6 @@ impl Backend for AsrSession {
     }
 
     fn memory_bytes(&self) -> u64 {
-        // Weights are held as float32.
-        self.whisper.parameters * 4
+        self.whisper.weight_bytes
     }
 }

@@ -1,21 +1,43 @@
 //! The `--engine` and `--threads` flags shared by the inference commands.
 
 use clap::{Args, ValueEnum};
+use mmsched_backends::asr::AsrEngine;
 use mmsched_backends::{EngineKind, EngineOptions};
+
+/// Which Whisper engine runs speech recognition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AsrEngineArg {
+    /// q8_0 weights with a cached decoder (`models fetch` makes them).
+    Q8,
+    /// The float weights on candle's stock Whisper: the reference and the default.
+    F32,
+}
+
+impl From<AsrEngineArg> for AsrEngine {
+    fn from(e: AsrEngineArg) -> Self {
+        match e {
+            AsrEngineArg::Q8 => AsrEngine::Q8,
+            AsrEngineArg::F32 => AsrEngine::F32,
+        }
+    }
+}
 
 /// Which ONNX engine runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
+    /// ONNX Runtime where its library loads, else tract (with a one-line note).
+    Auto,
     /// tract: pure Rust, always available.
     Tract,
-    /// ONNX Runtime: needs a build with `--features ort` and the library in
-    /// `$MMSCHED_HOME/lib/libonnxruntime.so.1.32.0` (or `ORT_DYLIB_PATH`).
+    /// ONNX Runtime: needs the library in `$MMSCHED_HOME/lib/libonnxruntime.so.1.32.0`
+    /// (`mmsched models fetch` installs it) or `ORT_DYLIB_PATH`.
     Ort,
 }
 
 impl From<EngineArg> for EngineKind {
     fn from(e: EngineArg) -> Self {
         match e {
+            EngineArg::Auto => EngineKind::preferred(),
             EngineArg::Tract => EngineKind::Tract,
             EngineArg::Ort => EngineKind::Ort,
         }
@@ -25,8 +47,9 @@ impl From<EngineArg> for EngineKind {
 /// Engine selection flags.
 #[derive(Debug, Clone, Args)]
 pub struct EngineFlags {
-    /// ONNX engine to run the model with.
-    #[arg(long, value_enum, default_value = "tract")]
+    /// ONNX engine to run the model with (`auto`: ONNX Runtime where its library is
+    /// present, else tract).
+    #[arg(long, value_enum, default_value = "auto")]
     pub engine: EngineArg,
     /// Threads the engine may use inside one operator (tract is always single-threaded in
     /// this build; ONNX Runtime uses this many intra-op threads).

@@ -20,9 +20,13 @@ pub enum ModelsCommand {
 
 #[derive(Debug, Args)]
 pub struct FetchArgs {
-    /// Also fetch the ONNX Runtime shared library (optional fast ONNX path, 34 MB).
-    #[arg(long)]
+    /// Fetch the ONNX Runtime shared library (34 MB): the default, kept for older scripts.
+    #[arg(long, conflicts_with = "no_ort")]
     with_ort: bool,
+    /// Do not fetch the ONNX Runtime shared library (the default ONNX engine, 34 MB; without
+    /// it PP-OCRv4 and Silero VAD run on tract, the slower pure-Rust engine).
+    #[arg(long)]
+    no_ort: bool,
     /// Fetch only these artifacts (see `mmsched models list` for names); repeatable.
     #[arg(long, value_name = "NAME", num_args = 1..)]
     only: Vec<String>,
@@ -66,7 +70,7 @@ fn parse_names(names: &[String]) -> Result<Vec<Artifact>> {
 fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
     let paths = ModelPaths::from_env();
     let opts = FetchOptions {
-        with_ort: a.with_ort,
+        skip_ort: a.no_ort && !a.with_ort,
         only: parse_names(&a.only)?,
         progress: !a.json,
         keep_downloads: a.keep_downloads,

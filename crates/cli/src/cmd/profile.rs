@@ -138,7 +138,10 @@ fn profile_candle_models(p: &mut Profiler) -> Result<()> {
     let clip = read_wav(&paths.require(Artifact::Beckett)?)?;
     let mut asr = AsrSession::load(
         &WhisperFiles::from_cache(&paths)?,
-        &AsrOptions { threads: 0 },
+        &AsrOptions {
+            threads: 0,
+            ..AsrOptions::default()
+        },
     )
     .context("loading Whisper")?;
     p.add(&mut asr, "candle", "10s", 0, &clip)?;

@@ -28,7 +28,9 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::{Clock, MonotonicClock};
 use serde::Serialize;
 
+use super::models_asr;
 use super::models_candle::{self, CandleArgs};
+use super::models_summary;
 use crate::cmd::engine_arg::{EngineArg, ms};
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
 
@@ -40,7 +42,8 @@ pub struct ModelsArgs {
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     runs: u32,
     /// Engines to measure the ONNX models (PP-OCRv4, Silero VAD) with (default: every
-    /// engine compiled in whose runtime is present). Whisper and Gemma-3 always run on candle.
+    /// engine compiled in whose runtime is present; `auto`: the one `run` uses). Whisper
+    /// and Gemma-3 run on candle (see --asr-engine).
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
     /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;
@@ -111,7 +114,7 @@ struct GateResult {
     frame: String,
     p50_us: f64,
     p99_us: f64,
-    /// Detector (tract, 320×320) median ÷ gate median.
+    /// Detector (320×320, on the default ONNX engine where measured) median ÷ gate median.
     times_cheaper_than_detector: f64,
 }
 
@@ -375,7 +378,14 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
     let engines: Vec<EngineKind> = if sel.onnx_models() == 0 {
         Vec::new()
     } else if explicit {
-        a.engine.iter().map(|&e| e.into()).collect()
+        let mut kinds: Vec<EngineKind> = Vec::new();
+        for &e in &a.engine {
+            let kind = EngineKind::from(e);
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds
     } else {
         [EngineKind::Tract, EngineKind::Ort]
             .into_iter()
@@ -397,7 +407,7 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         bar: &bar,
     };
     let mut results = Vec::new();
-    for kind in engines {
+    for &kind in &engines {
         if let Err(e) = bench_engine(&b, EngineOptions::new(kind), sel, &mut results) {
             if explicit || kind != EngineKind::Ort {
                 return Err(e.context(format!(
@@ -409,10 +419,22 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         }
     }
     let llm = models_candle::run(&candle, &bar, &mut results)?;
+    let rtf = if sel.asr && models_asr::wants_scan(&a.candle.asr) {
+        Some(
+            models_asr::scan(&a.candle.asr, &bar)
+                .context("measuring Whisper's RTF at 1 and 2 threads")?,
+        )
+    } else {
+        None
+    };
     bar.finish_and_clear();
+    // The engine `run` uses for the ONNX models (decided only where one was measured).
+    let onnx_default = (!engines.is_empty()).then(EngineKind::preferred);
+    // The detector the gate saves: on the default engine where it was measured.
     let det_p50 = results
         .iter()
-        .find(|r| r.model == "ppocr-v4-det" && r.engine == "tract")
+        .filter(|r| r.model == "ppocr-v4-det")
+        .min_by_key(|r| Some(r.engine) != onnx_default.map(EngineKind::as_str))
         .map(|r| r.total_ms.p50);
     let gate = if sel.gate {
         Some(bench_gate(a.runs, det_p50).context("measuring the gate")?)
@@ -428,7 +450,11 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         ExitCode::FAILURE
     };
     if a.json {
-        let out = serde_json::json!({"models": results, "gate": gate, "llm": llm});
+        let mut out = serde_json::json!({"models": results, "gate": gate, "llm": llm});
+        let headline = models_summary::summary(&out, rtf.as_ref(), onnx_default);
+        if let Some(top) = out.as_object_mut() {
+            top.extend(headline);
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(code);
     }
@@ -443,6 +469,9 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         println!(
             "(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)"
         );
+    }
+    if let Some(r) = &rtf {
+        models_asr::print_rtf(r);
     }
     if let Some(l) = &llm {
         models_candle::print_llm(l);

@@ -1,10 +1,5 @@
-//! `bench models` for the candle models: Whisper tiny.en and Gemma-3 270M.
-//!
-//! **Whisper** is measured like the ONNX models: `run_timed` over `AsrSession` (pre =
-//! resample + log-mel, exec = encoder + greedy decoder, post = detokenise) on the 10 s
-//! `beckett.wav` clip, alternating with a direct call: candle's encoder and decoder driven
-//! in a plain greedy loop on the same prepared mel windows, with the same logit masks, on a
-//! thread pool of the same size. The direct call must produce the session's tokens.
+//! `bench models` for the candle models: Gemma-3 270M here, Whisper tiny.en in
+//! [`super::models_asr`].
 //!
 //! **Gemma-3** generations prefill a fixed prompt, then decode greedily one token per
 //! `LlmSession::step`, each call timed from outside the session. Every generation runs
@@ -25,9 +20,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::ProgressBar;
 use mmsched_backends::Backend;
-use mmsched_backends::asr::{AsrOptions, AsrSession, EngineParts, WhisperFiles};
-use mmsched_backends::audio::read_wav;
-use mmsched_backends::candle_core::{self, D, Device, IndexOp, Tensor};
+use mmsched_backends::candle_core::{self, D, Device, Tensor};
 use mmsched_backends::llm::model::{Gemma3, StageTimer};
 use mmsched_backends::llm::{LlmOptions, LlmSession, StepStages};
 use mmsched_backends::threads::EngineThreads;
@@ -36,6 +29,7 @@ use mmsched_models::{Artifact, ModelPaths};
 use serde::Serialize;
 
 use super::models::{Bench, ModelResult, StageMs, hist, peak_rss_mib, stage};
+use super::models_asr::{self, AsrBenchArgs};
 
 /// The text Gemma-3 continues (a base model: text to continue, not a chat turn).
 const PROMPT: &str = "The three primary colours of light are";
@@ -43,8 +37,6 @@ const PROMPT: &str = "The three primary colours of light are";
 const ASR_RUNS_MAX: u32 = 5;
 /// Default cap on Gemma-3 generations.
 const LLM_RUNS_MAX: u32 = 10;
-/// Longest transcript per 30 s window, as in the session.
-const MAX_TOKENS_PER_WINDOW: usize = 224;
 
 /// Flags of `bench models` for Whisper and Gemma-3.
 #[derive(Debug, Args)]
@@ -61,14 +53,17 @@ pub struct CandleArgs {
     /// from one decode step.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(2..=1024))]
     llm_tokens: u32,
+    #[command(flatten)]
+    pub(super) asr: AsrBenchArgs,
 }
 
 /// What to measure of the candle models (`None`: not selected).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct CandlePlan {
     asr_runs: Option<u32>,
     llm_runs: Option<u32>,
     llm_tokens: usize,
+    asr: AsrBenchArgs,
 }
 
 impl CandleArgs {
@@ -78,6 +73,7 @@ impl CandleArgs {
             asr_runs: asr.then(|| self.asr_runs.unwrap_or(runs.min(ASR_RUNS_MAX))),
             llm_runs: llm.then(|| self.llm_runs.unwrap_or(runs.min(LLM_RUNS_MAX))),
             llm_tokens: self.llm_tokens as usize,
+            asr: self.asr.clone(),
         }
     }
 }
@@ -148,7 +144,7 @@ pub(super) fn run(
             clock,
             bar,
         };
-        results.push(bench_asr(&b, &paths).context("benchmarking Whisper tiny.en")?);
+        models_asr::bench(&b, &paths, &plan.asr, results)?;
     }
     let Some(runs) = plan.llm_runs else {
         return Ok(None);
@@ -156,62 +152,6 @@ pub(super) fn run(
     let llm = bench_llm(&paths, runs, plan.llm_tokens, &clock, bar)
         .context("benchmarking Gemma-3 270M")?;
     Ok(Some(llm))
-}
-
-fn bench_asr(b: &Bench<'_>, paths: &ModelPaths) -> Result<ModelResult> {
-    b.bar.set_message("whisper-tiny.en [candle] loading");
-    let clip = read_wav(&paths.require(Artifact::Beckett)?)?;
-    let mut asr = AsrSession::load(
-        &WhisperFiles::from_cache(paths)?,
-        &AsrOptions { threads: 0 },
-    )?;
-    let pool = EngineThreads::new("asr-direct", asr.threads())?;
-    let windows = asr.prepare(&clip)?.windows().to_vec();
-    let direct = |s: &mut AsrSession| -> Result<Vec<Vec<u32>>> {
-        let parts = s.engine_parts();
-        Ok(pool.install(|| whisper_direct(parts, &windows))?)
-    };
-    let prepared = asr.prepare(&clip)?;
-    let layer_tokens = asr.execute(prepared)?;
-    let same = direct(&mut asr)? == layer_tokens;
-    let label = format!("{:.1}s", clip.duration_ms() as f64 / 1e3);
-    let mut r = b.measure(&mut asr, &clip, &label, "candle", |s| {
-        std::hint::black_box(direct(s)?);
-        Ok(())
-    })?;
-    r.outputs_match = Some(same);
-    Ok(r)
-}
-
-/// Candle's Whisper driven directly: encoder, then a greedy loop over the decoder with the
-/// session's logit masks, no timestamps.
-fn whisper_direct(p: EngineParts<'_>, windows: &[Tensor]) -> candle_core::Result<Vec<Vec<u32>>> {
-    let special = p.model.special;
-    let max_positions = p.model.config.max_target_positions;
-    let whisper = &mut p.model.model;
-    let mut out = Vec::with_capacity(windows.len());
-    for mel in windows {
-        let features = whisper.encoder.forward(mel, true)?;
-        let mut tokens = vec![special.sot, special.no_timestamps];
-        for i in 0..MAX_TOKENS_PER_WINDOW {
-            let input = Tensor::new(tokens.as_slice(), mel.device())?.unsqueeze(0)?;
-            let ys = whisper.decoder.forward(&input, &features, i == 0)?;
-            let last = ys.dim(1)? - 1;
-            let logits = whisper
-                .decoder
-                .final_linear(&ys.i((..1, last..))?)?
-                .i(0)?
-                .i(0)?;
-            let mask = if i == 0 { p.suppress_first } else { p.suppress };
-            let next = (logits + mask)?.argmax(D::Minus1)?.to_scalar::<u32>()?;
-            if next == special.eot || tokens.len() >= max_positions {
-                break;
-            }
-            tokens.push(next);
-        }
-        out.push(tokens.split_off(2));
-    }
-    Ok(out)
 }
 
 /// One generation's measurements.

@@ -12,6 +12,7 @@ use mmsched_models::ModelPaths;
 use serde_json::json;
 
 use super::{ms, peak_rss_bytes};
+use crate::cmd::engine_arg::AsrEngineArg;
 
 #[derive(Debug, Args)]
 pub struct AsrArgs {
@@ -19,10 +20,15 @@ pub struct AsrArgs {
     /// sample rate, resampled to 16 kHz).
     #[arg(long, value_name = "FILE")]
     wav: PathBuf,
-    /// Worker threads for the engine (0: one per core).
+    /// Worker threads for the engine (0: one per core). candle's quantised matrix kernels
+    /// follow `CANDLE_NUM_THREADS` instead (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
-    /// Print {"text","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
+    /// Whisper engine: `q8` (q8_0 weights, cached decoder) or `f32` (float weights on
+    /// candle's stock model).
+    #[arg(long, value_enum, default_value = "f32")]
+    engine: AsrEngineArg,
+    /// Print {"text","engine","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
     /// "memory_bytes","peak_rss_bytes"}
     /// as JSON (times in milliseconds).
     #[arg(long)]
@@ -33,13 +39,17 @@ pub fn run(a: AsrArgs) -> Result<ExitCode> {
     let clip = read_wav(&a.wav)?;
     let files = WhisperFiles::from_cache(&ModelPaths::from_env())?;
     let clock = MonotonicClock::new();
-    let mut session =
-        AsrSession::load(&files, &AsrOptions { threads: a.threads }).context("loading Whisper")?;
+    let options = AsrOptions {
+        threads: a.threads,
+        engine: a.engine.into(),
+    };
+    let mut session = AsrSession::load(&files, &options).context("loading Whisper")?;
     let load_nanos = clock.now_nanos();
     let (text, t) = run_timed(&mut session, &clip, &clock)?;
     if a.json {
         let out = json!({
             "text": text,
+            "engine": session.engine().label(),
             "timing_ms": {"pre": ms(t.pre_nanos), "exec": ms(t.exec_nanos), "post": ms(t.post_nanos)},
             "audio_ms": clip.duration_ms(),
             "load_ms": ms(load_nanos),

@@ -109,10 +109,10 @@ pub struct RunArgs {
 /// Makes sure every model the runtime uses is in the cache, fetching what is missing.
 pub fn ensure_models(quiet: bool) -> Result<()> {
     let paths = ModelPaths::from_env();
-    // What `mmsched models fetch` fetches by default: every artifact but the optional ones.
+    // What `mmsched models fetch` fetches by default (the ONNX Runtime library included).
     let missing: Vec<Artifact> = Artifact::ALL
         .into_iter()
-        .filter(|a| !a.optional() && paths.require(*a).is_err())
+        .filter(|a| a.fetched_by_default() && paths.require(*a).is_err())
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -125,7 +125,7 @@ pub fn ensure_models(quiet: bool) -> Result<()> {
         );
     }
     let opts = FetchOptions {
-        with_ort: false,
+        skip_ort: false,
         only: missing,
         progress: !quiet,
         keep_downloads: false,
