@@ -139,6 +139,8 @@ pub enum LogEntry {
     },
     /// [`Scheduler::set_policy`].
     SetPolicy(Policy),
+    /// [`Scheduler::set_shedding`].
+    Shedding(bool),
     /// [`Scheduler::step`] with what it was told and what it decided.
     Step {
         /// Its time.
@@ -193,6 +195,15 @@ pub struct Scheduler {
     created_nanos: Nanos,
     /// Workers in the order they choose jobs: dedicated ones first.
     dispatch_order: Vec<usize>,
+    /// Whether admission may shed (off only to measure what shedding is worth).
+    shedding: bool,
+    /// Predicted cost of the queued jobs per worker group (general, dedicated).
+    queued_cost: [u128; 2],
+    /// How many queued jobs have each deadline: the latest bounds the urgency of the set.
+    queued_deadlines: BTreeMap<Nanos, u32>,
+    /// Whether admission may skip the full pass when it provably decides the same (off
+    /// only in tests, to compare the two).
+    fast_admission: bool,
 }
 
 impl Scheduler {
@@ -223,6 +234,10 @@ impl Scheduler {
             log: None,
             created_nanos: now_nanos,
             dispatch_order: (0..workers as usize).collect(),
+            shedding: true,
+            queued_cost: [0; 2],
+            queued_deadlines: BTreeMap::new(),
+            fast_admission: true,
         })
     }
 
@@ -277,6 +292,13 @@ impl Scheduler {
         }
     }
 
+    /// Lets admission shed under overload (the default) or admit every job that is not
+    /// pruned (to measure what shedding is worth).
+    pub fn set_shedding(&mut self, on: bool) {
+        self.note(|| LogEntry::Shedding(on));
+        self.shedding = on;
+    }
+
     /// Restricts `worker` to jobs of `classes` (e.g. a real-time audio worker).
     pub fn restrict_worker(
         &mut self,
@@ -293,6 +315,7 @@ impl Scheduler {
         let dedicated = (0..n).filter(|&w| self.allowed[w].is_some());
         let general = (0..n).filter(|&w| self.allowed[w].is_none());
         self.dispatch_order = dedicated.chain(general).collect();
+        self.retrack();
         self.note(|| LogEntry::Restrict {
             worker,
             classes: classes.to_vec(),
@@ -461,6 +484,7 @@ impl Scheduler {
                 }
                 LogEntry::CancelStream { worker, class } => self.cancel_stream(*worker, *class),
                 LogEntry::SetPolicy(p) => self.set_policy(p),
+                LogEntry::Shedding(on) => self.set_shedding(*on),
                 LogEntry::Step {
                     now_nanos,
                     events,
@@ -477,7 +501,121 @@ impl Scheduler {
         Ok(log.len())
     }
 
+    /// The worker group that runs `job`: 1 when a restricted worker accepts its class,
+    /// else 0 (the general workers).
+    fn group_of(&self, job: &Job) -> usize {
+        usize::from(
+            self.allowed
+                .iter()
+                .flatten()
+                .any(|classes| classes.contains(&job.class)),
+        )
+    }
+
+    /// Workers per group: (general, restricted).
+    fn group_workers(&self) -> [u32; 2] {
+        let restricted = self.allowed.iter().filter(|a| a.is_some()).count() as u32;
+        [self.workers() - restricted, restricted]
+    }
+
+    fn track_add(&mut self, job: &Job) {
+        let g = self.group_of(job);
+        self.queued_cost[g] += u128::from(job.predicted_cost_nanos);
+        *self.queued_deadlines.entry(job.deadline_nanos).or_default() += 1;
+    }
+
+    fn track_remove(&mut self, job: &Job) {
+        let g = self.group_of(job);
+        self.queued_cost[g] -= u128::from(job.predicted_cost_nanos);
+        if let Some(n) = self.queued_deadlines.get_mut(&job.deadline_nanos) {
+            *n -= 1;
+            if *n == 0 {
+                self.queued_deadlines.remove(&job.deadline_nanos);
+            }
+        }
+    }
+
+    /// Rebuilds the queued jobs' cost and deadline counts from the queue.
+    fn retrack(&mut self) {
+        self.queued_cost = [0; 2];
+        self.queued_deadlines.clear();
+        let jobs: Vec<Job> = self.ready.iter().map(|q| q.job).collect();
+        for job in &jobs {
+            self.track_add(job);
+        }
+    }
+
+    /// Admission without a pass over the queue, when it provably decides what the full
+    /// pass would (EDF dispatch, no class pruned, and the whole demand of each worker group
+    /// — queued and arriving — fits before the earliest deadline of the set, so no window
+    /// can overflow and nothing is shed). The arrivals are scored against the urgency
+    /// bounds of the whole set, which the earliest and latest deadlines give (urgency
+    /// falls with the deadline), and queued ahead of equal-deadline jobs, as the full pass
+    /// leaves them. O(arrivals · log n). Returns false when the full pass must run.
+    fn admit_fast(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) -> bool {
+        if self.ready.rule() != crate::policy::DispatchRule::Edf
+            || self.arbiter.prunes_any(self.battery_fraction)
+        {
+            return false;
+        }
+        let Some(first) = self.batch.first().copied() else {
+            return true;
+        };
+        let mut earliest = self
+            .ready
+            .peek()
+            .map_or(first.deadline_nanos, |q| q.job.deadline_nanos);
+        let mut latest = self
+            .queued_deadlines
+            .last_key_value()
+            .map_or(first.deadline_nanos, |(d, _)| *d);
+        let mut cost = self.queued_cost;
+        for job in &self.batch {
+            earliest = earliest.min(job.deadline_nanos);
+            latest = latest.max(job.deadline_nanos);
+            cost[self.group_of(job)] += u128::from(job.predicted_cost_nanos);
+        }
+        if self.shedding {
+            let window = u128::from(earliest.saturating_sub(now_nanos));
+            let fits = cost
+                .iter()
+                .zip(self.group_workers())
+                .all(|(c, w)| *c <= window * u128::from(w));
+            if !fits {
+                return false;
+            }
+        }
+        let raw = |deadline_nanos| {
+            let probe = Job {
+                deadline_nanos,
+                ..first
+            };
+            Arbiter::urgency_and_risk(&probe, now_nanos).0
+        };
+        let mut bounds = crate::arbiter::UrgencyBounds::EMPTY;
+        bounds.include(raw(earliest));
+        bounds.include(raw(latest));
+        let battery = self.battery_fraction;
+        let batch = core::mem::take(&mut self.batch);
+        for job in &batch {
+            let score = self.arbiter.assess(job, now_nanos, battery, &bounds).score;
+            out.push(Decision::Admit { job: job.id, score });
+            self.track_add(job);
+        }
+        let start = out.len() - batch.len();
+        let scored = batch.iter().zip(&out[start..]).map(|(job, d)| match d {
+            Decision::Admit { score, .. } => (*job, *score),
+            _ => (*job, 0.0),
+        });
+        self.ready.push_ahead(scored);
+        self.batch = batch;
+        true
+    }
+
     fn admit(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) {
+        if self.fast_admission && self.admit_fast(now_nanos, out) {
+            return;
+        }
         // Arrivals first (in event order), then the queued jobs: all compete for the same
         // capacity, and a queued job can be shed in favour of a more valuable arrival.
         self.arrived = self.batch.len();
@@ -490,9 +628,30 @@ impl Scheduler {
             self.battery_fraction,
             &mut self.assessments,
         );
-        let verdicts =
-            self.admission
-                .decide(&self.batch, &self.assessments, now_nanos, self.workers());
+        // Capacity per group of workers: a restricted worker (the audio worker) adds
+        // capacity only for the classes it runs, and those classes' demand is tested
+        // against it alone; the general workers carry everything else. Without
+        // shedding, the demand test is skipped (nothing is over any capacity).
+        let groups = if self.shedding {
+            self.group_workers()
+        } else {
+            [u32::MAX, u32::MAX]
+        };
+        let allowed = &self.allowed;
+        let verdicts = self.admission.decide_grouped(
+            &self.batch,
+            &self.assessments,
+            now_nanos,
+            &groups,
+            |job| {
+                usize::from(
+                    allowed
+                        .iter()
+                        .flatten()
+                        .any(|classes| classes.contains(&job.class)),
+                )
+            },
+        );
         for (i, (job, verdict)) in self.batch.iter().zip(verdicts).enumerate() {
             let score = self.assessments[i].score;
             let arrival = i < self.arrived;
@@ -507,6 +666,7 @@ impl Scheduler {
                 Verdict::Pruned => out.push(Decision::Prune { job: job.id }),
             }
         }
+        self.retrack();
     }
 
     fn dispatch(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) {
@@ -539,6 +699,7 @@ impl Scheduler {
                 self.ready.push(q.job, q.score);
             }
             if let Some((job, (reservation, start_slot, len_slots))) = chosen {
+                self.track_remove(&job);
                 self.running[w] = Some(Running {
                     job: job.id,
                     reservation,
@@ -742,6 +903,128 @@ mod tests {
                 start_slot: 1,
                 len_slots: 1
             }),
+            "{out:?}"
+        );
+    }
+
+    /// The fast admission path decides exactly what the full pass does, on random event
+    /// sequences with overloads, ties, a restricted worker, a standing reservation and a
+    /// battery that crosses the saver threshold.
+    #[test]
+    fn fast_admission_decides_what_the_full_pass_decides() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed >> 12;
+            seed ^= seed << 25;
+            seed ^= seed >> 27;
+            seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+        };
+        let (mut sheds, mut deepest) = (0, 0);
+        for round in 0..40u64 {
+            let build = |fast: bool| {
+                let mut s = Scheduler::new(&Policy::default(), 3, 0).expect("valid policy");
+                s.fast_admission = fast;
+                let classes: Vec<ClassId> = ["vision", "vad", "asr", "llm"]
+                    .iter()
+                    .map(|c| s.class(c))
+                    .collect();
+                s.restrict_worker(2, &[classes[1]]).expect("exists");
+                s.reserve_stream(
+                    0,
+                    classes[0],
+                    Modality::Image,
+                    5 * NANOS_PER_MILLI,
+                    40 * NANOS_PER_MILLI,
+                    4,
+                )
+                .expect("books");
+                (s, classes)
+            };
+            let (mut fast, classes) = build(true);
+            let (mut full, _) = build(false);
+            let (mut out_fast, mut out_full) = (Vec::new(), Vec::new());
+            let mut id = 0;
+            for step in 0..150u64 {
+                let now = step * 2 * NANOS_PER_MILLI;
+                let mut events = Vec::new();
+                for w in 0..3 {
+                    if next(3) == 0
+                        && let Some(job) = fast.running(w)
+                    {
+                        events.push(SchedEvent::Finish { worker: w, job });
+                    }
+                }
+                if next(20) == 0 {
+                    events.push(SchedEvent::Battery(next(100) as f64 / 100.0));
+                }
+                for _ in 0..next(4) {
+                    id += 1;
+                    // Few distinct deadlines, so ties occur; tight ones overload.
+                    let due = now + (1 + next(6)) * (5 + round % 7) * NANOS_PER_MILLI;
+                    let mut j = job(id, classes[next(4) as usize], 0, next(12) + 1);
+                    j.deadline_nanos = due;
+                    j.importance = next(10) as f64 / 10.0;
+                    events.push(SchedEvent::Arrive(j));
+                }
+                out_fast.clear();
+                out_full.clear();
+                fast.step(now, &events, &mut out_fast);
+                full.step(now, &events, &mut out_full);
+                assert_eq!(out_fast, out_full, "round {round}, step {step}");
+                assert_eq!(fast.queued(), full.queued());
+                sheds += out_full
+                    .iter()
+                    .filter(|d| matches!(d, Decision::Shed { .. } | Decision::Prune { .. }))
+                    .count();
+                deepest = deepest.max(full.queued());
+            }
+        }
+        // The sequences did overload (the full pass shed) and queue up.
+        assert!(sheds > 50 && deepest > 10, "{sheds} shed, {deepest} deep");
+    }
+
+    #[test]
+    fn a_voice_activity_worker_adds_no_capacity_for_other_jobs() {
+        let mut s = Scheduler::new(&Policy::default(), 2, 0).expect("valid policy");
+        let vad = s.class("vad");
+        let vision = s.class("vision");
+        s.restrict_worker(1, &[vad]).expect("exists");
+        let mut out = Vec::new();
+        // Two 40 ms frames due in 50 ms: two workers could, but one runs only VAD.
+        s.step(
+            0,
+            &[
+                SchedEvent::Arrive(job(1, vision, 50, 40)),
+                SchedEvent::Arrive(job(2, vision, 50, 40)),
+                SchedEvent::Arrive(job(3, vad, 50, 40)),
+            ],
+            &mut out,
+        );
+        let shed: Vec<_> = out
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Shed { job } => Some(*job),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(shed.len(), 1, "{out:?}");
+        assert_ne!(shed[0], JobId(3), "the VAD job has its own worker");
+        // Without shedding every job is admitted.
+        let mut s = Scheduler::new(&Policy::default(), 2, 0).expect("valid policy");
+        let vision = s.class("vision");
+        s.set_shedding(false);
+        out.clear();
+        s.step(
+            0,
+            &[
+                SchedEvent::Arrive(job(1, vision, 50, 40)),
+                SchedEvent::Arrive(job(2, vision, 50, 40)),
+                SchedEvent::Arrive(job(3, vision, 50, 40)),
+            ],
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|d| matches!(d, Decision::Shed { .. })),
             "{out:?}"
         );
     }

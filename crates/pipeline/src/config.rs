@@ -35,6 +35,86 @@ pub struct RunConfig {
     pub policy_updates: Option<Receiver<Policy>>,
     /// Set to stop early (Ctrl-C): the run ends as if its duration had passed.
     pub stop: Arc<AtomicBool>,
+    /// Send every text request's own prompt. Off (the default), every other request asks
+    /// about the latest transcript, which depends on the scheduler: a comparison
+    /// (`bench e2e`) sets this so every scheduler sees the same prompts.
+    pub fixed_prompts: bool,
+    /// mmsched's own mechanisms, each of which can be switched off to measure what it is
+    /// worth (`bench e2e --ablate`). The baselines have none of them.
+    pub mechanisms: Mechanisms,
+}
+
+/// mmsched's mechanisms beyond what a baseline does (all on by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mechanisms {
+    /// Admission by score with shedding under overload.
+    pub admission: bool,
+    /// The camera's standing reservation on its worker.
+    pub standing_reservations: bool,
+    /// The health loop's actions (camera rate, retransmission, circuit breaker).
+    pub health_actions: bool,
+    /// Text generation yields to the scheduler at every token (off: a request holds its
+    /// worker from its first step to its last).
+    pub token_preemption: bool,
+    /// The router's information gates (dark and blurred frames skipped).
+    pub routing: bool,
+}
+
+impl Default for Mechanisms {
+    fn default() -> Self {
+        Self {
+            admission: true,
+            standing_reservations: true,
+            health_actions: true,
+            token_preemption: true,
+            routing: true,
+        }
+    }
+}
+
+impl Mechanisms {
+    /// The names of `bench e2e --ablate`, in order, each with the set that has only that
+    /// mechanism off.
+    pub fn ablations() -> [(&'static str, Mechanisms); 5] {
+        let all = Mechanisms::default();
+        [
+            (
+                "no-admission",
+                Mechanisms {
+                    admission: false,
+                    ..all
+                },
+            ),
+            (
+                "no-reservations",
+                Mechanisms {
+                    standing_reservations: false,
+                    ..all
+                },
+            ),
+            (
+                "no-health-actions",
+                Mechanisms {
+                    health_actions: false,
+                    ..all
+                },
+            ),
+            (
+                "no-token-preemption",
+                Mechanisms {
+                    token_preemption: false,
+                    ..all
+                },
+            ),
+            (
+                "no-routing",
+                Mechanisms {
+                    routing: false,
+                    ..all
+                },
+            ),
+        ]
+    }
 }
 
 impl RunConfig {
@@ -53,6 +133,8 @@ impl RunConfig {
             record_steps: false,
             policy_updates: None,
             stop: Arc::new(AtomicBool::new(false)),
+            fixed_prompts: false,
+            mechanisms: Mechanisms::default(),
         }
     }
 }

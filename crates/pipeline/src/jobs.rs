@@ -49,12 +49,17 @@ pub enum Output {
         /// Stage timing.
         timing: StageTiming,
     },
-    /// One LLM step: a prefill chunk (maybe with the first token) or one decoded token.
+    /// One LLM step: a prefill chunk (maybe with the first token) or one decoded token;
+    /// or, without token preemption, the whole request.
     Llm {
         /// The main loop's job number.
         tag: u64,
-        /// The token produced, if the step produced one.
+        /// The (last) token produced, if the step produced one.
         token: Option<String>,
+        /// Tokens the step produced.
+        tokens: u32,
+        /// When the step's first token was ready, after the step started.
+        first_token_after_nanos: Nanos,
         /// Whether generation is over (stop token or token budget).
         done: bool,
         /// Stage timing inside the model (KV cache, attention, rest).
@@ -161,7 +166,9 @@ pub fn asr(
 
 /// One text request, generated step by step: the first steps feed the prompt in chunks
 /// of [`PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
-/// the scheduler decides again at every token boundary.
+/// the scheduler decides again at every token boundary — unless `preemptible` is off,
+/// when the first step runs the whole request (what a scheduler without token preemption
+/// does).
 ///
 /// The pipeline runs one request at a time on the one LLM session, so the session's KV
 /// cache belongs to this request from its first step to its last.
@@ -169,6 +176,7 @@ pub fn llm(
     model: Shared<mmsched_backends::llm::LlmSession>,
     prompt: String,
     max_tokens: u32,
+    preemptible: bool,
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
@@ -178,36 +186,53 @@ pub fn llm(
     Box::new(move || {
         let clock = MonotonicClock::new();
         let t0 = clock.now_nanos();
-        let mut session = lock(&model);
-        if !started {
-            if let Err(e) = session.start(&prompt) {
-                return fail(&out, tag, e);
+        let mut tokens = 0u32;
+        let mut first_token_after_nanos = 0;
+        let mut last = None;
+        let mut stages = StepStages::default();
+        let done = loop {
+            let mut session = lock(&model);
+            if !started {
+                if let Err(e) = session.start(&prompt) {
+                    return fail(&out, tag, e);
+                }
+                started = true;
             }
-            started = true;
-        }
-        let token = if prompt_done {
-            session.step().map(Some)
-        } else {
-            session.prefill_chunk(PREFILL_CHUNK_TOKENS)
-        };
-        drop(session);
-        let token = match token {
-            Ok(t) => t,
-            Err(e) => return fail(&out, tag, e),
+            let token = if prompt_done {
+                session.step().map(Some)
+            } else {
+                session.prefill_chunk(PREFILL_CHUNK_TOKENS)
+            };
+            drop(session);
+            let token = match token {
+                Ok(t) => t,
+                Err(e) => return fail(&out, tag, e),
+            };
+            let stop = match token {
+                Some(t) => {
+                    prompt_done = true;
+                    produced += 1;
+                    if tokens == 0 {
+                        first_token_after_nanos = clock.now_nanos().saturating_sub(t0);
+                    }
+                    tokens += 1;
+                    last = Some(t.text);
+                    stages = t.stages;
+                    t.stop
+                }
+                None => false,
+            };
+            let done = stop || produced >= max_tokens;
+            if done || preemptible {
+                break done;
+            }
         };
         let nanos = clock.now_nanos().saturating_sub(t0);
-        let (text, stages, stop) = match token {
-            Some(t) => {
-                prompt_done = true;
-                produced += 1;
-                (Some(t.text), t.stages, t.stop)
-            }
-            None => (None, StepStages::default(), false),
-        };
-        let done = stop || produced >= max_tokens;
         let _ = out.send(Output::Llm {
             tag,
-            token: text,
+            token: last,
+            tokens,
+            first_token_after_nanos,
             done,
             stages,
             nanos,

@@ -39,5 +39,5 @@ pub mod stats;
 pub mod summary;
 mod trace_out;
 
-pub use config::{RunConfig, RunError};
+pub use config::{Mechanisms, RunConfig, RunError};
 pub use run::{Progress, RunOutcome, run};

@@ -1,19 +1,19 @@
-//! What the run asks of the platform: the executor of the chosen scheduler with its
-//! worker layout (pinning, real time, resource groups for mmsched; plain threads for the
-//! baselines), and the resource groups themselves.
+//! What the run asks of the platform: the executor of the chosen scheduler on the worker
+//! layout every scheduler gets (pinning, real time for the audio worker, resource groups,
+//! all or none), and the resource groups themselves.
 
 use mmsched_core::policy::Policy;
 use mmsched_runtime::sched::exec::{
     MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue, ThreadPerModel,
 };
-use mmsched_runtime::sched::{Executor, LaneConfig, SchedulerKind};
+use mmsched_runtime::sched::lanes::{class_lane, standard_lanes};
+use mmsched_runtime::sched::{Executor, SchedulerKind};
 
 use crate::config::RunError;
 use crate::inputs::Device;
 use crate::run::Observer;
-use crate::stats::Kind;
 
-/// Creates the resource groups of mmsched's workers (`vision`, `general`, `audio`); what
+/// Creates the resource groups of the workers (`vision`, `general`, `audio`); what
 /// the OS allowed or refused goes into `notes`. `None` when there are none to use.
 #[cfg(target_os = "linux")]
 pub fn resource_groups(
@@ -45,7 +45,11 @@ pub fn resource_groups(
     }
 }
 
-/// Builds the executor of `kind`.
+/// Builds the executor of `kind` on the worker layout every scheduler gets
+/// ([`standard_lanes`]: `workers` general workers and a voice-activity worker; with
+/// `platform`, pinned, in resource groups, the audio worker real time): the comparison is
+/// about scheduling only. `no_shedding` switches mmsched's shedding off (an ablation).
+#[allow(clippy::too_many_arguments)]
 pub fn executor(
     kind: SchedulerKind,
     policy: &Policy,
@@ -53,35 +57,25 @@ pub fn executor(
     clock: Device,
     platform: bool,
     record_steps: bool,
+    no_shedding: bool,
     #[cfg(target_os = "linux")] cgroups: Option<mmsched_runtime::platform::cgroup::CgroupHandle>,
 ) -> Result<Box<dyn Executor>, RunError> {
     #[cfg(target_os = "linux")]
     let cpus = mmsched_runtime::platform::rt::available_cpus();
     #[cfg(not(target_os = "linux"))]
     let cpus: Vec<usize> = Vec::new();
+    let layout = standard_lanes(workers, platform, &cpus);
     Ok(match kind {
         SchedulerKind::Mmsched => {
-            let mut lanes: Vec<LaneConfig> = (0..workers)
-                .map(|i| LaneConfig {
-                    cpu: platform
-                        .then(|| cpus.get(i % cpus.len().max(1)).copied())
-                        .flatten(),
-                    fifo_priority: None,
-                    cgroup_class: platform
-                        .then(|| if i == 0 { "vision" } else { "general" }.to_string()),
-                })
-                .collect();
-            // The audio worker: real time when permitted, only voice-activity jobs, so
-            // a 32 ms chunk never waits behind a frame or a transcript.
-            lanes.push(LaneConfig {
-                cpu: None,
-                fifo_priority: platform.then_some(50),
-                cgroup_class: platform.then(|| "audio".to_string()),
-            });
             let setup = MmschedSetup {
-                restricted: vec![(workers as u32, vec![Kind::Vad.as_str().to_string()])],
-                lanes,
+                restricted: layout
+                    .restricted
+                    .iter()
+                    .map(|(w, c)| (*w as u32, c.clone()))
+                    .collect(),
+                lanes: layout.lanes,
                 record_steps,
+                no_shedding,
             };
             Box::new(
                 MmschedExecutor::new(
@@ -94,7 +88,12 @@ pub fn executor(
                 .map_err(|e| RunError::Scheduler(e.to_string()))?,
             )
         }
-        SchedulerKind::OsThreads => Box::new(ThreadPerModel::new(clock)),
+        SchedulerKind::OsThreads => Box::new(ThreadPerModel::new(
+            clock,
+            Box::new(move |class: &str| class_lane(class, workers, platform, &cpus)),
+            #[cfg(target_os = "linux")]
+            cgroups,
+        )),
         SchedulerKind::Fifo | SchedulerKind::StaticPriority => {
             let order = if kind == SchedulerKind::Fifo {
                 QueueOrder::Fifo
@@ -103,10 +102,10 @@ pub fn executor(
             };
             Box::new(SharedQueue::new(
                 order,
-                &vec![LaneConfig::default(); workers],
+                &layout,
                 clock,
                 #[cfg(target_os = "linux")]
-                None,
+                cgroups,
             ))
         }
     })

@@ -32,30 +32,81 @@ impl Kind {
         }
     }
 
-    fn index(self) -> usize {
+    /// Position in [`Kind::ALL`].
+    pub fn index(self) -> usize {
         self as usize
     }
 }
 
-/// Counts and latencies of one job kind.
+/// A health action that drops inputs before they become jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropAction {
+    /// Degraded: every other camera frame is dropped.
+    CameraRateHalved,
+    /// Critical: the heaviest branch's inputs are not run.
+    CircuitBreaker,
+}
+
+impl DropAction {
+    /// The name in the summary's `dropped_by`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropAction::CameraRateHalved => "camera_rate_halved",
+            DropAction::CircuitBreaker => "circuit_breaker",
+        }
+    }
+}
+
+/// Counts and latencies of one job kind. Every input ends in exactly one outcome:
+/// `offered = on_time + late + shed + skipped + dropped + unfinished + failed`, where
+/// `late = deadline_misses` and `on_time = completed − late` ([`KindStats::accounted`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct KindStats {
+    /// Inputs that arrived, whatever became of them.
+    pub offered: u64,
     /// Jobs created (inputs that reached a model).
     pub jobs: u64,
     /// Jobs finished.
     pub completed: u64,
     /// Finished after their deadline.
     pub deadline_misses: u64,
-    /// Inputs the router or the health loop kept from the model.
+    /// Inputs the router kept from the model (nothing worth running).
     pub skipped: u64,
     /// Shed by admission (or pruned by battery saver).
     pub shed: u64,
-    /// Steps that failed in the engine.
+    /// Inputs a health action dropped, by action.
+    pub dropped_by: std::collections::BTreeMap<DropAction, u64>,
+    /// Inputs still waiting or running when the run ended.
+    pub unfinished: u64,
+    /// Jobs that failed in the engine (or inputs that could not be decoded).
     pub failed: u64,
     /// Latency of every finished job (release → end), milliseconds.
     pub latencies_ms: Vec<f64>,
     /// The SLA, milliseconds.
     pub sla_ms: f64,
+}
+
+impl KindStats {
+    /// Inputs dropped by any health action.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_by.values().sum()
+    }
+
+    /// Results within their deadline.
+    pub fn on_time(&self) -> u64 {
+        self.completed.saturating_sub(self.deadline_misses)
+    }
+
+    /// The sum of the outcomes, which equals `offered` when every input is accounted for.
+    pub fn accounted(&self) -> u64 {
+        self.on_time()
+            + self.deadline_misses
+            + self.shed
+            + self.skipped
+            + self.dropped()
+            + self.unfinished
+            + self.failed
+    }
 }
 
 /// A window over the most recent `span_nanos` of samples.
@@ -113,14 +164,34 @@ impl RunStats {
         &self.kinds[kind.index()]
     }
 
+    /// An input of `kind` arrived (a frame, a chunk, an utterance, a request).
+    pub fn offered(&mut self, kind: Kind) {
+        self.kinds[kind.index()].offered += 1;
+    }
+
     /// A new job of `kind`.
     pub fn job(&mut self, kind: Kind) {
         self.kinds[kind.index()].jobs += 1;
     }
 
-    /// An input of `kind` kept from its model.
+    /// An input of `kind` the router kept from its model.
     pub fn skipped(&mut self, kind: Kind) {
         self.kinds[kind.index()].skipped += 1;
+    }
+
+    /// An input of `kind` dropped by the health action `by`.
+    pub fn dropped(&mut self, kind: Kind, by: DropAction) {
+        *self.kinds[kind.index()].dropped_by.entry(by).or_default() += 1;
+    }
+
+    /// `n` inputs of `kind` still waiting or running when the run ended.
+    pub fn unfinished(&mut self, kind: Kind, n: u64) {
+        self.kinds[kind.index()].unfinished += n;
+    }
+
+    /// An input of `kind` that failed before it became a job (it could not be decoded).
+    pub fn failed_input(&mut self, kind: Kind) {
+        self.kinds[kind.index()].failed += 1;
     }
 
     /// A job of `kind` shed at `now`.
@@ -216,6 +287,40 @@ mod tests {
         s.trim(5_000 * MS);
         assert_eq!(s.worst_p99_ratio(), None);
         assert_eq!(s.served_fraction(), 1.0);
+    }
+
+    #[test]
+    fn every_outcome_is_counted_once() {
+        let mut s = RunStats::new(1_000 * MS, [200.0, 60.0, 2000.0, 5000.0]);
+        let k = Kind::Vision;
+        for _ in 0..9 {
+            s.offered(k);
+        }
+        // Two jobs: on time and late.
+        s.job(k);
+        s.completed(k, 0, 200 * MS, 100 * MS);
+        s.job(k);
+        s.completed(k, 0, 200 * MS, 300 * MS);
+        // One shed, one failed in the model, one still running at the end.
+        s.job(k);
+        s.shed(k, 0);
+        s.job(k);
+        s.failed(k, 0);
+        s.job(k);
+        s.unfinished(k, 1);
+        // Four never became jobs: skipped, dropped twice, undecodable.
+        s.skipped(k);
+        s.dropped(k, DropAction::CameraRateHalved);
+        s.dropped(k, DropAction::CircuitBreaker);
+        s.failed_input(k);
+        let v = s.kind(k);
+        assert_eq!((v.on_time(), v.deadline_misses, v.dropped()), (1, 1, 2));
+        assert_eq!(v.accounted(), v.offered);
+        assert_eq!(v.jobs, 5);
+        // An input not yet accounted for shows as a difference.
+        s.offered(k);
+        assert_eq!(s.kind(k).accounted() + 1, s.kind(k).offered);
+        assert_eq!(DropAction::CameraRateHalved.as_str(), "camera_rate_halved");
     }
 
     #[test]

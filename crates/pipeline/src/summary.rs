@@ -17,6 +17,8 @@ use crate::stats::{Kind, RunStats, quantile};
 pub struct Totals {
     /// Time the inputs ran, nanoseconds.
     pub elapsed_nanos: u64,
+    /// Importance of each kind's stream (vision, vad, asr, llm), from the scenario.
+    pub importance: [f64; 4],
     /// Tokens generated.
     pub llm_tokens: u64,
     /// Summed time from each request's arrival to its last token.
@@ -41,7 +43,7 @@ pub struct Totals {
     pub platform: Vec<String>,
 }
 
-fn modality(stats: &RunStats, kind: Kind) -> ModalitySummary {
+fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
     let k = stats.kind(kind);
     let mut m =
         ModalitySummary::from_latencies(k.jobs, k.skipped, k.shed, k.sla_ms, &k.latencies_ms);
@@ -49,6 +51,23 @@ fn modality(stats: &RunStats, kind: Kind) -> ModalitySummary {
     // own count is the truth.
     m.completed = k.completed;
     m.deadline_misses = k.deadline_misses;
+    m.offered = k.offered;
+    m.on_time = k.on_time();
+    m.late = k.deadline_misses;
+    m.dropped = k.dropped();
+    m.dropped_by = k
+        .dropped_by
+        .iter()
+        .map(|(by, n)| (by.as_str().to_string(), *n))
+        .collect();
+    m.unfinished = k.unfinished;
+    m.failed = k.failed;
+    m.on_time_per_s = if t.elapsed_nanos == 0 {
+        0.0
+    } else {
+        m.on_time as f64 / (t.elapsed_nanos as f64 / 1e9)
+    };
+    m.importance = t.importance[kind.index()];
     m
 }
 
@@ -111,17 +130,23 @@ pub fn build(
     let elapsed_s = t.elapsed_nanos as f64 / 1e9;
     let mut ttft = t.llm_ttft_ms.clone();
     let mut tpot = t.llm_tpot_ms.clone();
-    let llm_stats = stats.kind(Kind::Llm);
-    RunSummary {
+    let llm = modality(stats, Kind::Llm, t);
+    let mut summary = RunSummary {
         scenario: config.scenario.name().to_string(),
         scheduler: config.scheduler.as_str().to_string(),
         duration: elapsed_s,
         seed: config.seed,
-        vision: modality(stats, Kind::Vision),
-        vad: modality(stats, Kind::Vad),
-        asr: modality(stats, Kind::Asr),
+        utility: f64::NAN,
+        vision: modality(stats, Kind::Vision, t),
+        vad: modality(stats, Kind::Vad, t),
+        asr: modality(stats, Kind::Asr, t),
         llm: LlmSummary {
-            modality: modality(stats, Kind::Llm),
+            requests_on_time: llm.on_time,
+            tokens_per_wall_s: if elapsed_s > 0.0 {
+                t.llm_tokens as f64 / elapsed_s
+            } else {
+                0.0
+            },
             tokens_per_s: if t.llm_request_nanos == 0 {
                 0.0
             } else {
@@ -129,8 +154,11 @@ pub fn build(
             },
             tokens: t.llm_tokens,
             ttft_ms_p50: quantile(&mut ttft, 0.5),
+            ttft_ms_p99: quantile(&mut ttft, 0.99),
             tpot_ms_p50: quantile(&mut tpot, 0.5),
-            requests: llm_stats.jobs,
+            tpot_ms_p99: quantile(&mut tpot, 0.99),
+            requests: llm.offered,
+            modality: llm,
         },
         ldti: LdtiSummary {
             mean,
@@ -178,5 +206,7 @@ pub fn build(
             },
         },
         platform: t.platform.clone(),
-    }
+    };
+    summary.utility = summary.compute_utility();
+    summary
 }

@@ -160,3 +160,65 @@ fn retransmission_requests_recover_lost_audio_packets() {
     );
     assert!(with.playout_delay_ms_p99 <= 201.0, "{with:?}");
 }
+
+/// Every modality's outcomes add up to what was offered, and the run's utility is the one
+/// its figures give.
+fn assert_every_input_is_accounted_for(s: &mmsched_report::RunSummary) {
+    for (name, m) in s.modalities() {
+        assert_eq!(
+            m.accounted(),
+            m.offered,
+            "{}: {name} does not add up: {m:?}",
+            s.scheduler
+        );
+        assert_eq!(m.on_time + m.late, m.completed, "{name}");
+        assert_eq!(m.late, m.deadline_misses, "{name}");
+        assert_eq!(m.dropped_by.values().sum::<u64>(), m.dropped, "{name}");
+    }
+    assert_eq!(s.llm.requests_on_time, s.llm.modality.on_time);
+    assert_eq!(s.llm.requests, s.llm.modality.offered);
+    assert!(
+        s.utility.is_finite() && (0.0..=1.0).contains(&s.utility),
+        "{}",
+        s.utility
+    );
+    assert_eq!(s.utility, s.compute_utility());
+}
+
+#[test]
+fn every_input_is_accounted_for_under_every_scheduler() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    for kind in SchedulerKind::ALL {
+        let mut c = config(kind, 4);
+        c.platform = false;
+        c.fixed_prompts = true;
+        let s = run(c, &mut Quiet).expect("the run completes").summary;
+        assert!(s.vision.offered >= 15, "{kind}: {:?}", s.vision);
+        assert!(s.vad.offered > 80, "{kind}: {:?}", s.vad);
+        assert!(s.llm.modality.offered >= 1, "{kind}: {:?}", s.llm);
+        assert_every_input_is_accounted_for(&s);
+    }
+}
+
+#[test]
+fn inputs_dropped_by_the_camera_rate_action_are_counted_as_dropped() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let scenario = Scenario::load("ar-glasses").expect("built-in scenario");
+    let mut spec = mmsched_core::policy::PolicySpec::default();
+    spec.ldti.degraded_at = Some(0.0);
+    spec.ldti.adaptive.enabled = Some(false);
+    let policy = Policy::try_from(spec).expect("a valid policy");
+    let mut c = RunConfig::new(scenario, policy, SchedulerKind::Mmsched);
+    c.duration_nanos = 4_000_000_000;
+    c.platform = false;
+    let s = run(c, &mut Quiet).expect("the run completes").summary;
+    let halved = s
+        .vision
+        .dropped_by
+        .get("camera_rate_halved")
+        .copied()
+        .unwrap_or(0);
+    // 5 fps for 4 s, every other frame dropped once the first evaluation is degraded.
+    assert!(halved >= 5, "{:?}", s.vision);
+    assert_every_input_is_accounted_for(&s);
+}

@@ -67,11 +67,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let modality = |jobs: u64, misses: u64, p50: f64, p99: f64, sla: f64| ModalitySummary {
+        offered: jobs + 12,
+        on_time: jobs - 20 - misses,
+        late: misses,
         jobs,
         completed: jobs - 20,
         deadline_misses: misses,
         skipped: 12,
         shed: 3,
+        unfinished: 17,
+        dropped: 0,
+        dropped_by: Default::default(),
+        failed: 0,
+        on_time_per_s: (jobs - 20 - misses) as f64 / duration,
+        importance: 0.7,
         p50_ms: p50,
         p99_ms: p99,
         mean_ms: p50 * 1.1,
@@ -108,6 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         residual_p99_ms: 0.7,
     }];
     summary.alignment.residual_p99_ms = 0.7;
+    summary.utility = summary.compute_utility();
     summary.health.actions = vec![HealthActionRecord {
         t_s: 20.01,
         level: "degraded".into(),
@@ -119,6 +129,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     baseline.vision.deadline_misses = 31;
     baseline.vad.deadline_misses = 4;
     baseline.llm.tokens_per_s = 15.0;
+    baseline.vision.on_time -= 29;
+    baseline.vision.late += 29;
+    baseline.utility = baseline.compute_utility();
     println!();
     print!(
         "{}",

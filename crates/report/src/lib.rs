@@ -13,7 +13,10 @@ mod table;
 mod testdata;
 mod write;
 
-pub use compare::{MissRatio, change_pct, comparison_json, render_comparison};
+pub use compare::{
+    MissRatio, Spread, change_pct, comparison_json, median_summary, render_comparison,
+    render_repeated, repeated_json,
+};
 pub use html::render_html;
 pub use series::{LdtiPoint, MissPoint, OccupancyPoint, RatePoint, RunSeries};
 pub use summary::{

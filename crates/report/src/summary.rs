@@ -22,6 +22,11 @@ pub struct RunSummary {
     pub duration: f64,
     /// Seed of every random choice in the run (jitter, loss, generated inputs).
     pub seed: u64,
+    /// The run's worth in one figure, in [0, 1]: Σ over the modalities with offered
+    /// inputs of importance × on_time / offered, over Σ importance
+    /// ([`RunSummary::compute_utility`]).
+    #[serde(deserialize_with = "de_f64")]
+    pub utility: f64,
     /// Vision (OCR) jobs.
     pub vision: ModalitySummary,
     /// Voice-activity detection jobs.
@@ -57,6 +62,29 @@ impl RunSummary {
             .saturating_add(self.asr.deadline_misses)
     }
 
+    /// Σ importance × on-time share over the modalities that were offered inputs, divided
+    /// by their Σ importance; NaN when no modality was offered anything (or all have
+    /// importance 0).
+    pub fn compute_utility(&self) -> f64 {
+        let (mut worth, mut weight) = (0.0, 0.0);
+        for (_, m) in self.modalities() {
+            if let Some(rate) = m.on_time_rate() {
+                let w = if m.importance.is_finite() {
+                    m.importance.max(0.0)
+                } else {
+                    0.0
+                };
+                worth += w * rate;
+                weight += w;
+            }
+        }
+        if weight > 0.0 {
+            worth / weight
+        } else {
+            f64::NAN
+        }
+    }
+
     /// The four modalities in report order, with their `summary.json` key names.
     pub fn modalities(&self) -> [(&'static str, &ModalitySummary); 4] {
         [
@@ -69,19 +97,46 @@ impl RunSummary {
 }
 
 /// Jobs of one modality and their latencies (milliseconds from arrival to result).
+///
+/// Every input is accounted for: `offered = on_time + late + shed + skipped + dropped +
+/// unfinished + failed` ([`ModalitySummary::accounted`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModalitySummary {
-    /// Jobs that arrived (frames, VAD windows, utterances, requests).
+    /// Inputs that arrived for this modality (frames, VAD chunks, utterances, text
+    /// requests), whatever became of them.
+    pub offered: u64,
+    /// Results within their deadline.
+    pub on_time: u64,
+    /// Results after their deadline (the same count as `deadline_misses`).
+    pub late: u64,
+    /// Jobs handed to the scheduler (inputs that reached a model): `offered` less what was
+    /// skipped, dropped, failed before submission, or still waiting to be submitted.
     pub jobs: u64,
-    /// Jobs that produced a result.
+    /// Jobs that produced a result (`on_time + late`).
     pub completed: u64,
     /// Completed jobs whose result came after their deadline (SLA).
     pub deadline_misses: u64,
-    /// Jobs the router skipped as not worth running (dark or blurred frame, silence).
+    /// Inputs the router skipped as not worth running (dark or blurred frame).
     pub skipped: u64,
-    /// Jobs dropped by overload shedding or an open circuit breaker.
+    /// Jobs shed by admission under overload (or refused by battery saver).
     pub shed: u64,
+    /// Inputs dropped by a health action (`dropped_by` names the actions).
+    pub dropped: u64,
+    /// Of `dropped`, how many each health action dropped: `camera_rate_halved` (every
+    /// other frame while degraded), `circuit_breaker` (the heaviest branch while critical).
+    pub dropped_by: std::collections::BTreeMap<String, u64>,
+    /// Inputs still queued or running when the run ended (after the drain).
+    pub unfinished: u64,
+    /// Jobs whose model failed (or whose input could not be decoded).
+    pub failed: u64,
+    /// On-time results per second of the run (`on_time / duration`).
+    #[serde(deserialize_with = "de_f64")]
+    pub on_time_per_s: f64,
+    /// Importance of the stream behind this modality (from the scenario), the weight of
+    /// its on-time share in the run's `utility`.
+    #[serde(deserialize_with = "de_f64")]
+    pub importance: f64,
     /// Median latency of completed jobs (ms).
     #[serde(deserialize_with = "de_f64")]
     pub p50_ms: f64,
@@ -128,17 +183,42 @@ impl ModalitySummary {
         } else {
             sorted.iter().sum::<f64>() / n as f64
         };
+        let late = sorted.iter().filter(|v| **v > sla_ms).count() as u64;
         Self {
             jobs,
             completed: n as u64,
-            deadline_misses: sorted.iter().filter(|v| **v > sla_ms).count() as u64,
+            deadline_misses: late,
+            on_time: n as u64 - late,
+            late,
             skipped,
             shed,
             p50_ms: rank(0.50),
             p99_ms: rank(0.99),
             mean_ms: mean,
             sla_ms,
+            ..Self::default()
         }
+    }
+
+    /// The sum of the outcomes: `on_time + late + shed + skipped + dropped + unfinished +
+    /// failed`. Equals `offered` in every summary a run writes.
+    pub fn accounted(&self) -> u64 {
+        [
+            self.on_time,
+            self.late,
+            self.shed,
+            self.skipped,
+            self.dropped,
+            self.unfinished,
+            self.failed,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b))
+    }
+
+    /// Share of offered inputs answered in time, or `None` when nothing was offered.
+    pub fn on_time_rate(&self) -> Option<f64> {
+        (self.offered > 0).then(|| self.on_time as f64 / self.offered as f64)
     }
 }
 
@@ -149,19 +229,35 @@ pub struct LlmSummary {
     /// Requests as jobs: `llm.jobs`, `llm.p99_ms`, … sit beside the token figures.
     #[serde(flatten)]
     pub modality: ModalitySummary,
+    /// Requests whose whole answer (last token) came within the text SLA: the headline
+    /// (the same count as `on_time`).
+    pub requests_on_time: u64,
+    /// Generated tokens over the run's length (seconds the inputs ran): what the device
+    /// delivered, shed and unserved requests included as zero.
+    #[serde(deserialize_with = "de_f64")]
+    pub tokens_per_wall_s: f64,
     /// Generated tokens per second of request time: all tokens over the summed time from
-    /// each request's arrival to its last token (queueing and preemption included).
+    /// each served request's arrival to its last token (queueing and preemption included).
+    /// A request that got no token adds neither tokens nor time, so shedding a request
+    /// does not lower it: compare `requests_on_time` and `tokens_per_wall_s` instead.
     #[serde(deserialize_with = "de_f64")]
     pub tokens_per_s: f64,
     /// Generated tokens.
     pub tokens: u64,
-    /// Median time to first token (ms).
+    /// Median time to first token, from the request's arrival (ms).
     #[serde(deserialize_with = "de_f64")]
     pub ttft_ms_p50: f64,
-    /// Median time per output token after the first (ms).
+    /// 99th-percentile time to first token (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub ttft_ms_p99: f64,
+    /// Median time per output token after the first, as the user sees it: per request,
+    /// (last token − first token) / (tokens − 1), preemption included (ms).
     #[serde(deserialize_with = "de_f64")]
     pub tpot_ms_p50: f64,
-    /// Text requests that arrived.
+    /// 99th-percentile time per output token over the requests (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub tpot_ms_p99: f64,
+    /// Text requests that arrived (the same count as `offered`).
     pub requests: u64,
 }
 
@@ -408,9 +504,65 @@ mod tests {
         assert_eq!(m.deadline_misses, 50);
         assert_eq!((m.p50_ms, m.p99_ms, m.mean_ms), (100.0, 198.0, 100.5));
         assert_eq!((m.jobs, m.skipped, m.shed), (210, 6, 4));
+        assert_eq!((m.on_time, m.late), (150, 50));
         let none = ModalitySummary::from_latencies(3, 3, 0, 100.0, &[f64::NAN]);
         assert_eq!((none.completed, none.deadline_misses), (0, 0));
         assert!(none.p50_ms.is_nan() && none.p99_ms.is_nan() && none.mean_ms.is_nan());
+    }
+
+    #[test]
+    fn the_sample_accounts_for_every_input() {
+        let s = sample();
+        for (name, m) in s.modalities() {
+            assert_eq!(m.accounted(), m.offered, "{name}: {m:?}");
+            assert_eq!(m.on_time + m.late, m.completed, "{name}");
+            assert_eq!(m.dropped_by.values().sum::<u64>(), m.dropped, "{name}");
+        }
+        let value = serde_json::to_value(&s).expect("serialisable");
+        for key in [
+            "offered",
+            "on_time",
+            "late",
+            "shed",
+            "skipped",
+            "dropped",
+            "unfinished",
+            "failed",
+            "on_time_per_s",
+        ] {
+            assert!(value["vision"][key].is_number(), "vision.{key}");
+            assert!(value["llm"][key].is_number(), "llm.{key}");
+        }
+        assert_eq!(value["vision"]["dropped_by"]["camera_rate_halved"], 2);
+        for key in [
+            "requests_on_time",
+            "tokens_per_wall_s",
+            "ttft_ms_p99",
+            "tpot_ms_p99",
+        ] {
+            assert!(value["llm"][key].is_number(), "llm.{key}");
+        }
+        assert!(value["utility"].is_number());
+    }
+
+    #[test]
+    fn utility_weighs_on_time_shares_by_importance() {
+        let mut s = RunSummary::default();
+        // Nothing offered: no utility.
+        assert!(s.compute_utility().is_nan());
+        s.vision.offered = 10;
+        s.vision.on_time = 5;
+        s.vision.importance = 0.8;
+        s.llm.modality.offered = 4;
+        s.llm.modality.on_time = 4;
+        s.llm.modality.importance = 0.2;
+        // A modality with nothing offered does not count, whatever its importance.
+        s.vad.importance = 1.0;
+        // (0.8 × 0.5 + 0.2 × 1.0) / (0.8 + 0.2) = 0.6
+        assert!((s.compute_utility() - 0.6).abs() < 1e-12);
+        s.vad.offered = 2;
+        // (0.4 + 0.2 + 1.0 × 0) / 2.0 = 0.3
+        assert!((s.compute_utility() - 0.3).abs() < 1e-12);
     }
 
     #[test]

@@ -6,9 +6,11 @@ use crate::escape::printable;
 use crate::num::{fixed, ms};
 use crate::summary::RunSummary;
 
-/// The summary of a run as a fixed-width table for a terminal: one row per modality (jobs,
-/// completed, deadline misses, skipped, shed, P50, P99 and SLA in ms), then one line each
-/// for the LLM, the LDTI, alignment, audio, routing, health and the scheduler overhead.
+/// The summary of a run as a fixed-width table for a terminal: the utility, one row per
+/// modality accounting for every input (offered, on time, late, shed, skipped, dropped,
+/// unfinished, failed, on-time results per second, P50, P99 and SLA in ms), what each
+/// health action dropped, then one line each for the LLM, the LDTI, alignment, audio,
+/// routing, health and the scheduler overhead.
 pub fn render_table(summary: &RunSummary) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -21,33 +23,68 @@ pub fn render_table(summary: &RunSummary) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<9}{:>8}{:>11}{:>8}{:>9}{:>7}{:>9}{:>9}{:>9}",
-        "modality", "jobs", "completed", "misses", "skipped", "shed", "P50 ms", "P99 ms", "SLA ms"
+        "utility {} (importance-weighted share of inputs answered in time)",
+        fixed(summary.utility, 3)
+    );
+    let _ = writeln!(
+        out,
+        "{:<9}{:>8}{:>8}{:>6}{:>6}{:>8}{:>8}{:>7}{:>7}{:>10}{:>9}{:>9}{:>8}",
+        "modality",
+        "offered",
+        "on time",
+        "late",
+        "shed",
+        "skipped",
+        "dropped",
+        "unfin.",
+        "failed",
+        "on-time/s",
+        "P50 ms",
+        "P99 ms",
+        "SLA ms"
     );
     for (name, m) in summary.modalities() {
         let _ = writeln!(
             out,
-            "{:<9}{:>8}{:>11}{:>8}{:>9}{:>7}{:>9}{:>9}{:>9}",
+            "{:<9}{:>8}{:>8}{:>6}{:>6}{:>8}{:>8}{:>7}{:>7}{:>10}{:>9}{:>9}{:>8}",
             name,
-            m.jobs,
-            m.completed,
-            m.deadline_misses,
-            m.skipped,
+            m.offered,
+            m.on_time,
+            m.late,
             m.shed,
+            m.skipped,
+            m.dropped,
+            m.unfinished,
+            m.failed,
+            fixed(m.on_time_per_s, 2),
             ms(m.p50_ms),
             ms(m.p99_ms),
             ms(m.sla_ms)
         );
     }
+    for (name, m) in summary.modalities() {
+        if !m.dropped_by.is_empty() {
+            let by: Vec<String> = m
+                .dropped_by
+                .iter()
+                .map(|(action, n)| format!("{n} by {}", printable(action)))
+                .collect();
+            let _ = writeln!(out, "{name:<9}dropped {}", by.join(", "));
+        }
+    }
     let llm = &summary.llm;
     let _ = writeln!(
         out,
-        "LLM        {} tokens/s ({} tokens, {} requests; TTFT P50 {} ms, TPOT P50 {} ms)",
-        fixed(llm.tokens_per_s, 1),
-        llm.tokens,
+        "LLM        {} of {} requests answered in time; {} tokens/s of run time ({} tokens; {} tokens/s of request time); TTFT P50 {} / P99 {} ms; TPOT P50 {} / P99 {} ms",
+        llm.requests_on_time,
         llm.requests,
+        fixed(llm.tokens_per_wall_s, 2),
+        llm.tokens,
+        fixed(llm.tokens_per_s, 1),
         ms(llm.ttft_ms_p50),
-        ms(llm.tpot_ms_p50)
+        ms(llm.ttft_ms_p99),
+        ms(llm.tpot_ms_p50),
+        ms(llm.tpot_ms_p99)
     );
     let ldti = &summary.ldti;
     let levels = &ldti.seconds_by_level;
@@ -120,18 +157,25 @@ mod tests {
         let table = render_table(&sample());
         let lines: Vec<&str> = table.lines().collect();
         assert!(lines[0].contains("ar-glasses") && lines[0].contains("60.0 s"));
-        let header_width = lines[1].chars().count();
-        for (row, name) in lines[2..6].iter().zip(["vision", "vad", "asr", "llm"]) {
+        assert!(lines[1].starts_with("utility 0.900"), "{}", lines[1]);
+        let header_width = lines[2].chars().count();
+        for (row, name) in lines[3..7].iter().zip(["vision", "vad", "asr", "llm"]) {
             assert!(row.starts_with(name), "{row}");
             assert_eq!(row.chars().count(), header_width, "misaligned: {row}");
         }
-        // vision: 600 jobs, 590 completed, 6 misses, 7 skipped, 3 shed, P50 40, P99 90, SLA 100.
-        let vision: Vec<&str> = lines[2].split_whitespace().collect();
+        // vision: 609 offered, 584 on time, 6 late, 3 shed, 7 skipped, 2 dropped,
+        // 4 unfinished, 3 failed, 584 / 60 s on time per second, P50 40, P99 90, SLA 100.
+        let vision: Vec<&str> = lines[3].split_whitespace().collect();
         assert_eq!(
             vision,
-            ["vision", "600", "590", "6", "7", "3", "40.0", "90.0", "100"]
+            [
+                "vision", "609", "584", "6", "3", "7", "2", "4", "3", "9.73", "40.0", "90.0", "100"
+            ]
         );
-        assert!(table.contains("12.5 tokens/s"));
+        assert_eq!(lines[7], "vision   dropped 2 by camera_rate_halved");
+        assert!(table.contains("12 of 31 requests answered in time"));
+        assert!(table.contains("12.50 tokens/s of run time"));
+        assert!(table.contains("TTFT P50 120 / P99 400 ms"), "{table}");
         assert!(table.contains("mean 0.120, max 0.410; stable 55.00 s, degraded 5.00 s"));
         assert!(table.contains("overhead 0.35 % of CPU"));
     }

@@ -7,12 +7,23 @@ use crate::summary::{
 
 /// A summary with every field set to a distinct value.
 pub(crate) fn sample() -> RunSummary {
-    let modality = |base: u64, sla_ms: f64| ModalitySummary {
+    // Every job accounted for: of `base` jobs, 10 did not complete (3 shed, 4 unfinished,
+    // 3 failed); 7 more inputs were skipped and 2 dropped before becoming jobs.
+    let modality = |base: u64, sla_ms: f64, importance: f64| ModalitySummary {
+        offered: base + 9,
+        on_time: base - 10 - base / 100,
+        late: base / 100,
         jobs: base,
         completed: base - 10,
         deadline_misses: base / 100,
         skipped: 7,
         shed: 3,
+        dropped: 2,
+        dropped_by: [("camera_rate_halved".to_string(), 2)].into(),
+        unfinished: 4,
+        failed: 3,
+        on_time_per_s: (base - 10 - base / 100) as f64 / 60.0,
+        importance,
         p50_ms: sla_ms * 0.4,
         p99_ms: sla_ms * 0.9,
         mean_ms: sla_ms * 0.45,
@@ -23,16 +34,21 @@ pub(crate) fn sample() -> RunSummary {
         scheduler: "mmsched".into(),
         duration: 60.0,
         seed: 42,
-        vision: modality(600, 100.0),
-        vad: modality(3000, 20.0),
-        asr: modality(40 + 10, 1000.0),
+        utility: 0.9,
+        vision: modality(600, 100.0, 0.8),
+        vad: modality(3000, 20.0, 0.9),
+        asr: modality(40 + 10, 1000.0, 0.9),
         llm: LlmSummary {
-            modality: modality(12 + 10, 5000.0),
+            modality: modality(12 + 10, 5000.0, 0.5),
+            requests_on_time: 12,
+            tokens_per_wall_s: 12.5,
             tokens_per_s: 12.5,
             tokens: 750,
             ttft_ms_p50: 120.0,
+            ttft_ms_p99: 400.0,
             tpot_ms_p50: 80.0,
-            requests: 22,
+            tpot_ms_p99: 150.0,
+            requests: 31,
         },
         ldti: LdtiSummary {
             mean: 0.12,

@@ -42,6 +42,9 @@ pub mod stage {
     pub const SKIP: &str = "skip";
     /// Admission shed the job under overload (instant).
     pub const SHED: &str = "shed";
+    /// A health action dropped an input before it became a job (instant; the args name
+    /// the action).
+    pub const DROP: &str = "drop";
     /// A job's deadline (instant marker at the deadline time).
     pub const DEADLINE: &str = "deadline";
     /// A job finished after its deadline (instant).

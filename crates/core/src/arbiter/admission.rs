@@ -90,6 +90,22 @@ impl Admission {
         now_nanos: Nanos,
         workers: u32,
     ) -> &[Verdict] {
+        self.decide_grouped(jobs, assessments, now_nanos, &[workers], |_| 0)
+    }
+
+    /// [`Admission::decide`] with the workers split into groups that serve disjoint sets
+    /// of jobs: `group_of(job)` is the index in `workers` of the group that runs the job,
+    /// and each group's demand is tested against its own workers only (e.g. a worker that
+    /// runs only voice-activity chunks adds no capacity for anything else). A group index
+    /// out of range means the last group. O(groups · n + n log n).
+    pub fn decide_grouped(
+        &mut self,
+        jobs: &[Job],
+        assessments: &[Assessment],
+        now_nanos: Nanos,
+        workers: &[u32],
+        group_of: impl Fn(&Job) -> usize,
+    ) -> &[Verdict] {
         debug_assert_eq!(jobs.len(), assessments.len());
         let n = jobs.len().min(assessments.len());
         self.verdicts.clear();
@@ -104,25 +120,32 @@ impl Admission {
         }
         self.order
             .sort_unstable_by_key(|&i| (jobs[i].deadline_nanos, jobs[i].id));
-        self.heap.clear();
-        let mut demand: u128 = 0;
-        for &i in &self.order {
-            let job = &jobs[i];
-            demand += u128::from(job.predicted_cost_nanos);
-            self.heap.push(Candidate {
-                score: assessments[i].score,
-                deadline_nanos: job.deadline_nanos,
-                index: i,
-            });
-            let window = u128::from(job.deadline_nanos.saturating_sub(now_nanos));
-            let capacity = window * u128::from(workers);
-            while demand > capacity {
-                let Some(victim) = self.heap.pop() else { break };
-                let cost = jobs[victim.index].predicted_cost_nanos;
-                // Shedding a job that costs nothing frees nothing: it stays admitted.
-                if cost > 0 {
-                    demand -= u128::from(cost);
-                    self.verdicts[victim.index] = Verdict::Shed;
+        let groups = workers.len().max(1);
+        for group in 0..groups {
+            let group_workers = workers.get(group).copied().unwrap_or(0);
+            self.heap.clear();
+            let mut demand: u128 = 0;
+            for &i in &self.order {
+                let job = &jobs[i];
+                if group_of(job).min(groups - 1) != group {
+                    continue;
+                }
+                demand += u128::from(job.predicted_cost_nanos);
+                self.heap.push(Candidate {
+                    score: assessments[i].score,
+                    deadline_nanos: job.deadline_nanos,
+                    index: i,
+                });
+                let window = u128::from(job.deadline_nanos.saturating_sub(now_nanos));
+                let capacity = window * u128::from(group_workers);
+                while demand > capacity {
+                    let Some(victim) = self.heap.pop() else { break };
+                    let cost = jobs[victim.index].predicted_cost_nanos;
+                    // Shedding a job that costs nothing frees nothing: it stays admitted.
+                    if cost > 0 {
+                        demand -= u128::from(cost);
+                        self.verdicts[victim.index] = Verdict::Shed;
+                    }
                 }
             }
         }

@@ -54,8 +54,14 @@ impl Ord for Entry {
 pub struct ReadyQueue {
     rule: DispatchRule,
     heap: BinaryHeap<Entry>,
+    /// Next sequence number of [`ReadyQueue::push`] (counts up from the middle).
     seq: u64,
+    /// Lowest sequence number given out by [`ReadyQueue::push_ahead`] (counts down).
+    front: u64,
 }
+
+/// Where sequence numbers start: pushes count up from here, pushes ahead count down.
+const SEQ_MIDDLE: u64 = 1 << 62;
 
 impl ReadyQueue {
     /// An empty queue ordered by `rule`, with room for `capacity` jobs.
@@ -63,7 +69,8 @@ impl ReadyQueue {
         ReadyQueue {
             rule,
             heap: BinaryHeap::with_capacity(capacity),
-            seq: 0,
+            seq: SEQ_MIDDLE,
+            front: SEQ_MIDDLE,
         }
     }
 
@@ -91,6 +98,21 @@ impl ReadyQueue {
             seq: self.seq,
             queued: QueuedJob { job, score },
         });
+    }
+
+    /// Queues jobs ahead of every job already queued with an equal key, in the order given
+    /// (as if the queue had been emptied, these pushed, and the old jobs pushed again in
+    /// their order).
+    pub fn push_ahead(&mut self, jobs: impl ExactSizeIterator<Item = (Job, f64)>) {
+        let n = jobs.len() as u64;
+        self.front -= n;
+        for (i, (job, score)) in jobs.enumerate() {
+            self.heap.push(Entry {
+                key: Self::key(self.rule, &job, score),
+                seq: self.front + i as u64,
+                queued: QueuedJob { job, score },
+            });
+        }
     }
 
     /// Takes the job that runs next.

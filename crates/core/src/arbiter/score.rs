@@ -211,6 +211,11 @@ impl Arbiter {
             && self.classes.get(class.0 as usize).is_some_and(|c| c.heavy)
     }
 
+    /// Whether battery saver prunes any class at `battery_fraction`.
+    pub fn prunes_any(&self, battery_fraction: f64) -> bool {
+        battery_fraction < self.battery_saver_below && self.classes.iter().any(|c| c.heavy)
+    }
+
     /// The policy's dispatch order for admitted jobs.
     pub fn dispatch_rule(&self) -> DispatchRule {
         self.dispatch

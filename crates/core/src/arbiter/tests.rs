@@ -195,6 +195,16 @@ fn overload_sheds_the_lowest_scores_first() {
     );
     // Two workers carry the load.
     assert_eq!(adm.decide(&jobs, &out, 0, 2), &[Verdict::Admit; 3]);
+    // Unless the second serves only job 3's group: the first must carry jobs 1 and 2.
+    assert_eq!(
+        adm.decide_grouped(&jobs, &out, 0, &[1, 1], |j| usize::from(j.id.0 == 3)),
+        &[Verdict::Admit, Verdict::Shed, Verdict::Admit]
+    );
+    // A group without workers sheds what costs something.
+    assert_eq!(
+        adm.decide_grouped(&jobs, &out, 0, &[2, 0], |j| usize::from(j.id.0 == 3)),
+        &[Verdict::Admit, Verdict::Admit, Verdict::Shed]
+    );
 }
 
 #[test]

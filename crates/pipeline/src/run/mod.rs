@@ -52,7 +52,7 @@ use crate::jobs::{self, Output};
 use crate::load::{LoadGenerator, LoadProfile};
 use crate::nack::Nacks;
 use crate::platform;
-use crate::stats::{Kind, RunStats};
+use crate::stats::{DropAction, Kind, RunStats};
 use crate::summary::{self, Totals};
 use crate::trace_out::{JobSpan, TraceOut};
 
@@ -73,6 +73,8 @@ const DRAIN_NANOS: Nanos = 20_000_000_000;
 const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
 /// How long a measured job cost is trusted for prediction.
 const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
+/// How long a deferred text-generation step waits before it competes again.
+const LLM_RETRY_NANOS: Nanos = 20_000_000;
 /// Longest sleep of the loop: it also watches for Ctrl-C and policy updates.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
@@ -104,7 +106,7 @@ struct LlmRequest {
     arrival: Nanos,
     first_token_at: Option<Nanos>,
     last_token_at: Option<Nanos>,
-    decode_nanos: Vec<u64>,
+    tokens: u32,
 }
 
 struct Classes {
@@ -161,6 +163,9 @@ struct Run<'o> {
     last_health: Nanos,
     pressure_pct: Vec<f64>,
     warm: std::collections::HashSet<(ClassId, usize)>,
+    /// A shed step of the text request under way, waiting to compete again: its tag,
+    /// record, work and when it retries.
+    deferred: Option<(u64, JobRec, Box<dyn Work>, Nanos)>,
     /// The camera's standing reservation: predicted frame cost it was booked with, and
     /// whether at the halved rate.
     camera_booking: Option<(Nanos, bool)>,
@@ -171,10 +176,15 @@ struct Run<'o> {
 }
 
 impl Run<'_> {
+    /// Whether the run is mmsched's with the mechanism `on` says is on.
+    fn mmsched_has(&self, on: impl Fn(&crate::config::Mechanisms) -> bool) -> bool {
+        self.config.scheduler == SchedulerKind::Mmsched && on(&self.config.mechanisms)
+    }
+
     /// The remedies in force: the health loop's with mmsched; none with a baseline, which
-    /// measures the LDTI but has nothing that acts on it.
+    /// measures the LDTI but has nothing that acts on it (nor with the actions ablated).
     fn remedies(&self) -> Remedies {
-        if self.config.scheduler == SchedulerKind::Mmsched {
+        if self.mmsched_has(|m| m.health_actions) {
             self.health.remedies()
         } else {
             Remedies::default()
@@ -240,8 +250,11 @@ impl Run<'_> {
         let Some((_, ingest)) = self.ingest.iter_mut().find(|(n, _)| n == stream) else {
             return a.arrival_nanos;
         };
+        // Alignment is the runtime's own work: it counts as scheduler overhead.
+        let t0 = ThreadCpu::now();
         let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
         ingest.record_truth(placed, a.event.capture_device_nanos);
+        self.overhead_nanos += t0.elapsed_nanos();
         placed.device_nanos
     }
 
@@ -259,6 +272,19 @@ impl Run<'_> {
         } else {
             Kind::Vision
         }
+    }
+
+    /// An input of `kind` a health action kept from its model.
+    fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction) {
+        self.stats.dropped(kind, by);
+        self.observer.skip(kind.as_str());
+        self.trace.instant(
+            stage::DROP,
+            kind.as_str(),
+            at,
+            Some(Self::modality(kind)),
+            by.as_str(),
+        );
     }
 
     fn skip(&mut self, kind: Kind, at: Nanos, reason: &str) {
@@ -304,12 +330,21 @@ impl Run<'_> {
             let sla = self.sla_nanos(Kind::Llm);
             let tag = self.new_tag();
             self.stats.job(Kind::Llm);
-            let work = jobs::llm(llm, prompt, max_tokens, tag, self.outputs_tx.clone());
+            let preemptible = self.mmsched_has(|m| m.token_preemption)
+                || self.config.scheduler != SchedulerKind::Mmsched;
+            let work = jobs::llm(
+                llm,
+                prompt,
+                max_tokens,
+                preemptible,
+                tag,
+                self.outputs_tx.clone(),
+            );
             self.llm = Some(LlmRequest {
                 arrival,
                 first_token_at: None,
                 last_token_at: None,
-                decode_nanos: Vec::new(),
+                tokens: 0,
             });
             self.submit(
                 now,
@@ -331,7 +366,11 @@ impl Run<'_> {
         utterances: Vec<mmsched_runtime::router::speech::Utterance>,
     ) {
         let sla = self.sla_nanos(Kind::Asr);
+        if self.engines.asr.is_none() {
+            return;
+        }
         for u in utterances {
+            self.stats.offered(Kind::Asr);
             let length = u
                 .end_nanos
                 .saturating_sub(u.start_nanos)
@@ -390,20 +429,33 @@ impl Run<'_> {
                     });
                     match outcome {
                         Ok(StepOutcome::Yield) if rec.kind == Kind::Llm => {
-                            self.on_llm_step(ended_nanos, output.as_ref());
+                            self.on_llm_step(started_nanos, ended_nanos, output.as_ref());
                             if accepting {
                                 // The next token competes again with the same deadline.
                                 self.submit(now, info.tag, rec, work);
                             } else {
                                 // The run is over: the request stays unfinished.
+                                self.stats.unfinished(Kind::Llm, 1);
                                 self.close_request();
                             }
                         }
-                        Ok(_) => self.on_finished(now, rec, ended_nanos, output),
+                        Ok(_) => self.on_finished(now, rec, started_nanos, ended_nanos, output),
                         Err(_) => {
                             self.stats.failed(rec.kind, now);
                             self.release_branch(rec, now);
                         }
+                    }
+                }
+                ExecEvent::Shed {
+                    info,
+                    work: Some(work),
+                    ..
+                } if rec_is_deferrable(self.jobs.get(&info.tag), now, accepting) => {
+                    // A step of a text request: shedding it would drop the whole request and
+                    // the tokens it already has. It waits instead and competes again every
+                    // retry while its deadline allows; past it, it counts as shed.
+                    if let Some(rec) = self.jobs.remove(&info.tag) {
+                        self.deferred = Some((info.tag, rec, work, now + LLM_RETRY_NANOS));
                     }
                 }
                 ExecEvent::Shed { info, .. } | ExecEvent::Pruned { info, .. } => {
@@ -441,43 +493,92 @@ impl Run<'_> {
         }
     }
 
-    fn on_llm_step(&mut self, at: Nanos, output: Option<&Output>) {
-        let (Some(r), Some(Output::Llm { token, nanos, .. })) = (&mut self.llm, output) else {
+    /// A text-generation step that ran from `started` to `ended` produced `output`.
+    fn on_llm_step(&mut self, started: Nanos, ended: Nanos, output: Option<&Output>) {
+        let (
+            Some(r),
+            Some(Output::Llm {
+                tokens,
+                first_token_after_nanos,
+                ..
+            }),
+        ) = (&mut self.llm, output)
+        else {
             return;
         };
-        if token.is_some() {
-            self.llm_tokens += 1;
-            r.last_token_at = Some(at);
-            if r.first_token_at.is_none() {
-                r.first_token_at = Some(at);
-            } else {
-                r.decode_nanos.push(*nanos);
-            }
+        if *tokens > 0 {
+            self.llm_tokens += u64::from(*tokens);
+            r.tokens += tokens;
+            r.last_token_at = Some(ended);
+            r.first_token_at
+                .get_or_insert(started + first_token_after_nanos);
         }
     }
 
     /// Ends the request in flight (finished, shed, failed or cut by the end of the run):
-    /// its tokens and the time from its arrival to its last token count for tokens/s.
+    /// its time to first token, its time per output token as the user saw it (first to
+    /// last token over the tokens after the first, preemption included), and the time from
+    /// its arrival to its last token for `tokens_per_s`.
     fn close_request(&mut self) {
         let Some(r) = self.llm.take() else { return };
         if let Some(first) = r.first_token_at {
             self.llm_ttft
                 .push(first.saturating_sub(r.arrival) as f64 / 1e6);
         }
-        let mut d = r.decode_nanos;
-        if !d.is_empty() {
-            d.sort_unstable();
-            self.llm_tpot.push(d[d.len() / 2] as f64 / 1e6);
+        if let (Some(first), Some(last)) = (r.first_token_at, r.last_token_at)
+            && r.tokens > 1
+        {
+            let per_token = last.saturating_sub(first) as f64 / f64::from(r.tokens - 1);
+            self.llm_tpot.push(per_token / 1e6);
         }
         if let Some(last) = r.last_token_at {
             self.llm_request_nanos += last.saturating_sub(r.arrival);
         }
     }
 
-    fn on_finished(&mut self, now: Nanos, rec: JobRec, end: Nanos, output: Option<Output>) {
+    /// Submits the deferred text-generation step again when its retry is due, or counts
+    /// it shed once its deadline has passed.
+    fn retry_deferred(&mut self, now: Nanos) {
+        let Some((tag, rec, work, at)) = self.deferred.take() else {
+            return;
+        };
+        if now >= rec.deadline {
+            self.stats.shed(rec.kind, now);
+            self.observer.shed(rec.kind.as_str());
+            self.release_branch(rec, now);
+        } else if now >= at {
+            self.submit(now, tag, rec, work);
+        } else {
+            self.deferred = Some((tag, rec, work, at));
+        }
+    }
+
+    /// After the drain: every input still waiting or running is unfinished.
+    fn count_unfinished(&mut self) {
+        if let Some((_, rec, _, _)) = self.deferred.take() {
+            self.stats.unfinished(rec.kind, 1);
+        }
+        let running: Vec<Kind> = self.jobs.values().map(|r| r.kind).collect();
+        for kind in running {
+            self.stats.unfinished(kind, 1);
+        }
+        self.stats
+            .unfinished(Kind::Asr, self.asr_queue.len() as u64);
+        self.stats
+            .unfinished(Kind::Llm, self.llm_queue.len() as u64);
+    }
+
+    fn on_finished(
+        &mut self,
+        now: Nanos,
+        rec: JobRec,
+        started: Nanos,
+        end: Nanos,
+        output: Option<Output>,
+    ) {
         match rec.kind {
             Kind::Llm => {
-                self.on_llm_step(end, output.as_ref());
+                self.on_llm_step(started, end, output.as_ref());
                 self.close_request();
             }
             Kind::Asr => {
@@ -530,7 +631,9 @@ impl Run<'_> {
             .as_ref()
             .and_then(|rx| rx.try_iter().last());
         if let Some(p) = latest {
-            self.exec.set_policy(&p);
+            if let Some(m) = self.exec.mmsched() {
+                m.set_policy(&p);
+            }
             self.router.set_policy(&p);
             self.health.set_policy(&p);
             if let Some(a) = &mut self.audio {
@@ -555,9 +658,12 @@ impl Run<'_> {
             self.poll_mic(now);
             self.poll_imu_and_text(now);
             self.start_asr_and_llm(now);
+            self.retry_deferred(now);
             self.handle_events(now, true);
             self.start_asr_and_llm(now);
+            let t0 = ThreadCpu::now();
             self.health_tick(now);
+            self.overhead_nanos += t0.elapsed_nanos();
             self.sample(now);
             let next = [
                 self.inputs.next_due_nanos(),
@@ -594,6 +700,12 @@ impl Run<'_> {
             self.exec.wait(MAX_SLEEP);
         }
     }
+}
+
+/// Whether a shed job with this record may wait and compete again: a step of a text
+/// request (its request keeps its place) before its deadline, while the run takes work.
+fn rec_is_deferrable(rec: Option<&JobRec>, now: Nanos, accepting: bool) -> bool {
+    rec.is_some_and(|r| r.kind == Kind::Llm && now < r.deadline) && accepting
 }
 
 /// CPU time of the calling thread, for the scheduler's overhead: wall time would also
@@ -638,7 +750,14 @@ fn tag_of(o: &Output) -> u64 {
 }
 
 /// Runs `config` to the end, telling `observer` as it goes.
-pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
+pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
+    if !config.mechanisms.routing {
+        // The router's gates off: every frame goes to the model.
+        let mut spec = config.policy.to_spec();
+        spec.routing.enabled = Some(false);
+        config.policy = mmsched_core::policy::Policy::try_from(spec)
+            .map_err(|e| RunError::Scheduler(e.to_string()))?;
+    }
     let scenario = config.scenario.clone();
     let workers = scenario.device().workers.unwrap_or(2).max(1) as usize;
     let mut engines = Engines::load(&scenario, workers, |m| {
@@ -648,7 +767,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     engines.warm_up()?;
     let mut platform_notes = Vec::new();
     #[cfg(target_os = "linux")]
-    let cgroup_set = if config.platform && config.scheduler == SchedulerKind::Mmsched {
+    let cgroup_set = if config.platform {
         platform::resource_groups(&mut platform_notes, observer)
     } else {
         None
@@ -661,10 +780,19 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         clock,
         config.platform,
         config.record_steps,
+        !config.mechanisms.admission,
         #[cfg(target_os = "linux")]
         cgroup_set.as_ref().map(|s| s.handle()),
     )?;
     platform_notes.extend(exec.notes());
+    #[cfg(target_os = "linux")]
+    if let Some(load) = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+    {
+        // Other work on the machine disturbs every figure: say how busy it was.
+        platform_notes.push(format!("machine load average (1 min) at the start: {load}"));
+    }
     let classes = Classes {
         vision: exec.class(Kind::Vision.as_str()),
         vad: exec.class(Kind::Vad.as_str()),
@@ -672,7 +800,9 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         llm: exec.class(Kind::Llm.as_str()),
     };
     let battery = scenario.battery().charge_pct_at(0.0) / 100.0;
-    exec.set_battery(battery);
+    if let Some(m) = exec.mmsched() {
+        m.set_battery(battery);
+    }
     let start = clock.now_nanos() + START_LEAD_NANOS;
     let inputs = Inputs::build(&scenario, &clock, start, config.seed)?;
     platform_notes.extend(inputs.notes.iter().cloned());
@@ -774,6 +904,7 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
         pressure_pct: Vec::new(),
         warm: Default::default(),
         camera_booking: None,
+        deferred: None,
         #[cfg(target_os = "linux")]
         power,
         power_calls: 0,
@@ -783,24 +914,40 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
     r.rebook_camera(start, false);
     r.main_loop();
     let inputs_end = r.clock.now_nanos();
-    drop(load);
+    if let Some(spent) = load.finish() {
+        platform_notes.push(format!(
+            "background load: {:.0} ms CPU demanded, {:.0} ms burnt",
+            spent.demanded_nanos as f64 / 1e6,
+            spent.burnt_nanos as f64 / 1e6
+        ));
+    }
     // Speech still open at the end is not transcribed: the inputs have stopped.
     if let Some(a) = &mut r.audio {
         a.flush();
     }
     r.drain();
     r.close_request();
+    r.count_unfinished();
     if r.power_calls > 0 {
         // Leave the cores as they were found.
         let now = r.clock.now_nanos();
         r.power_hint(now, 100);
     }
     let elapsed = inputs_end.saturating_sub(r.start);
-    platform_notes.push(format!(
-        "scheduler: {:.1} ms CPU submitting, deciding and collecting, of which {:.1} ms wall in decisions",
-        r.overhead_nanos as f64 / 1e6,
-        r.exec.decision_nanos() as f64 / 1e6,
-    ));
+    if r.exec.worker_side_decisions() {
+        platform_notes.push(format!(
+            "scheduler: {:.1} ms CPU submitting, collecting, gating, aligning and evaluating health, plus {:.1} ms wall on the workers choosing jobs",
+            r.overhead_nanos as f64 / 1e6,
+            r.exec.decision_nanos() as f64 / 1e6,
+        ));
+        r.overhead_nanos += r.exec.decision_nanos();
+    } else {
+        platform_notes.push(format!(
+            "scheduler: {:.1} ms CPU submitting, deciding, collecting, gating, aligning and evaluating health, of which {:.1} ms wall in decisions",
+            r.overhead_nanos as f64 / 1e6,
+            r.exec.decision_nanos() as f64 / 1e6,
+        ));
+    }
     if r.power_calls > 0 {
         platform_notes.push(format!(
             "power: {} frequency request(s), {} over the S11 budget",
@@ -815,9 +962,14 @@ pub fn run(config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome,
             p.iter().copied().fold(0.0, f64::max)
         ));
     }
-    let step_log = r.exec.take_step_log();
+    let step_log = r
+        .exec
+        .mmsched()
+        .map(|m| m.take_step_log())
+        .unwrap_or_default();
     let totals = Totals {
         elapsed_nanos: elapsed,
+        importance: Kind::ALL.map(|k| r.importance(k)),
         llm_tokens: r.llm_tokens,
         llm_request_nanos: r.llm_request_nanos,
         llm_ttft_ms: std::mem::take(&mut r.llm_ttft),

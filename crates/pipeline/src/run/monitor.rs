@@ -4,7 +4,6 @@
 use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
 use mmsched_report::HealthActionRecord;
-use mmsched_runtime::sched::SchedulerKind;
 use mmsched_trace::record::stage;
 
 use super::{PROGRESS_NANOS, Progress, Run, SAMPLE_NANOS};
@@ -57,7 +56,7 @@ impl Run<'_> {
             .record_ldti(self.t_s(now), value, level.as_str());
         self.trace.counter(stage::LDTI, now, value);
         self.observer.ldti(value, level);
-        let acting = self.config.scheduler == SchedulerKind::Mmsched;
+        let acting = self.mmsched_has(|m| m.health_actions);
         for c in changes.into_iter().filter(|_| acting) {
             self.trace
                 .instant("health_action", "health", c.at_nanos, None, &c.what);
@@ -74,6 +73,9 @@ impl Run<'_> {
         let Some((_, s)) = &self.inputs.camera else {
             return;
         };
+        if !self.config.mechanisms.standing_reservations {
+            return;
+        }
         let fps = s.fps.unwrap_or(5.0).max(0.1);
         let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
         let latency = (s.latency_ms * 1e6) as Nanos;
@@ -83,9 +85,11 @@ impl Run<'_> {
         // start of the inputs, and arrive after the stream's latency.
         let k = now.saturating_sub(self.start) / period + 1;
         let first = self.start + k * period + latency;
-        self.exec.cancel_stream(class);
-        self.exec
-            .reserve_stream(class, Modality::Image, first, period, cost);
+        let Some(m) = self.exec.mmsched() else {
+            return;
+        };
+        m.cancel_stream(class);
+        m.reserve_stream(class, Modality::Image, first, period, cost);
         self.camera_booking = Some((cost, halved));
     }
 

@@ -7,9 +7,9 @@ use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::ImageMeasures;
 
-use super::{JobRec, Run, arrived};
+use super::{JobRec, Run, ThreadCpu, arrived};
 use crate::jobs;
-use crate::stats::Kind;
+use crate::stats::{DropAction, Kind};
 
 impl Run<'_> {
     pub(super) fn poll_camera(&mut self, now: Nanos) {
@@ -17,14 +17,18 @@ impl Run<'_> {
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
+            self.stats.offered(Kind::Vision);
             if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
                 // Degraded: half the frame rate (the frequency scaling this device can do).
+                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
                 continue;
             }
             let f = a.event.payload;
             let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
+                self.stats.failed_input(Kind::Vision);
                 continue;
             };
+            let cpu = ThreadCpu::now();
             let t0 = self.clock.now_nanos();
             let m = gate::measure(&frame);
             let gate_nanos = self.clock.now_nanos().saturating_sub(t0);
@@ -36,6 +40,8 @@ impl Run<'_> {
                 },
                 gate_nanos,
             );
+            // The gate is the runtime's own work: it counts as scheduler overhead.
+            self.overhead_nanos += cpu.elapsed_nanos();
             if let Some(reason) = route.skipped {
                 let why = match reason {
                     SkipReason::Dark { .. } => "dark",
@@ -80,7 +86,7 @@ impl Run<'_> {
         if self.remedies().use_cache && cached {
             self.stale_answers += 1;
         }
-        self.skip(kind, now, "circuit breaker open");
+        self.drop_input(kind, now, DropAction::CircuitBreaker);
     }
 
     pub(super) fn poll_mic(&mut self, now: Nanos) {
@@ -126,6 +132,7 @@ impl Run<'_> {
                 continue;
             };
             let tag = self.new_tag();
+            self.stats.offered(Kind::Vad);
             self.stats.job(Kind::Vad);
             let work = jobs::vad(vad, c.samples, tag, self.outputs_tx.clone());
             self.submit(
@@ -150,9 +157,14 @@ impl Run<'_> {
         let (name, arrivals) = arrived(&mut self.inputs.text);
         for a in arrivals {
             self.place(&name, &a);
-            // Every other request asks about what was just heard, when there is a transcript.
+            if self.engines.llm.is_none() {
+                continue;
+            }
+            self.stats.offered(Kind::Llm);
+            // Every other request asks about what was just heard, when there is a
+            // transcript (not in a comparison: the transcript depends on the scheduler).
             let prompt = match &self.last_transcript {
-                Some(t) if a.event.seq % 2 == 0 => {
+                Some(t) if a.event.seq % 2 == 0 && !self.config.fixed_prompts => {
                     format!("In one sentence, what is this about: {t}")
                 }
                 _ => a.event.payload.prompt,

@@ -271,7 +271,8 @@ pub fn rates(summary: &RunSummary, series: &RunSeries) -> String {
     plot.finish()
 }
 
-/// Skipped, shed and late jobs per modality as grouped bars.
+/// What became of the inputs that were not answered in time, per modality, as grouped
+/// bars: skipped, shed, dropped by a health action, late, unfinished and failed.
 pub fn skips_and_sheds(summary: &RunSummary) -> String {
     let modalities = summary.modalities();
     let categories: Vec<&str> = modalities.iter().map(|(name, _)| *name).collect();
@@ -281,13 +282,16 @@ pub fn skips_and_sheds(summary: &RunSummary) -> String {
         values: modalities.iter().map(|(_, m)| f(m) as f64).collect(),
     };
     bar_chart(
-        "Skipped, shed and late jobs per modality",
-        "jobs",
+        "Inputs not answered in time, per modality",
+        "inputs",
         &categories,
         &[
             bars("skipped (router)", 0, |m| m.skipped),
             bars("shed (overload)", 1, |m| m.shed),
-            bars("deadline misses", 2, |m| m.deadline_misses),
+            bars("dropped (health action)", 2, |m| m.dropped),
+            bars("late", 3, |m| m.late),
+            bars("unfinished", 4, |m| m.unfinished),
+            bars("failed", 5, |m| m.failed),
         ],
     )
 }

@@ -25,7 +25,7 @@ figcaption{color:#555;font-size:.85em}";
 /// The report of one run as a self-contained HTML page: a title with scenario, scheduler,
 /// duration and seed; the summary as tables; latency CDFs per modality (log ms axis, SLA
 /// marked), LDTI over time with the degraded and critical bands, slot occupancy per worker,
-/// rates per modality, and skipped / shed / late jobs as bars. All text from the inputs is
+/// rates per modality, and the inputs not answered in time as bars. All text from the inputs is
 /// escaped; non-finite numbers are never written.
 pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
     let scenario = escape(&summary.scenario);
@@ -70,8 +70,11 @@ pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
         ),
         (
             charts::skips_and_sheds(summary),
-            "Skipped: the router judged the input not worth running (dark or blurred frame, \
-             silence). Shed: dropped under overload or by an open circuit breaker.",
+            "Skipped: the router judged the input not worth running (dark or blurred frame). \
+             Shed: admission dropped it under overload. Dropped: a health action kept it \
+             from the model (camera rate halved, circuit breaker). Late: answered after its \
+             deadline. Unfinished: still queued or running when the run ended. Failed: the \
+             model failed.",
         ),
     ];
     out.push_str("\n<h2>Plots</h2>\n");
@@ -182,7 +185,7 @@ mod tests {
             "LDTI over time",
             "Slot occupancy per worker",
             "Completed jobs per second",
-            "Skipped, shed and late jobs",
+            "Inputs not answered in time",
         ] {
             assert!(html.contains(title), "missing {title}");
         }

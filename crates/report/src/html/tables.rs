@@ -9,33 +9,50 @@ use crate::summary::RunSummary;
 /// Most health actions listed; a long run may have thousands of level changes.
 const MAX_ACTIONS: usize = 200;
 
-/// Per-modality table: jobs, completed, misses, skipped, shed, P50, P99, mean and SLA.
+/// Per-modality table: every input accounted for (offered, on time, late, shed, skipped,
+/// dropped with the health actions that dropped them, unfinished, failed), on-time results
+/// per second, then P50, P99, mean and SLA.
 pub fn modality_table(summary: &RunSummary) -> String {
-    let mut out = String::from(
-        "<table><thead><tr><th>modality</th><th>jobs</th><th>completed</th><th>deadline misses</th>\
-         <th>skipped</th><th>shed</th><th>P50 ms</th><th>P99 ms</th><th>mean ms</th><th>SLA ms</th>\
+    let mut out = format!(
+        "<p>utility <strong>{}</strong> (importance-weighted share of inputs answered in time)</p>\
+         <table><thead><tr><th>modality</th><th>offered</th><th>on time</th><th>late</th>\
+         <th>shed</th><th>skipped</th><th>dropped</th><th>unfinished</th><th>failed</th>\
+         <th>on time /s</th><th>P50 ms</th><th>P99 ms</th><th>mean ms</th><th>SLA ms</th>\
          </tr></thead><tbody>",
+        escape(&fixed(summary.utility, 3))
     );
     for (name, m) in summary.modalities() {
-        let late = if m.deadline_misses > 0 {
-            " class=\"bad\""
-        } else {
-            ""
-        };
+        let bad = |n: u64| if n > 0 { " class=\"bad\"" } else { "" };
         let over = if m.p99_ms.is_finite() && m.sla_ms > 0.0 && m.p99_ms > m.sla_ms {
             " class=\"bad\""
         } else {
             ""
         };
+        let dropped_by: Vec<String> = m
+            .dropped_by
+            .iter()
+            .map(|(action, n)| format!("{n} by {action}"))
+            .collect();
         let _ = write!(
             out,
-            "<tr><th>{name}</th><td>{}</td><td>{}</td><td{late}>{}</td><td>{}</td><td>{}</td>\
+            "<tr><th>{name}</th><td>{}</td><td>{}</td><td{}>{}</td><td{}>{}</td><td>{}</td>\
+             <td{} title=\"{}\">{}</td><td{}>{}</td><td{}>{}</td><td>{}</td>\
              <td>{}</td><td{over}>{}</td><td>{}</td><td>{}</td></tr>",
-            m.jobs,
-            m.completed,
-            m.deadline_misses,
-            m.skipped,
+            m.offered,
+            m.on_time,
+            bad(m.late),
+            m.late,
+            bad(m.shed),
             m.shed,
+            m.skipped,
+            bad(m.dropped),
+            escape(&dropped_by.join(", ")),
+            m.dropped,
+            bad(m.unfinished),
+            m.unfinished,
+            bad(m.failed),
+            m.failed,
+            escape(&fixed(m.on_time_per_s, 2)),
             escape(&ms(m.p50_ms)),
             escape(&ms(m.p99_ms)),
             escape(&ms(m.mean_ms)),
@@ -43,6 +60,22 @@ pub fn modality_table(summary: &RunSummary) -> String {
         );
     }
     out.push_str("</tbody></table>");
+    let dropped: Vec<String> = summary
+        .modalities()
+        .iter()
+        .flat_map(|(name, m)| {
+            m.dropped_by
+                .iter()
+                .map(move |(action, n)| format!("{name}: {n} by {action}"))
+        })
+        .collect();
+    if !dropped.is_empty() {
+        let _ = write!(
+            out,
+            "<p>Dropped by health actions: {}.</p>",
+            escape(&dropped.join("; "))
+        );
+    }
     out
 }
 
@@ -59,12 +92,18 @@ pub fn figures_table(summary: &RunSummary) -> String {
         (
             "LLM",
             format!(
-                "{} tokens/s · {} tokens · {} requests · TTFT P50 {} ms · TPOT P50 {} ms",
-                fixed(llm.tokens_per_s, 1),
-                llm.tokens,
+                "{} of {} requests answered in time · {} tokens/s of run time · {} tokens \
+                 ({} tokens/s of request time) · TTFT P50 {} ms, P99 {} ms · TPOT P50 {} ms, \
+                 P99 {} ms",
+                llm.requests_on_time,
                 llm.requests,
+                fixed(llm.tokens_per_wall_s, 2),
+                llm.tokens,
+                fixed(llm.tokens_per_s, 1),
                 ms(llm.ttft_ms_p50),
-                ms(llm.tpot_ms_p50)
+                ms(llm.ttft_ms_p99),
+                ms(llm.tpot_ms_p50),
+                ms(llm.tpot_ms_p99)
             ),
         ),
         (

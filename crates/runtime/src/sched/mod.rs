@@ -6,9 +6,10 @@
 
 pub mod cost;
 pub mod exec;
+pub mod lanes;
 pub mod work;
 pub mod worker;
 
-pub use exec::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
+pub use exec::{ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo};
 pub use work::{StepOutcome, Work, WorkError};
 pub use worker::{Completion, LaneConfig, WorkerPool};

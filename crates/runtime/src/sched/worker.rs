@@ -11,7 +11,7 @@ use super::work::{StepOutcome, Work, WorkError};
 
 /// How one lane's thread is set up. Each request the OS refuses becomes a note to log
 /// once; the worker then runs without it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaneConfig {
     /// Pin the thread to this CPU.
     pub cpu: Option<usize>,

@@ -109,7 +109,7 @@
     const counters = new Map();
     const tracks = new Map();
     const policies = [];
-    const marks = new Map(); // modality -> skip/shed instants
+    const marks = new Map(); // modality -> skip/shed/drop instants
     for (const r of recs) {
       minTs = Math.min(minTs, r.ts_ns - Math.max(0, r.off));
       maxTs = Math.max(maxTs, r.end - Math.min(0, r.off));
@@ -126,7 +126,7 @@
         if (!tracks.has(r.track)) tracks.set(r.track, []);
         tracks.get(r.track).push(r);
       }
-      if (r.kind === "instant" && (r.name === "skip" || r.name === "shed")) {
+      if (r.kind === "instant" && (r.name === "skip" || r.name === "shed" || r.name === "drop")) {
         const m = r.modality || "log";
         if (!marks.has(m)) marks.set(m, []);
         marks.get(m).push(r);
@@ -293,11 +293,12 @@
       const mk = marks.get(m) || [];
       const skips = mk.filter((r) => r.name === "skip").length;
       const sheds = mk.filter((r) => r.name === "shed").length;
+      const drops = mk.filter((r) => r.name === "drop").length;
       const pct = (p) => (lat.length ? percentile(lat, p).toFixed(lat.length && percentile(lat, p) < 10 ? 2 : 1) : "–");
       body.append(el("tr", { "data-modality": m },
         el("td", {}, el("span", { className: "swatch", style: "background:" + (MODALITY_COLORS[m] || "#888") }), m),
         el("td", {}, js.length), el("td", {}, pct(0.5)), el("td", {}, pct(0.95)), el("td", {}, pct(0.99)),
-        el("td", { className: missed ? "bad" : "" }, missed), el("td", {}, skips), el("td", {}, sheds)));
+        el("td", { className: missed ? "bad" : "" }, missed), el("td", {}, skips), el("td", {}, sheds), el("td", {}, drops)));
     }
   }
 

@@ -153,7 +153,8 @@ pub fn prepare(a: &ScenarioArgs) -> Result<Prepared> {
     Ok(Prepared { scenario, policy })
 }
 
-/// Runs one scenario under `kind`, with the console observer.
+/// Runs one scenario under `kind`, with the console observer; `adjust` sets what the
+/// command line does not (e.g. `bench e2e`'s fixed prompts and ablations).
 pub fn run_one(
     p: &Prepared,
     a: &ScenarioArgs,
@@ -161,6 +162,7 @@ pub fn run_one(
     report_dir: &Path,
     policy_updates: Option<std::sync::mpsc::Receiver<Policy>>,
     metrics: Option<Arc<mmsched_server::Metrics>>,
+    adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
     let mut config = RunConfig::new(p.scenario.clone(), p.policy.clone(), kind);
     if let Some(d) = a.duration {
@@ -179,6 +181,7 @@ pub fn run_one(
     config.trace_path = Some(report_dir.join("trace.mmtrace"));
     config.policy_updates = policy_updates;
     config.stop = interrupt::stop_flag()?;
+    adjust(&mut config);
     let mut console = Console::new(kind, metrics);
     let outcome = mmsched_pipeline::run(config, &mut console);
     console.finish();
@@ -284,6 +287,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         &a.report,
         feeds.updates,
         feeds.metrics,
+        &|_| {},
     )?;
     let files = write_report(&a.report, &outcome.summary, &outcome.series)?;
     if a.json {

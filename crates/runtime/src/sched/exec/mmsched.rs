@@ -11,7 +11,9 @@ use mmsched_core::scheduler::{Decision, LogEntry, SchedEvent, Scheduler, Schedul
 use mmsched_core::slots::SlotState;
 use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 
-use super::{Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo, done_event};
+use super::{
+    Completions, ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event,
+};
 use crate::sched::worker::{LaneConfig, WorkerPool};
 
 /// How far ahead slot occupancy is measured, in nanoseconds.
@@ -24,8 +26,12 @@ pub struct MmschedSetup {
     pub lanes: Vec<LaneConfig>,
     /// Workers restricted to some job classes, by class name (e.g. the audio worker).
     pub restricted: Vec<(u32, Vec<String>)>,
-    /// Record every call on the scheduling core for replay ([`Executor::take_step_log`]).
+    /// Record every call on the scheduling core for replay
+    /// ([`MmschedControl::take_step_log`]).
     pub record_steps: bool,
+    /// Admission may shed jobs under overload (off: every job is admitted; for measuring
+    /// what shedding is worth).
+    pub no_shedding: bool,
 }
 
 struct Entry {
@@ -71,6 +77,9 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
         let mut sched = Scheduler::new(policy, workers, clock.now_nanos())?;
         if setup.record_steps {
             sched.record();
+        }
+        if setup.no_shedding {
+            sched.set_shedding(false);
         }
         for (worker, classes) in &setup.restricted {
             let ids: Vec<ClassId> = classes.iter().map(|c| sched.class(c)).collect();
@@ -166,7 +175,11 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
                 Decision::Admit { .. } => {}
                 Decision::Shed { job } => {
                     if let Some(e) = self.jobs.remove(&job) {
-                        out.push(ExecEvent::Shed { job, info: e.info });
+                        out.push(ExecEvent::Shed {
+                            job,
+                            info: e.info,
+                            work: e.work,
+                        });
                     }
                 }
                 Decision::Prune { job } => {
@@ -183,7 +196,11 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
                         // worker's slots are freed, and report the job as shed.
                         self.arrivals.push(SchedEvent::Finish { worker, job });
                         if let Some(e) = self.jobs.remove(&job) {
-                            out.push(ExecEvent::Shed { job, info: e.info });
+                            out.push(ExecEvent::Shed {
+                                job,
+                                info: e.info,
+                                work: None,
+                            });
                         }
                     }
                 }
@@ -224,6 +241,12 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
         self.pool.notes().to_vec()
     }
 
+    fn mmsched(&mut self) -> Option<&mut dyn MmschedControl> {
+        Some(self)
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> MmschedControl for MmschedExecutor<C> {
     fn reserve_stream(
         &mut self,
         class: ClassId,

@@ -30,8 +30,10 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 
 pub use mmsched::{MmschedExecutor, MmschedSetup};
+#[cfg(test)]
+mod tests;
 pub use queue::{QueueOrder, SharedQueue};
-pub use threads::ThreadPerModel;
+pub use threads::{ClassLanes, ThreadPerModel};
 
 use super::work::{StepOutcome, Work, WorkError};
 use super::worker::Completion;
@@ -141,12 +143,15 @@ pub enum ExecEvent {
         /// When it ended.
         ended_nanos: Nanos,
     },
-    /// Shed by admission under overload: its work is dropped.
+    /// Shed by admission under overload.
     Shed {
         /// The job.
         job: JobId,
         /// Its description.
         info: TaskInfo,
+        /// Its work, handed back (a job of many steps may be submitted again later, when
+        /// its deadline still allows); `None` when the executor no longer has it.
+        work: Option<Box<dyn Work>>,
     },
     /// Refused by battery saver: the caller takes the light path.
     Pruned {
@@ -177,7 +182,7 @@ impl fmt::Debug for ExecEvent {
                 .field("started_nanos", started_nanos)
                 .field("ended_nanos", ended_nanos)
                 .finish(),
-            ExecEvent::Shed { job, info } => f
+            ExecEvent::Shed { job, info, .. } => f
                 .debug_struct("Shed")
                 .field("job", job)
                 .field("info", info)
@@ -216,38 +221,52 @@ pub trait Executor: Send {
     /// share of the coming window booked on each worker's slot table where there is one.
     fn occupancy(&self, now_nanos: Nanos) -> Vec<f64>;
 
-    /// Wall time spent making scheduling decisions so far, in nanoseconds.
+    /// Wall time spent making scheduling decisions so far, in nanoseconds: in the caller's
+    /// thread ([`Executor::poll`]) for mmsched, on the worker threads choosing their next
+    /// job for the shared-queue baselines ([`Executor::worker_side_decisions`]).
     fn decision_nanos(&self) -> u64;
+
+    /// Whether [`Executor::decision_nanos`] is spent on the worker threads, outside the
+    /// caller's calls (so the caller adds it to its own scheduling overhead).
+    fn worker_side_decisions(&self) -> bool {
+        false
+    }
 
     /// What the workers' set-up did (pinning, real time, resource groups): log once.
     fn notes(&self) -> Vec<String>;
 
-    /// Books a standing reservation for a periodic stream (mmsched only; the baselines
-    /// have no slot tables and ignore it). `cost_nanos` is the predicted cost per period.
+    /// mmsched's own controls, which the baselines do not have (`None` for them).
+    fn mmsched(&mut self) -> Option<&mut dyn MmschedControl> {
+        None
+    }
+}
+
+/// What only mmsched's executor does: standing reservations, policy and battery input,
+/// the decision log. The baselines have no slot tables, no policy and no log, so they do
+/// not implement it; a caller reaches it through [`Executor::mmsched`].
+pub trait MmschedControl {
+    /// Books a standing reservation for a periodic stream. `cost_nanos` is the predicted
+    /// cost per period.
     fn reserve_stream(
         &mut self,
-        _class: ClassId,
-        _modality: Modality,
-        _first_nanos: Nanos,
-        _period_nanos: Nanos,
-        _cost_nanos: Nanos,
-    ) {
-    }
+        class: ClassId,
+        modality: Modality,
+        first_nanos: Nanos,
+        period_nanos: Nanos,
+        cost_nanos: Nanos,
+    );
 
-    /// Cancels a stream's standing reservation (mmsched only).
-    fn cancel_stream(&mut self, _class: ClassId) {}
+    /// Cancels a stream's standing reservation.
+    fn cancel_stream(&mut self, class: ClassId);
 
-    /// Applies a new policy from the next decision on (mmsched only: the baselines have
-    /// no policy).
-    fn set_policy(&mut self, _policy: &Policy) {}
+    /// Applies a new policy from the next decision on.
+    fn set_policy(&mut self, policy: &Policy);
 
-    /// Tells the scheduler the battery level, a fraction in [0, 1] (mmsched only).
-    fn set_battery(&mut self, _fraction: f64) {}
+    /// Tells the scheduler the battery level, a fraction in [0, 1].
+    fn set_battery(&mut self, fraction: f64);
 
-    /// Every decision step recorded so far (mmsched with `record_steps` only).
-    fn take_step_log(&mut self) -> Vec<mmsched_core::scheduler::LogEntry> {
-        Vec::new()
-    }
+    /// Every decision step recorded so far (with `record_steps` only).
+    fn take_step_log(&mut self) -> Vec<mmsched_core::scheduler::LogEntry>;
 }
 
 /// Finished steps coming back from the workers, with the one a [`Executor::wait`]
@@ -319,6 +338,11 @@ impl ClassNames {
         }
         self.0.push(name.to_string());
         ClassId(self.0.len() as u32 - 1)
+    }
+
+    /// The name of `id` (empty for an id never given out).
+    pub(crate) fn name(&self, id: ClassId) -> &str {
+        self.0.get(id.0 as usize).map_or("", String::as_str)
     }
 }
 

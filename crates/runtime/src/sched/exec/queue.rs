@@ -1,9 +1,16 @@
 //! The shared-queue baselines: `fifo` (first come, first served) and `static-priority`
 //! (a fixed priority per modality, first come within it). Workers take the next job
 //! themselves; nothing is shed, nothing is preempted.
+//!
+//! A worker may be restricted to some job classes (the audio worker of
+//! [`crate::sched::lanes::standard_lanes`]): jobs of those classes wait in a queue of
+//! their own, which the restricted worker drains; a general worker takes whichever of the
+//! two queues' heads comes first in the order, so a chunk never waits for the audio
+//! worker while a general worker idles.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -16,6 +23,7 @@ use mmsched_core::time::{Clock, Nanos};
 use super::{
     ClassNames, Completions, ExecEvent, Executor, IDLE_POLL, SchedulerKind, Task, TaskInfo,
 };
+use crate::sched::lanes::LaneLayout;
 use crate::sched::work::Work;
 use crate::sched::worker::{Completion, LaneConfig, run_step};
 
@@ -41,17 +49,43 @@ fn priority(order: QueueOrder, modality: Modality) -> u8 {
     }
 }
 
+type Key = Reverse<(u8, u64)>;
+
 #[derive(Default)]
 struct State {
-    heap: BinaryHeap<Reverse<(u8, u64)>>,
+    /// Jobs any worker may take.
+    general: BinaryHeap<Key>,
+    /// Jobs of the classes a restricted worker runs.
+    dedicated: BinaryHeap<Key>,
     works: HashMap<u64, (JobId, Box<dyn Work>)>,
     running: Vec<bool>,
     closed: bool,
 }
 
+impl State {
+    /// The next job for a worker: a restricted one takes only dedicated jobs; a general
+    /// one the head that comes first.
+    fn take(&mut self, restricted: bool) -> Option<(JobId, Box<dyn Work>)> {
+        let from_dedicated = restricted
+            || match (self.general.peek(), self.dedicated.peek()) {
+                (Some(g), Some(d)) => d > g,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+        let Reverse((_, seq)) = if from_dedicated {
+            self.dedicated.pop()?
+        } else {
+            self.general.pop()?
+        };
+        self.works.remove(&seq)
+    }
+}
+
 struct Shared {
     state: Mutex<State>,
     ready: Condvar,
+    /// Wall time the workers spent choosing their next job (holding the queue's lock).
+    decision_nanos: AtomicU64,
 }
 
 fn lock(s: &Shared) -> MutexGuard<'_, State> {
@@ -61,6 +95,9 @@ fn lock(s: &Shared) -> MutexGuard<'_, State> {
 /// One shared queue drained by a fixed set of workers. See the [module docs](self).
 pub struct SharedQueue {
     order: QueueOrder,
+    /// Class names the restricted workers run.
+    dedicated_names: Vec<String>,
+    dedicated: Vec<ClassId>,
     shared: Arc<Shared>,
     done: Completions,
     handles: Vec<JoinHandle<()>>,
@@ -80,20 +117,26 @@ impl std::fmt::Debug for SharedQueue {
 }
 
 impl SharedQueue {
-    /// Starts one worker per lane of `lanes`, taking jobs in `order`.
+    /// Starts one worker per lane of `layout`, taking jobs in `order`; a restricted lane
+    /// takes only jobs of its classes.
     pub fn new<C: Clock + Clone + Send + 'static>(
         order: QueueOrder,
-        lanes: &[LaneConfig],
+        layout: &LaneLayout,
         clock: C,
         #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
     ) -> Self {
+        let lanes = &layout.lanes;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 running: vec![false; lanes.len().max(1)],
                 ..State::default()
             }),
             ready: Condvar::new(),
+            decision_nanos: AtomicU64::new(0),
         });
+        let restricted: Vec<bool> = (0..lanes.len().max(1))
+            .map(|i| layout.restricted.iter().any(|(w, _)| *w == i))
+            .collect();
         let (tx, done) = channel();
         let (note_tx, note_rx) = channel::<String>();
         let lanes = if lanes.is_empty() {
@@ -105,6 +148,7 @@ impl SharedQueue {
             .into_iter()
             .enumerate()
             .map(|(lane, config)| {
+                let restricted = restricted[lane];
                 let shared = Arc::clone(&shared);
                 let tx: Sender<Completion> = tx.clone();
                 let clock = clock.clone();
@@ -117,13 +161,19 @@ impl SharedQueue {
                     #[cfg(not(target_os = "linux"))]
                     let _ = &config;
                     drop(note_tx);
-                    take_loop(lane, &shared, &clock, &tx);
+                    take_loop(lane, restricted, &shared, &clock, &tx);
                 })
             })
             .collect();
         drop(note_tx);
         Self {
             order,
+            dedicated_names: layout
+                .restricted
+                .iter()
+                .flat_map(|(_, c)| c.iter().cloned())
+                .collect(),
+            dedicated: Vec::new(),
             shared,
             done: Completions::new(done),
             handles,
@@ -135,7 +185,13 @@ impl SharedQueue {
     }
 }
 
-fn take_loop<C: Clock>(lane: usize, shared: &Shared, clock: &C, done: &Sender<Completion>) {
+fn take_loop<C: Clock>(
+    lane: usize,
+    restricted: bool,
+    shared: &Shared,
+    clock: &C,
+    done: &Sender<Completion>,
+) {
     loop {
         let (job, work) = {
             let mut st = lock(shared);
@@ -143,9 +199,12 @@ fn take_loop<C: Clock>(lane: usize, shared: &Shared, clock: &C, done: &Sender<Co
                 if st.closed {
                     return;
                 }
-                if let Some(Reverse((_, seq))) = st.heap.pop()
-                    && let Some(w) = st.works.remove(&seq)
-                {
+                let t0 = clock.now_nanos();
+                let taken = st.take(restricted);
+                shared
+                    .decision_nanos
+                    .fetch_add(clock.now_nanos().saturating_sub(t0), Ordering::Relaxed);
+                if let Some(w) = taken {
                     st.running[lane] = true;
                     break w;
                 }
@@ -183,7 +242,11 @@ impl Executor for SharedQueue {
     }
 
     fn class(&mut self, name: &str) -> ClassId {
-        self.classes.id(name)
+        let id = self.classes.id(name);
+        if self.dedicated_names.iter().any(|n| n == name) && !self.dedicated.contains(&id) {
+            self.dedicated.push(id);
+        }
+        id
     }
 
     fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
@@ -191,12 +254,18 @@ impl Executor for SharedQueue {
         let seq = self.next_id;
         self.next_id += 1;
         self.infos.insert(id, task.info);
+        let key = Reverse((priority(self.order, task.info.modality), seq));
+        let dedicated = self.dedicated.contains(&task.info.class);
         let mut st = lock(&self.shared);
-        st.heap
-            .push(Reverse((priority(self.order, task.info.modality), seq)));
+        if dedicated {
+            st.dedicated.push(key);
+        } else {
+            st.general.push(key);
+        }
         st.works.insert(seq, (id, task.work));
         drop(st);
-        self.shared.ready.notify_one();
+        // Wake every worker: the one that may take this job may not be the first woken.
+        self.shared.ready.notify_all();
         id
     }
 
@@ -221,7 +290,11 @@ impl Executor for SharedQueue {
     }
 
     fn decision_nanos(&self) -> u64 {
-        0
+        self.shared.decision_nanos.load(Ordering::Relaxed)
+    }
+
+    fn worker_side_decisions(&self) -> bool {
+        true
     }
 
     fn notes(&self) -> Vec<String> {

@@ -13,14 +13,21 @@ use mmsched_core::time::{Clock, Nanos};
 
 use super::{ClassNames, Completions, ExecEvent, Executor, SchedulerKind, Task, TaskInfo};
 use crate::sched::work::Work;
-use crate::sched::worker::{Completion, run_step};
+use crate::sched::worker::{Completion, LaneConfig, run_step};
 
 /// Where a class thread takes its jobs from.
 type JobSender = Sender<(JobId, Box<dyn Work>)>;
 
+/// How each model's thread is set up, by class name.
+pub type ClassLanes = Box<dyn Fn(&str) -> LaneConfig + Send>;
+
 /// One thread per class. See the [module docs](self).
 pub struct ThreadPerModel<C: Clock> {
     clock: C,
+    lane_config: ClassLanes,
+    #[cfg(target_os = "linux")]
+    cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    notes: Vec<String>,
     threads: HashMap<ClassId, (JobSender, JoinHandle<()>)>,
     busy: Arc<Mutex<Vec<bool>>>,
     lane_of: HashMap<ClassId, usize>,
@@ -41,11 +48,21 @@ impl<C: Clock> std::fmt::Debug for ThreadPerModel<C> {
 }
 
 impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
-    /// No threads yet: each class gets its thread with its first job.
-    pub fn new(clock: C) -> Self {
+    /// No threads yet: each class gets its thread when it is named ([`Executor::class`]),
+    /// set up as `lane_config` says for the class's name (pinning, real time, resource
+    /// group; see [`crate::sched::lanes::class_lane`]).
+    pub fn new(
+        clock: C,
+        lane_config: ClassLanes,
+        #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
+    ) -> Self {
         let (done_tx, done) = channel();
         Self {
             clock,
+            lane_config,
+            #[cfg(target_os = "linux")]
+            cgroups,
+            notes: Vec::new(),
             threads: HashMap::new(),
             busy: Arc::new(Mutex::new(Vec::new())),
             lane_of: HashMap::new(),
@@ -57,19 +74,31 @@ impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
         }
     }
 
-    fn sender(&mut self, class: ClassId) -> &JobSender {
+    /// The thread of `class` (started on first use, set up for `name`).
+    fn sender(&mut self, class: ClassId, name: &str) -> &JobSender {
         let lane = self.lane_of.len();
         let lane = *self.lane_of.entry(class).or_insert(lane);
         let clock = self.clock.clone();
         let done = self.done_tx.clone();
         let busy = Arc::clone(&self.busy);
+        let lane_config = &self.lane_config;
+        #[cfg(target_os = "linux")]
+        let cgroups = self.cgroups.clone();
+        let notes = &mut self.notes;
         &self
             .threads
             .entry(class)
             .or_insert_with(|| {
                 let (tx, rx) = channel::<(JobId, Box<dyn Work>)>();
+                let (note_tx, note_rx) = channel::<String>();
+                let config = lane_config(name);
                 set_busy(&busy, lane, false);
                 let handle = std::thread::spawn(move || {
+                    #[cfg(target_os = "linux")]
+                    crate::sched::worker::setup_lane(lane, &config, cgroups.as_ref(), &note_tx);
+                    #[cfg(not(target_os = "linux"))]
+                    let _ = &config;
+                    drop(note_tx);
                     for (job, work) in rx {
                         set_busy(&busy, lane, true);
                         let c = run_step(lane, job, work, &clock);
@@ -79,6 +108,8 @@ impl<C: Clock + Clone + Send + 'static> ThreadPerModel<C> {
                         }
                     }
                 });
+                // The set-up's notes, once it is done (the thread drops its sender).
+                notes.extend(note_rx.iter());
                 (tx, handle)
             })
             .0
@@ -109,14 +140,21 @@ impl<C: Clock + Clone + Send + 'static> Executor for ThreadPerModel<C> {
     }
 
     fn class(&mut self, name: &str) -> ClassId {
-        self.classes.id(name)
+        let id = self.classes.id(name);
+        self.sender(id, name);
+        id
     }
 
     fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
         let id = JobId(self.next_id);
         self.next_id += 1;
         self.infos.insert(id, task.info);
-        if self.sender(task.info.class).send((id, task.work)).is_err() {
+        let name = self.classes.name(task.info.class).to_string();
+        if self
+            .sender(task.info.class, &name)
+            .send((id, task.work))
+            .is_err()
+        {
             // The class thread is gone (it cannot be, short of a panic in a model): the
             // job is reported as shed at the next poll.
             self.infos.remove(&id);
@@ -150,6 +188,9 @@ impl<C: Clock + Clone + Send + 'static> Executor for ThreadPerModel<C> {
     }
 
     fn notes(&self) -> Vec<String> {
-        vec!["os-threads: one thread per model, no pinning, the OS decides".to_string()]
+        let mut notes =
+            vec!["os-threads: one thread per model, the OS decides who runs".to_string()];
+        notes.extend(self.notes.iter().cloned());
+        notes
     }
 }

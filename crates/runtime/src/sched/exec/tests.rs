@@ -1,0 +1,365 @@
+//! The four executors with closure work: ordering, preemption at token steps, shedding and
+//! lane restrictions. Work records what ran in a shared log; nothing depends on timing but
+//! ordering, which a gate (a job that waits until the test opens it) makes deterministic.
+
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mmsched_core::Modality;
+use mmsched_core::arbiter::ClassId;
+use mmsched_core::policy::Policy;
+use mmsched_core::time::{Clock, MonotonicClock, Nanos};
+
+use super::*;
+use crate::sched::lanes::{LaneLayout, class_lane, standard_lanes};
+use crate::sched::work::StepOutcome;
+
+const MS: Nanos = 1_000_000;
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// Work that logs `name` and finishes.
+fn logs(log: &Log, name: &str) -> Box<dyn Work> {
+    let (log, name) = (Arc::clone(log), name.to_string());
+    Box::new(move || {
+        log.lock().expect("log").push(name.clone());
+        Ok(StepOutcome::Finished)
+    })
+}
+
+/// Work that waits until the returned sender sends (or is dropped), then finishes.
+fn gate() -> (Box<dyn Work>, Sender<()>) {
+    let (tx, rx) = channel::<()>();
+    let rx = Mutex::new(rx);
+    let work = Box::new(move || {
+        let _ = rx
+            .lock()
+            .expect("gate")
+            .recv_timeout(Duration::from_secs(10));
+        Ok(StepOutcome::Finished)
+    });
+    (work, tx)
+}
+
+/// Work that logs `name#i` for steps 1 ..= steps, yielding after every step but the last.
+fn steps(log: &Log, name: &str, steps: u32) -> Box<dyn Work> {
+    let (log, name) = (Arc::clone(log), name.to_string());
+    let mut i = 0;
+    Box::new(move || {
+        i += 1;
+        log.lock().expect("log").push(format!("{name}#{i}"));
+        Ok(if i < steps {
+            StepOutcome::Yield
+        } else {
+            StepOutcome::Finished
+        })
+    })
+}
+
+fn task(class: ClassId, modality: Modality, deadline: Nanos, work: Box<dyn Work>) -> Task {
+    Task {
+        info: TaskInfo {
+            class,
+            modality,
+            deadline_nanos: deadline,
+            predicted_cost_nanos: MS,
+            importance: 0.5,
+            tag: 0,
+        },
+        work,
+    }
+}
+
+/// Polls until `done` jobs ended (done, shed or pruned) or 10 s passed; a job that
+/// yields is resubmitted after `on_yield` (the main loop's part). Returns the events.
+fn drive(
+    exec: &mut dyn Executor,
+    clock: &MonotonicClock,
+    done: usize,
+    on_yield: &mut dyn FnMut(&mut dyn Executor, Nanos),
+) -> Vec<ExecEvent> {
+    let mut all = Vec::new();
+    let mut ended = 0;
+    let limit = clock.now_nanos() + 10_000 * MS;
+    while ended < done && clock.now_nanos() < limit {
+        let mut out = Vec::new();
+        let now = clock.now_nanos();
+        exec.poll(now, &mut out);
+        for ev in out {
+            match ev {
+                ExecEvent::Done {
+                    outcome: Ok(StepOutcome::Yield),
+                    work,
+                    info,
+                    ..
+                } => {
+                    on_yield(exec, now);
+                    exec.submit(now, Task { info, work });
+                }
+                other => {
+                    ended += 1;
+                    all.push(other);
+                }
+            }
+        }
+        exec.wait(Duration::from_millis(2));
+    }
+    assert_eq!(ended, done, "jobs did not end in 10 s");
+    all
+}
+
+fn logged(log: &Log) -> Vec<String> {
+    log.lock().expect("log").clone()
+}
+
+/// One general worker and the audio worker, plain threads.
+fn one_worker() -> LaneLayout {
+    standard_lanes(1, false, &[])
+}
+
+fn queue(order: QueueOrder) -> (SharedQueue, MonotonicClock) {
+    let clock = MonotonicClock::new();
+    let q = SharedQueue::new(
+        order,
+        &one_worker(),
+        clock,
+        #[cfg(target_os = "linux")]
+        None,
+    );
+    (q, clock)
+}
+
+#[test]
+fn fifo_runs_jobs_in_arrival_order() {
+    let (mut q, clock) = queue(QueueOrder::Fifo);
+    let (text, image) = (q.class("llm"), q.class("vision"));
+    let log = Log::default();
+    let (blocker, open) = gate();
+    q.submit(0, task(image, Modality::Image, 0, blocker));
+    // Wait until the worker holds the blocker, so the rest queue behind it.
+    std::thread::sleep(Duration::from_millis(20));
+    for (i, (c, m)) in [(text, Modality::Text), (image, Modality::Image)]
+        .into_iter()
+        .cycle()
+        .take(4)
+        .enumerate()
+    {
+        q.submit(0, task(c, m, 0, logs(&log, &i.to_string())));
+    }
+    drop(open);
+    drive(&mut q, &clock, 5, &mut |_, _| {});
+    assert_eq!(logged(&log), ["0", "1", "2", "3"]);
+    assert_eq!(q.kind(), SchedulerKind::Fifo);
+    assert_eq!(q.in_flight(), 0);
+}
+
+#[test]
+fn static_priority_runs_audio_then_vision_then_text() {
+    let (mut q, clock) = queue(QueueOrder::StaticPriority);
+    let (text, image, asr) = (q.class("llm"), q.class("vision"), q.class("asr"));
+    let log = Log::default();
+    let (blocker, open) = gate();
+    q.submit(0, task(image, Modality::Image, 0, blocker));
+    std::thread::sleep(Duration::from_millis(20));
+    q.submit(0, task(text, Modality::Text, 0, logs(&log, "text")));
+    q.submit(0, task(image, Modality::Image, 0, logs(&log, "vision")));
+    q.submit(0, task(asr, Modality::Audio, 0, logs(&log, "asr")));
+    drop(open);
+    drive(&mut q, &clock, 4, &mut |_, _| {});
+    assert_eq!(logged(&log), ["asr", "vision", "text"]);
+}
+
+#[test]
+fn the_queues_audio_worker_runs_only_voice_activity() {
+    let (mut q, clock) = queue(QueueOrder::Fifo);
+    let (image, vad) = (q.class("vision"), q.class("vad"));
+    let log = Log::default();
+    let (blocker, open) = gate();
+    q.submit(0, task(image, Modality::Image, 0, blocker));
+    std::thread::sleep(Duration::from_millis(20));
+    q.submit(0, task(image, Modality::Image, 0, logs(&log, "vision")));
+    q.submit(0, task(vad, Modality::Audio, 0, logs(&log, "vad")));
+    // The general worker is held: the chunk runs on the audio worker, the frame waits.
+    let first = drive(&mut q, &clock, 1, &mut |_, _| {});
+    assert!(
+        matches!(first[..], [ExecEvent::Done { worker: 1, .. }]),
+        "{first:?}"
+    );
+    assert_eq!(logged(&log), ["vad"]);
+    drop(open);
+    let rest = drive(&mut q, &clock, 2, &mut |_, _| {});
+    assert!(
+        rest.iter()
+            .all(|e| matches!(e, ExecEvent::Done { worker: 0, .. })),
+        "the audio worker never takes a frame: {rest:?}"
+    );
+}
+
+#[test]
+fn os_threads_give_every_model_its_own_thread() {
+    let clock = MonotonicClock::new();
+    let mut t = ThreadPerModel::new(
+        clock,
+        Box::new(|class: &str| class_lane(class, 2, false, &[])),
+        #[cfg(target_os = "linux")]
+        None,
+    );
+    let (image, text) = (t.class("vision"), t.class("llm"));
+    let log = Log::default();
+    let (blocker, open) = gate();
+    t.submit(0, task(image, Modality::Image, 0, blocker));
+    t.submit(0, task(image, Modality::Image, 0, logs(&log, "vision")));
+    t.submit(0, task(text, Modality::Text, 0, logs(&log, "llm")));
+    // The vision thread is held; the text thread runs on.
+    drive(&mut t, &clock, 1, &mut |_, _| {});
+    assert_eq!(logged(&log), ["llm"]);
+    drop(open);
+    drive(&mut t, &clock, 2, &mut |_, _| {});
+    assert_eq!(logged(&log), ["llm", "vision"]);
+    assert!(t.mmsched().is_none(), "a baseline has no mmsched controls");
+}
+
+fn mmsched(no_shedding: bool) -> (MmschedExecutor<MonotonicClock>, MonotonicClock) {
+    let clock = MonotonicClock::new();
+    let layout = one_worker();
+    let setup = MmschedSetup {
+        restricted: layout
+            .restricted
+            .iter()
+            .map(|(w, c)| (*w as u32, c.clone()))
+            .collect(),
+        lanes: layout.lanes,
+        record_steps: false,
+        no_shedding,
+    };
+    let e = MmschedExecutor::new(
+        &Policy::default(),
+        &setup,
+        clock,
+        #[cfg(target_os = "linux")]
+        None,
+    )
+    .expect("valid set-up");
+    (e, clock)
+}
+
+#[test]
+fn mmsched_runs_the_earliest_deadline_first() {
+    let (mut e, clock) = mmsched(false);
+    let image = e.class("vision");
+    let log = Log::default();
+    let (blocker, open) = gate();
+    let now = clock.now_nanos();
+    e.submit(now, task(image, Modality::Image, now + 5_000 * MS, blocker));
+    drive_started(&mut e, &clock);
+    for (name, due) in [("late", 4_000), ("early", 2_000), ("middle", 3_000)] {
+        e.submit(
+            now,
+            task(image, Modality::Image, now + due * MS, logs(&log, name)),
+        );
+    }
+    drop(open);
+    drive(&mut e, &clock, 4, &mut |_, _| {});
+    assert_eq!(logged(&log), ["early", "middle", "late"]);
+}
+
+/// Polls once so the executor starts what it can.
+fn drive_started(e: &mut dyn Executor, clock: &MonotonicClock) {
+    let mut out = Vec::new();
+    e.poll(clock.now_nanos(), &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn mmsched_preempts_text_generation_at_a_token_step() {
+    let (mut e, clock) = mmsched(false);
+    let (image, text) = (e.class("vision"), e.class("llm"));
+    let log = Log::default();
+    let now = clock.now_nanos();
+    e.submit(
+        now,
+        task(
+            text,
+            Modality::Text,
+            now + 8_000 * MS,
+            steps(&log, "llm", 3),
+        ),
+    );
+    // After the first token a frame due sooner arrives: it runs before the next token.
+    let mut frame = Some(logs(&log, "vision"));
+    drive(&mut e, &clock, 2, &mut |exec, now| {
+        if let Some(w) = frame.take() {
+            exec.submit(now, task(image, Modality::Image, now + 1_000 * MS, w));
+        }
+    });
+    assert_eq!(logged(&log), ["llm#1", "vision", "llm#2", "llm#3"]);
+}
+
+#[test]
+fn mmsched_sheds_what_cannot_make_its_deadline_unless_told_not_to() {
+    for no_shedding in [false, true] {
+        let (mut e, clock) = mmsched(no_shedding);
+        let image = e.class("vision");
+        let (blocker, open) = gate();
+        let now = clock.now_nanos();
+        let mut t = task(image, Modality::Image, now + 5_000 * MS, blocker);
+        t.info.predicted_cost_nanos = 10 * MS;
+        e.submit(now, t);
+        drive_started(&mut e, &clock);
+        // Two 40 ms jobs due in 70 ms on one general worker: one does not fit (and the
+        // other still does if the step comes up to 30 ms later).
+        let due = clock.now_nanos() + 70 * MS;
+        for _ in 0..2 {
+            let mut t = task(
+                image,
+                Modality::Image,
+                due,
+                Box::new(|| Ok(StepOutcome::Finished)),
+            );
+            t.info.predicted_cost_nanos = 40 * MS;
+            e.submit(now, t);
+        }
+        drop(open);
+        let events = drive(&mut e, &clock, 3, &mut |_, _| {});
+        let shed = events
+            .iter()
+            .filter(|e| matches!(e, ExecEvent::Shed { .. }))
+            .count();
+        assert_eq!(shed, usize::from(!no_shedding), "{events:?}");
+    }
+}
+
+#[test]
+fn mmsched_keeps_its_audio_worker_for_voice_activity() {
+    let (mut e, clock) = mmsched(false);
+    let (image, vad) = (e.class("vision"), e.class("vad"));
+    let log = Log::default();
+    let (blocker, open) = gate();
+    let now = clock.now_nanos();
+    e.submit(now, task(image, Modality::Image, now + 5_000 * MS, blocker));
+    drive_started(&mut e, &clock);
+    e.submit(
+        now,
+        task(
+            image,
+            Modality::Image,
+            now + 4_000 * MS,
+            logs(&log, "vision"),
+        ),
+    );
+    e.submit(
+        now,
+        task(vad, Modality::Audio, now + 4_000 * MS, logs(&log, "vad")),
+    );
+    let first = drive(&mut e, &clock, 1, &mut |_, _| {});
+    assert!(
+        matches!(first[..], [ExecEvent::Done { worker: 1, .. }]),
+        "{first:?}"
+    );
+    drop(open);
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(logged(&log), ["vad", "vision"]);
+    assert!(e.mmsched().is_some());
+}
