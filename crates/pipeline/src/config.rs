@@ -35,6 +35,9 @@ pub struct RunConfig {
     pub policy_updates: Option<Receiver<Policy>>,
     /// Set to stop early (Ctrl-C): the run ends as if its duration had passed.
     pub stop: Arc<AtomicBool>,
+    /// The device latency profile the cost priors come from (see
+    /// [`RunConfig::resolve_profile`]).
+    pub profile: Option<PathBuf>,
 }
 
 impl RunConfig {
@@ -53,7 +56,21 @@ impl RunConfig {
             record_steps: false,
             policy_updates: None,
             stop: Arc::new(AtomicBool::new(false)),
+            profile: None,
         }
+    }
+
+    /// The device latency profile of this run: [`RunConfig::profile`], else the scenario's
+    /// `[device] profile`, else `$MMSCHED_HOME/profile.json` if measured, else the shipped
+    /// reference — the same choice `mmsched sim` makes.
+    pub fn resolve_profile(&self) -> Result<mmsched_sim::profile::Profile, RunError> {
+        let scenario_file = self.scenario.device().profile.as_deref().map(PathBuf::from);
+        let explicit = self.profile.clone().or(scenario_file);
+        mmsched_sim::profile::Profile::resolve(
+            explicit.as_deref(),
+            Some(&mmsched_backends::paths::mmsched_home()),
+        )
+        .map_err(|source| RunError::Profile { source })
     }
 }
 
@@ -79,6 +96,13 @@ pub enum RunError {
     /// The scheduler could not be set up.
     #[error("cannot set up the scheduler: {0}")]
     Scheduler(String),
+    /// The device latency profile could not be read.
+    #[error("cannot use the device latency profile: {source}")]
+    Profile {
+        /// Why.
+        #[source]
+        source: mmsched_sim::profile::ProfileError,
+    },
     /// Writing the trace failed.
     #[error("cannot write the trace file {path}: {source}")]
     Trace {

@@ -2,6 +2,7 @@
 //! worker layout (pinning, real time, resource groups for mmsched; plain threads for the
 //! baselines), and the resource groups themselves.
 
+use mmsched_core::layout::Layout;
 use mmsched_core::policy::Policy;
 use mmsched_runtime::sched::exec::{
     MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue, ThreadPerModel,
@@ -11,7 +12,6 @@ use mmsched_runtime::sched::{Executor, LaneConfig, SchedulerKind};
 use crate::config::RunError;
 use crate::inputs::Device;
 use crate::run::Observer;
-use crate::stats::Kind;
 
 /// Creates the resource groups of mmsched's workers (`vision`, `general`, `audio`); what
 /// the OS allowed or refused goes into `notes`. `None` when there are none to use.
@@ -71,15 +71,22 @@ pub fn executor(
                         .then(|| if i == 0 { "vision" } else { "general" }.to_string()),
                 })
                 .collect();
-            // The audio worker: real time when permitted, only voice-activity jobs, so
-            // a 32 ms chunk never waits behind a frame or a transcript.
+            // The audio lane of the shared layout (the simulator's too): real time when
+            // permitted, only voice-activity jobs, so a 32 ms chunk never waits behind a
+            // frame or a transcript.
+            let layout = Layout::new(workers as u32);
             lanes.push(LaneConfig {
                 cpu: None,
                 fifo_priority: platform.then_some(50),
                 cgroup_class: platform.then(|| "audio".to_string()),
             });
+            debug_assert_eq!(lanes.len() as u32, layout.lanes());
             let setup = MmschedSetup {
-                restricted: vec![(workers as u32, vec![Kind::Vad.as_str().to_string()])],
+                restricted: layout
+                    .restricted()
+                    .iter()
+                    .map(|(lane, classes)| (*lane, classes.iter().map(|c| c.to_string()).collect()))
+                    .collect(),
                 lanes,
                 record_steps,
             };
