@@ -2,12 +2,14 @@
 
 mod common;
 
-use mmsched_backends::profile::{DeviceProfile, EntryLabel, MeasureOptions, profile_backend};
+use mmsched_backends::profile::{
+    DeviceProfile, EntryLabel, MeasureOptions, profile_backend, this_device,
+};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_core::time::MonotonicClock;
 
 #[test]
-fn profiles_vad_and_round_trips() {
+fn profiles_vad_into_a_profile() {
     common::require_models();
     let mut vad = SileroVad::new(VadConfig::default()).expect("VAD loads");
     let label = EntryLabel {
@@ -37,15 +39,16 @@ fn profiles_vad_and_round_trips() {
             && s.exec.p95_nanos <= s.exec.p99_nanos
     );
     assert!(s.total.p50_nanos >= s.exec.p50_nanos);
-    let mut profile = DeviceProfile::new();
+    let mut profile = DeviceProfile::empty(this_device());
     profile.upsert(entry);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("profile.json");
-    profile.save(&path).expect("saves");
-    let loaded = DeviceProfile::load(&path).expect("loads");
-    assert!(
-        loaded
-            .predict_p95_nanos("silero-vad", "tract", "chunk512")
-            .is_some()
+    assert!(profile.derive_job(
+        "vad",
+        ("silero-vad", "tract", "chunk512"),
+        (1, 1),
+        "32 ms chunk"
+    ));
+    assert_eq!(
+        profile.job("vad").map(|j| j.p95_nanos),
+        profile.predict_p95_nanos("silero-vad", "tract", "chunk512")
     );
 }

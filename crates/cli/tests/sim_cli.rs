@@ -15,55 +15,154 @@ fn mmsched(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
 }
 
-#[test]
-fn soak_json_round_trips_and_writes_curves() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().to_str().expect("utf-8 path");
-    let soak = [
+fn soak_args<'a>(scenario: &'a str, out: &'a str, hours: &'a str) -> Vec<&'a str> {
+    vec![
         "sim",
         "soak",
         "--scenario",
-        "inspection",
+        scenario,
         "--hours",
-        "1",
+        hours,
         "--window-secs",
         "600",
         "--sample-secs",
-        "2",
+        "3",
+        "--naive-restart-hours",
+        "1",
         "--seed",
         "3",
         "--json",
         "--out",
         out,
-    ];
+    ]
+}
+
+/// The soak's CSV rows of one arm: (on_time_pct, drops_pct, acted, restart) per window.
+fn arm_rows(csv: &str, arm: &str) -> Vec<(f64, f64, bool, bool)> {
+    csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[0] == arm)
+        .map(|f| {
+            (
+                f[2].parse().expect("on_time_pct"),
+                f[3].parse().expect("drops_pct"),
+                f[6] == "1",
+                f[7] == "1",
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn soak_arms_differ_only_through_remedies_and_restarts_without_assumptions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8 path");
+    let soak = soak_args("inspection", out, "2");
     let v = mmsched(&soak);
     assert_eq!(v["scenario"], "inspection");
-    assert_eq!(v["hours"], 1.0);
     assert_eq!(v["simulated"], true);
-    for run in ["compensated", "uncompensated"] {
-        for key in ["start_score", "end_score", "decay_pct"] {
-            let x = v[run][key]
+    assert_eq!(
+        v["assumptions"],
+        serde_json::json!([]),
+        "no wear unless asked: {v}"
+    );
+    let names: Vec<&str> = v["mechanisms"]
+        .as_array()
+        .expect("mechanisms")
+        .iter()
+        .map(|m| m["name"].as_str().expect("name"))
+        .collect();
+    assert!(names.contains(&"Wi-Fi outages"), "{names:?}");
+    for arm in ["no_health", "naive", "mmsched"] {
+        let a = &v["arms"][arm];
+        for key in ["on_time_pct", "drops_pct", "ldti_mean"] {
+            let x = a[key]
                 .as_f64()
-                .unwrap_or_else(|| panic!("{run}.{key} missing: {v}"));
-            assert!(x.is_finite());
+                .unwrap_or_else(|| panic!("{arm}.{key}: {v}"));
+            assert!(x.is_finite() && x >= 0.0);
         }
-        let s = v[run]["start_score"].as_f64().expect("number");
-        assert!((0.0..=100.0).contains(&s));
+        assert_eq!(a["hourly"].as_array().expect("hourly").len(), 2, "{a}");
     }
+    assert_eq!(v["arms"]["naive"]["restarts"], 1);
     // Round trip: what was printed is what was written.
     let written: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("soak.json")).expect("soak.json written"),
     )
     .expect("valid JSON file");
     assert_eq!(written, v);
+    // Window by window: a window where no remedy was in force is the same as without the
+    // health loop, and a window without a restart is the same as the naive arm's.
     let csv = std::fs::read_to_string(dir.path().join("soak.csv")).expect("csv written");
-    assert!(csv.starts_with("hour,ldti_compensated,score_compensated"));
-    assert_eq!(csv.lines().count(), 1 + 6, "one row per 10-minute window");
+    let none = arm_rows(&csv, "no_health");
+    let naive = arm_rows(&csv, "naive");
+    let ours = arm_rows(&csv, "mmsched");
+    assert_eq!(none.len(), 12, "one row per 10-minute window and arm");
+    for ((n, v), m) in none.iter().zip(&naive).zip(&ours) {
+        if !v.3 {
+            assert_eq!((n.0, n.1), (v.0, v.1));
+        } else {
+            assert!(v.1 > n.1, "a restart drops input");
+        }
+        if !m.2 {
+            assert_eq!((n.0, n.1), (m.0, m.1));
+        }
+    }
     let svg = std::fs::read_to_string(dir.path().join("soak.svg")).expect("svg written");
-    assert!(svg.starts_with("<svg") && svg.contains("simulated soak"));
+    assert!(svg.starts_with("<svg") && svg.contains("no assumptions"));
     // Same seed, same numbers.
     let w = mmsched(&soak);
-    assert_eq!(w["compensated"], v["compensated"]);
+    assert_eq!(w["arms"], v["arms"]);
+}
+
+#[test]
+fn the_health_loop_lowers_drops_under_wifi_switching() {
+    // The inspection robot on its switching Wi-Fi link, with frames that cost more than
+    // their 250 ms SLA: the health loop degrades, halves the camera, re-requests lost audio
+    // packets and breaks the heaviest branch.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("wifi.toml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/inspection.toml"
+    ))
+    .expect("shipped scenario")
+    .replacen(
+        "kind = \"vision\"\n",
+        "kind = \"vision\"\ncost_ms = 300\n",
+        1,
+    )
+    .replacen("name = \"inspection\"", "name = \"wifi-overload\"", 1);
+    std::fs::write(&scenario, text).expect("write scenario");
+    let out = dir.path().join("out");
+    let v = mmsched(&soak_args(
+        scenario.to_str().expect("utf-8"),
+        out.to_str().expect("utf-8"),
+        "1",
+    ));
+    let drops = |arm: &str| v["arms"][arm]["drops_pct"].as_f64().expect("drops");
+    assert!(
+        v["arms"]["mmsched"]["windows_acted"]
+            .as_u64()
+            .expect("acted")
+            > 0,
+        "the health loop acted: {v}"
+    );
+    assert!(drops("mmsched") < drops("no_health"), "{v}");
+}
+
+#[test]
+fn assumed_wear_is_printed_in_the_json_and_the_caption() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8 path");
+    let mut args = soak_args("car", out, "1");
+    args.extend(["--assume-wear-pct-per-hour", "2"]);
+    let v = mmsched(&args);
+    let a = v["assumptions"].as_array().expect("assumptions");
+    assert_eq!(a.len(), 1, "{v}");
+    assert!(a[0].as_str().expect("text").contains("2 % per hour"));
+    let svg = std::fs::read_to_string(dir.path().join("soak.svg")).expect("svg written");
+    assert!(svg.contains("ASSUMED"));
 }
 
 #[test]
@@ -72,30 +171,79 @@ fn jitter_and_drift_json_keys() {
         "sim", "jitter", "--calls", "1", "--frames", "3000", "--json",
     ]);
     let rows = v["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 3);
     let p99: Vec<f64> = rows
         .iter()
+        .take(3)
         .map(|r| r["p99_ms"].as_f64().expect("p99_ms"))
         .collect();
     assert_eq!(p99, [0.0, 28.0, 42.0]);
+    assert!(rows.iter().take(3).all(|r| r["stationary"] == true));
+    assert!(
+        rows.iter().any(|r| r["stationary"] == false),
+        "non-stationary rows from the scenarios' episodes"
+    );
     for r in rows {
-        for k in ["loss_pct", "mos"] {
-            assert!(
-                r["fixed"][k].is_number() && r["adaptive"][k].is_number(),
-                "{r}"
-            );
+        for b in ["fixed_20", "fixed_40", "fixed_60", "adaptive"] {
+            for k in ["loss_pct", "added_delay_ms", "mos"] {
+                assert!(r[b][k].is_number(), "{b}.{k}: {r}");
+            }
         }
-        assert!(r["adaptive"]["added_delay_ms"].is_number());
+        assert!(r["adaptive_dominates"].is_boolean());
     }
     let v = mmsched(&["sim", "drift", "--secs", "120", "--json"]);
     let pairs = v["pairs"].as_array().expect("pairs");
     assert_eq!(pairs.len(), 2);
     for p in pairs {
-        for k in ["raw_p_over_50ms", "aligned_p_over_50ms", "residual_p99_ms"] {
+        for k in [
+            "arrival_p_over_50ms",
+            "latency_compensated_p_over_50ms",
+            "aligned_p_over_50ms",
+            "residual_p99_ms",
+        ] {
             assert!(p[k].is_number(), "{p}");
         }
         assert!(p["pair"].is_string());
     }
+}
+
+#[test]
+fn sim_run_prints_the_summary_keys_of_run() {
+    let args = [
+        "sim",
+        "run",
+        "--scenario",
+        "ar-glasses",
+        "--duration",
+        "20",
+        "--json",
+    ];
+    let v = mmsched(&args);
+    assert_eq!(v["simulated"], true);
+    for k in ["vision", "vad", "asr", "llm"] {
+        for key in [
+            "jobs",
+            "completed",
+            "deadline_misses",
+            "skipped",
+            "shed",
+            "p50_ms",
+            "p99_ms",
+            "mean_ms",
+            "sla_ms",
+            "on_time_pct",
+        ] {
+            assert!(!v[k][key].is_null(), "{k}.{key}: {v}");
+        }
+    }
+    // 5 fps for 20 s: every frame is a job, skipped, lost or decimated by the remedy.
+    let n = |k: &str| {
+        v["vision"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("vision.{k}: {v}"))
+    };
+    let frames = n("jobs") + n("skipped") + n("lost") + n("decimated");
+    assert!((99..=101).contains(&frames), "{v}");
+    assert_eq!(mmsched(&args), v, "same seed, same prediction");
 }
 
 #[test]

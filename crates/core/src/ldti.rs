@@ -3,11 +3,23 @@
 //! threshold compensation used on long runs.
 //!
 //! ```text
-//! LDTI = α · min(1, |P99 − L₀| / L₀) + β · min(1, |D| / 1000 ppm) + γ · (1 − min(1, T / T_max))
+//! LDTI = α · min(1, max(0, P99 − L₀) / L₀) + β · min(1, |D| / 1000 ppm) + γ · (1 − min(1, T / T_max))
 //! ```
 //!
 //! Each term is clamped into [0, 1] so that, with weights summing to 1, the index stays in
 //! [0, 1] and the level table of S3 covers every value.
+//!
+//! **The latency term is one-sided.** L₀ is the latency budget (a stream's SLA, or the
+//! reference P99 of a job on an idle device), and the index measures how close the device
+//! is to missing deadlines. A P99 *below* L₀ is not a symptom: a two-sided `|P99 − L₀|`
+//! would call a lightly loaded device unhealthy, and worse, it would rise when a remedy
+//! works (the breaker sheds the heaviest branch, latency falls below L₀, the index goes up
+//! again), which makes the levels flap. Every user of the index — the runtime, the
+//! simulator and the MCU hook — evaluates it here, through [`evaluate`], so there is one
+//! definition.
+//!
+//! The health loop built on the index (levels over time, remedies, recovery) is
+//! [`crate::health::HealthController`].
 
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
@@ -75,8 +87,11 @@ pub fn evaluate(weights: &LdtiWeights, inputs: &LdtiInputs) -> LdtiBreakdown {
     let latency_term = if inputs.latency_ref_nanos == 0 {
         0.0
     } else {
-        let diff = inputs.latency_p99_nanos.abs_diff(inputs.latency_ref_nanos) as f64;
-        unit(diff / inputs.latency_ref_nanos as f64)
+        // One-sided: only a P99 beyond the reference counts (see the module docs).
+        let over = inputs
+            .latency_p99_nanos
+            .saturating_sub(inputs.latency_ref_nanos) as f64;
+        unit(over / inputs.latency_ref_nanos as f64)
     };
     let drift_term = unit(libm::fabs(inputs.drift_ppm) / DRIFT_FULL_SCALE_PPM);
     let throughput_term = if inputs.throughput_max > 0.0 {
@@ -244,11 +259,16 @@ fn sigmoid(x: f64) -> f64 {
 /// `factor = base · (1 − a) + previous · a`. The level thresholds are multiplied by the
 /// factor: a calm window (low variance) pulls them down to about 92.5 % so that a slow,
 /// steady decay is acted on earlier; a noisy window lets them return towards 100 % so that
-/// noise does not make the levels flap. The window is allocated once, at construction.
+/// noise does not make the levels flap.
+///
+/// The window lives in a buffer `B` given at construction and never grows: `Vec<f64>` for
+/// [`AdaptiveThreshold::new`], or a fixed array through [`AdaptiveThreshold::with_buffer`]
+/// on a target without an allocator (the window is then at most the array's length).
 #[derive(Debug, Clone)]
-pub struct AdaptiveThreshold {
-    window: Vec<f64>,
+pub struct AdaptiveThreshold<B = Vec<f64>> {
+    window: B,
     capacity: usize,
+    len: usize,
     next: usize,
     sum: f64,
     sum_sq: f64,
@@ -256,13 +276,24 @@ pub struct AdaptiveThreshold {
     factor: f64,
 }
 
-impl AdaptiveThreshold {
-    /// A compensator over the last `window` values (at least 2) with smoothing `a` in [0, 1].
+impl AdaptiveThreshold<Vec<f64>> {
+    /// A compensator over the last `window` values (at least 2) with smoothing `a` in
+    /// [0, 1]; the window is allocated once, here.
     pub fn new(window: usize, smoothing: f64) -> Self {
         let capacity = window.max(2);
+        Self::with_buffer(alloc::vec![0.0; capacity], capacity, smoothing)
+    }
+}
+
+impl<B: AsRef<[f64]> + AsMut<[f64]>> AdaptiveThreshold<B> {
+    /// A compensator whose window is stored in `buffer`: the last `window` values (at least
+    /// 2, at most the buffer's length) with smoothing `a` in [0, 1]. Allocation-free.
+    pub fn with_buffer(buffer: B, window: usize, smoothing: f64) -> Self {
+        let capacity = window.max(2).min(buffer.as_ref().len());
         Self {
-            window: Vec::with_capacity(capacity),
+            window: buffer,
             capacity,
+            len: 0,
             next: 0,
             sum: 0.0,
             sum_sq: 0.0,
@@ -274,17 +305,20 @@ impl AdaptiveThreshold {
     /// Adds one index value and returns the new threshold factor.
     pub fn update(&mut self, ldti: f64) -> f64 {
         let ldti = unit(ldti);
-        if self.window.len() < self.capacity {
-            self.window.push(ldti);
-        } else {
-            let old = self.window[self.next];
-            self.sum -= old;
-            self.sum_sq -= old * old;
-            self.window[self.next] = ldti;
+        if self.capacity > 0 {
+            let slot = &mut self.window.as_mut()[self.next];
+            if self.len < self.capacity {
+                self.len += 1;
+            } else {
+                let old = *slot;
+                self.sum -= old;
+                self.sum_sq -= old * old;
+            }
+            *slot = ldti;
+            self.next = (self.next + 1) % self.capacity;
+            self.sum += ldti;
+            self.sum_sq += ldti * ldti;
         }
-        self.next = (self.next + 1) % self.capacity;
-        self.sum += ldti;
-        self.sum_sq += ldti * ldti;
         let base = 0.85 + 0.15 * sigmoid(self.variance() / 0.3);
         self.factor = base * (1.0 - self.smoothing) + self.factor * self.smoothing;
         self.factor
@@ -292,7 +326,7 @@ impl AdaptiveThreshold {
 
     /// Population variance of the values in the window (0 while it is empty).
     pub fn variance(&self) -> f64 {
-        let n = self.window.len() as f64;
+        let n = self.len as f64;
         if n == 0.0 {
             return 0.0;
         }
@@ -334,6 +368,15 @@ mod tests {
             LevelThresholds::default().classify(b.value),
             Level::Degraded
         );
+    }
+
+    #[test]
+    fn faster_than_the_reference_is_not_a_symptom() {
+        let w = LdtiWeights::default();
+        let fast = evaluate(&w, &inputs(5_000_000, 20_000_000, 0.0, 1.0, 1.0));
+        assert_eq!(fast.latency, 0.0, "{fast:?}");
+        let slow = evaluate(&w, &inputs(35_000_000, 20_000_000, 0.0, 1.0, 1.0));
+        assert!((slow.latency - 0.4 * 0.75).abs() < 1e-12, "{slow:?}");
     }
 
     #[test]
@@ -399,6 +442,16 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_buffer_behaves_like_the_allocated_window() {
+        let mut heap = AdaptiveThreshold::new(3, 0.25);
+        let mut fixed = AdaptiveThreshold::with_buffer([0.0; 8], 3, 0.25);
+        for v in [0.1, 0.9, 0.4, 0.7, 0.2, 0.95] {
+            assert_eq!(heap.update(v), fixed.update(v));
+        }
+        assert_eq!(heap.variance(), fixed.variance());
+    }
+
+    #[test]
     fn adaptive_window_slides() {
         let mut comp = AdaptiveThreshold::new(2, 0.0);
         comp.update(0.0);
@@ -417,7 +470,7 @@ mod tests {
         ) {
             let w = LdtiWeights::default();
             let b = evaluate(&w, &inputs(p99, l0, drift, t, tmax));
-            let dl = ((p99 as f64 - l0 as f64).abs() / l0 as f64).min(1.0);
+            let dl = ((p99 as f64 - l0 as f64).max(0.0) / l0 as f64).min(1.0);
             let d = (drift.abs() / 1000.0).min(1.0);
             let th = 1.0 - (t / tmax).min(1.0);
             let expected = 0.4 * dl + 0.35 * d + 0.25 * th;

@@ -7,7 +7,12 @@
 //! - [`slots`]: the time-slot reservation layer (S1);
 //! - [`arbiter`]: the dynamic priority score, pruning and dispatch rules (S2);
 //! - [`ldti`]: the Latency–Drift–Throughput Imbalance index and its actions (S3);
-//! - [`policy`]: the validated policy document that parameterises all of the above.
+//! - [`health`]: the health loop's step function (index → level → remedies), shared by the
+//!   runtime, the simulator and the MCU hook;
+//! - [`layout`]: the scheduler's lanes and standing reservations, shared by the runtime
+//!   and the simulator;
+//! - [`policy`]: the validated policy document that parameterises all of the above;
+//! - [`profile`]: the device latency profile format (what jobs cost on a device).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
@@ -15,10 +20,13 @@ extern crate alloc;
 
 pub mod align;
 pub mod arbiter;
+pub mod health;
+pub mod layout;
 pub mod ldti;
 pub mod modality;
 pub mod playout;
 pub mod policy;
+pub mod profile;
 pub mod scheduler;
 pub mod slots;
 pub mod time;

@@ -42,6 +42,9 @@ pub struct RunConfig {
     /// mmsched's own mechanisms, each of which can be switched off to measure what it is
     /// worth (`bench e2e --ablate`). The baselines have none of them.
     pub mechanisms: Mechanisms,
+    /// The device latency profile the cost priors come from (see
+    /// [`RunConfig::resolve_profile`]).
+    pub profile: Option<PathBuf>,
 }
 
 /// mmsched's mechanisms beyond what a baseline does (all on by default).
@@ -135,7 +138,21 @@ impl RunConfig {
             stop: Arc::new(AtomicBool::new(false)),
             fixed_prompts: false,
             mechanisms: Mechanisms::default(),
+            profile: None,
         }
+    }
+
+    /// The device latency profile of this run: [`RunConfig::profile`], else the scenario's
+    /// `[device] profile`, else `$MMSCHED_HOME/profile.json` if measured, else the shipped
+    /// reference — the same choice `mmsched sim` makes.
+    pub fn resolve_profile(&self) -> Result<mmsched_sim::profile::Profile, RunError> {
+        let scenario_file = self.scenario.device().profile.as_deref().map(PathBuf::from);
+        let explicit = self.profile.clone().or(scenario_file);
+        mmsched_sim::profile::Profile::resolve(
+            explicit.as_deref(),
+            Some(&mmsched_backends::paths::mmsched_home()),
+        )
+        .map_err(|source| RunError::Profile { source })
     }
 }
 
@@ -161,6 +178,13 @@ pub enum RunError {
     /// The scheduler could not be set up.
     #[error("cannot set up the scheduler: {0}")]
     Scheduler(String),
+    /// The device latency profile could not be read.
+    #[error("cannot use the device latency profile: {source}")]
+    Profile {
+        /// Why.
+        #[source]
+        source: mmsched_sim::profile::ProfileError,
+    },
     /// Writing the trace failed.
     #[error("cannot write the trace file {path}: {source}")]
     Trace {

@@ -1,22 +1,19 @@
-//! The health loop (S3): the LDTI evaluated at the policy's rate from what the run
-//! measures, its level, and the actions the level calls for.
+//! The run's health loop: a thin adapter over the core's step function
+//! ([`mmsched_core::health::HealthController`], the same one the simulator runs), called at
+//! the policy's rate, plus what the run reports about it (mean and maximum index, seconds
+//! per level, the changes for the log and the trace).
 //!
-//! Inputs, each over a sliding window: the latency term uses the worst P99 offset beyond
-//! the SLA over all job kinds (L₀ is the SLA, and a P99 within it counts as no offset —
-//! the index rises when deadlines are at risk, not when jobs are faster than needed); the
-//! drift term uses the largest clock drift the aligners estimate; the throughput term uses
-//! the share of jobs served in time. Adaptive threshold compensation (S3) scales the level
-//! thresholds when the policy enables it.
-//!
-//! Actions switch on at once and off only after the level has stayed lower for
-//! [`RECOVERY_NANOS`], so one good sample does not undo a remedy.
+//! Inputs, each over the run's sliding window: the latency ratio is the worst P99 / SLA
+//! over the job kinds (the index's latency term is one-sided: a P99 within the SLA counts as
+//! no offset); the drift is the largest clock drift the aligners estimate; the throughput is
+//! the share of jobs served in time.
 
-use mmsched_core::ldti::{self, AdaptiveThreshold, HealthAction, LdtiInputs, Level};
-use mmsched_core::policy::{LdtiPolicy, Policy};
+use mmsched_core::health::{HealthController, Measurements};
+use mmsched_core::ldti::Level;
+use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 
-/// How long the level must stay lower before an action is withdrawn.
-pub const RECOVERY_NANOS: Nanos = 1_000_000_000;
+pub use mmsched_core::health::{RECOVERY_NANOS, Remedies};
 
 /// What the loop measured for one evaluation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,19 +24,6 @@ pub struct HealthInputs {
     pub drift_ppm: f64,
     /// Share of recent jobs served in time, 0 … 1.
     pub served_fraction: f64,
-}
-
-/// The remedies in force.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Remedies {
-    /// Camera frames are decimated to half the rate (degraded, `scale_frequency`).
-    pub camera_scaled: bool,
-    /// Missing audio packets are re-requested (degraded, `retransmit`).
-    pub retransmit: bool,
-    /// The heaviest branch's breaker is open (critical, `circuit_break`).
-    pub breaker_open: bool,
-    /// Skipped branches answer from the result cache, marked stale (critical, `use_cache`).
-    pub use_cache: bool,
 }
 
 /// A change of remedies, for the log and the trace.
@@ -56,13 +40,9 @@ pub struct Change {
 /// The loop's state. See the module docs.
 #[derive(Debug, Clone)]
 pub struct HealthMonitor {
-    policy: LdtiPolicy,
-    adaptive: AdaptiveThreshold,
+    controller: HealthController,
     level: Level,
     value: f64,
-    remedies: Remedies,
-    /// Last time each level (by index) was seen.
-    last_seen: [Option<Nanos>; 3],
     last_eval: Option<Nanos>,
     evaluations: u64,
     sum: f64,
@@ -73,14 +53,10 @@ pub struct HealthMonitor {
 impl HealthMonitor {
     /// A monitor following `policy`'s `[ldti]` section.
     pub fn new(policy: &Policy) -> Self {
-        let p = *policy.ldti();
         Self {
-            adaptive: AdaptiveThreshold::new(p.adaptive_window as usize, p.adaptive_smoothing),
-            policy: p,
+            controller: HealthController::new(policy.ldti()),
             level: Level::Stable,
             value: 0.0,
-            remedies: Remedies::default(),
-            last_seen: [None; 3],
             last_eval: None,
             evaluations: 0,
             sum: 0.0,
@@ -91,34 +67,25 @@ impl HealthMonitor {
 
     /// Follows a new policy from the next evaluation on.
     pub fn set_policy(&mut self, policy: &Policy) {
-        self.policy = *policy.ldti();
+        self.controller.set_policy(policy.ldti());
     }
 
     /// Time between two evaluations, nanoseconds.
     pub fn period_nanos(&self) -> Nanos {
-        1_000_000_000 / u64::from(self.policy.evaluate_hz.max(1))
+        self.controller.period_nanos()
     }
 
     /// Evaluates at `now` and updates the remedies; returns what changed.
     pub fn evaluate(&mut self, now: Nanos, inputs: &HealthInputs) -> Vec<Change> {
-        let offset = inputs.worst_p99_ratio.map_or(0.0, |r| (r - 1.0).max(0.0));
-        let b = ldti::evaluate(
-            &self.policy.weights,
-            &LdtiInputs {
-                latency_p99_nanos: ((1.0 + offset.min(1e6)) * 1e6) as u64,
-                latency_ref_nanos: 1_000_000,
+        let step = self.controller.step(
+            now,
+            &Measurements {
+                latency_ratio: inputs.worst_p99_ratio,
                 drift_ppm: inputs.drift_ppm,
-                throughput: inputs.served_fraction,
-                throughput_max: 1.0,
+                served_fraction: inputs.served_fraction,
             },
         );
-        let value = b.value;
-        let factor = if self.policy.adaptive_enabled {
-            self.adaptive.update(value)
-        } else {
-            1.0
-        };
-        let level = self.policy.thresholds.scaled(factor).classify(value);
+        let (value, level) = (step.ldti.value, step.level);
         if let Some(last) = self.last_eval {
             self.seconds_by_level[level as usize] += now.saturating_sub(last) as f64 / 1e9;
         }
@@ -128,78 +95,13 @@ impl HealthMonitor {
         self.max = self.max.max(value);
         self.value = value;
         self.level = level;
-        for l in 0..=level as usize {
-            self.last_seen[l] = Some(now);
-        }
-        self.update_remedies(now)
-    }
-
-    fn update_remedies(&mut self, now: Nanos) -> Vec<Change> {
-        let recent = |l: Level| {
-            self.last_seen[l as usize].is_some_and(|t| now.saturating_sub(t) < RECOVERY_NANOS)
-        };
-        let degraded = self.policy.actions.action_for(Level::Degraded);
-        let critical = self.policy.actions.action_for(Level::Critical);
-        let (scale, retransmit) = match degraded {
-            HealthAction::Degraded {
-                scale_frequency,
-                retransmit,
-            } => (scale_frequency, retransmit),
-            _ => (false, false),
-        };
-        let (breaker, cache) = match critical {
-            HealthAction::Critical {
-                circuit_break,
-                use_cache,
-            } => (circuit_break, use_cache),
-            _ => (false, false),
-        };
-        let in_degraded = recent(Level::Degraded);
-        let in_critical = self.level == Level::Critical
-            || (self.remedies.breaker_open && recent(Level::Critical));
-        let next = Remedies {
-            camera_scaled: scale && in_degraded,
-            retransmit: retransmit && in_degraded,
-            breaker_open: breaker && in_critical,
-            use_cache: cache && in_critical,
-        };
-        let mut changes = Vec::new();
-        let mut note = |on: bool, was: bool, what_on: &str, what_off: &str| {
-            if on != was {
-                changes.push(Change {
-                    at_nanos: now,
-                    level: self.level,
-                    what: (if on { what_on } else { what_off }).to_string(),
-                });
-            }
-        };
-        let prev = self.remedies;
-        note(
-            next.camera_scaled,
-            prev.camera_scaled,
-            "camera rate halved",
-            "camera rate restored",
-        );
-        note(
-            next.retransmit,
-            prev.retransmit,
-            "audio retransmission on",
-            "audio retransmission off",
-        );
-        note(
-            next.breaker_open,
-            prev.breaker_open,
-            "breaker opened on the heaviest branch",
-            "breaker closed",
-        );
-        note(
-            next.use_cache,
-            prev.use_cache,
-            "answers from cache",
-            "cache answers off",
-        );
-        self.remedies = next;
-        changes
+        step.changes()
+            .map(|(remedy, on)| Change {
+                at_nanos: now,
+                level,
+                what: remedy.describe(on).to_string(),
+            })
+            .collect()
     }
 
     /// Whether an evaluation is due at `now`.
@@ -215,7 +117,7 @@ impl HealthMonitor {
 
     /// The remedies in force.
     pub fn remedies(&self) -> Remedies {
-        self.remedies
+        self.controller.remedies()
     }
 
     /// The last value and level.

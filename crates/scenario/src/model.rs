@@ -55,9 +55,9 @@ pub struct Device {
     /// Background CPU load from other software, in percent of one core (default 0).
     #[serde(default)]
     pub background_load_pct: Option<f64>,
-    /// Long-run wear: growth of job cost per hour of uptime, in percent (allocator
-    /// fragmentation, cache growth, thermal soak of the enclosure). A maintenance action
-    /// (worker-pool restart and cache flush) resets it. Used by `sim soak`; default 0.
+    /// Assumed long-run wear for `sim soak`: growth of job cost per hour of uptime, in
+    /// percent; a restart resets it. Not a simulated mechanism but an assumption: when set,
+    /// the soak lists it in its output's `assumptions`. Default 0 (none).
     #[serde(default)]
     pub wear_pct_per_hour: Option<f64>,
 }

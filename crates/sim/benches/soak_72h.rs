@@ -4,14 +4,18 @@
 use mmsched_core::policy::Policy;
 use mmsched_scenario::{BUILTIN, Scenario};
 use mmsched_sim::profile::Profile;
-use mmsched_sim::soak::{self, SoakConfig};
+use mmsched_sim::soak::{self, Arm, SoakConfig};
 
 fn main() {
     let profile = Profile::reference();
     let policy = Policy::default();
     println!(
-        "{:>12} | {:>9} | {:>22} | {:>22}",
-        "scenario", "wall", "compensated decay", "uncompensated decay"
+        "{:>12} | {:>9} | {:>28} | {:>28} | {:>28}",
+        "scenario",
+        "wall",
+        "no_health on time / drops",
+        "naive on time / drops",
+        "mmsched on time / drops"
     );
     for (name, _) in BUILTIN {
         let scenario = Scenario::load(name).expect("shipped scenario loads");
@@ -20,14 +24,15 @@ fn main() {
         let r = soak::run(&scenario, &profile, &policy, &SoakConfig::default(), || {})
             .expect("soak runs");
         let wall = started.elapsed().as_secs_f64();
+        let cell = |a: Arm| {
+            let s = &r.arm(a).summary;
+            format!("{:.2} % / {:.2} %", s.on_time_pct, s.drops_pct)
+        };
         println!(
-            "{name:>12} | {wall:>7.1} s | {:>6.1} → {:>5.1} ({:>4.1} %) | {:>6.1} → {:>5.1} ({:>4.1} %){}",
-            r.compensated.summary.start_score,
-            r.compensated.summary.end_score,
-            r.compensated.summary.decay_pct,
-            r.uncompensated.summary.start_score,
-            r.uncompensated.summary.end_score,
-            r.uncompensated.summary.decay_pct,
+            "{name:>12} | {wall:>7.1} s | {:>28} | {:>28} | {:>28}{}",
+            cell(Arm::NoHealth),
+            cell(Arm::Naive),
+            cell(Arm::Mmsched),
             if wall <= 60.0 {
                 ""
             } else {

@@ -8,8 +8,10 @@
 //!
 //! - [`clock`] — the virtual clock;
 //! - [`des`] — the discrete-event simulator driving the core `Scheduler` step function;
+//! - [`health_loop`] — the core's health controller stepped inside a simulation;
 //! - [`profile`] — device latency profiles (job costs);
-//! - [`soak`] — long-run soaks with and without adaptive compensation (S10), [`plot`] its SVG;
+//! - [`soak`] — long-run soaks in three arms (no health loop, a naive fix, mmsched's health
+//!   loop) with stressors acting through named mechanisms (S10), [`plot`] its SVG;
 //! - [`rng`] — seeded, reproducible random streams;
 //! - [`jitter`] — Gamma jitter injection, P99 calibration and packet-trace replay (S6);
 //! - [`emodel`] — ITU-T G.107 E-model MOS from delay and loss;
@@ -23,6 +25,7 @@ pub mod clock;
 pub mod des;
 pub mod drift;
 pub mod emodel;
+pub mod health_loop;
 pub mod jitter;
 pub mod plot;
 pub mod profile;

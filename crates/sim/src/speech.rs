@@ -1,6 +1,13 @@
 //! The S6 speech-jitter experiment: 20 ms audio packets through the jitter injector into
-//! the real playout buffer of `mmsched-core`, once with a fixed 20 ms buffer and once with
-//! the adaptive buffer; frame loss and E-model MOS for each.
+//! the real playout buffer of `mmsched-core`, with fixed buffers of 20, 40 and 60 ms and
+//! with the adaptive buffer; frame loss, added delay and E-model MOS for each.
+//!
+//! Rows: stationary Gamma jitter (no jitter, P99 28 ms, P99 42 ms) and non-stationary
+//! jitter taken from the shipped scenarios' episodes — the car's bursts of heavy jitter on
+//! the microphone link, and the inspection robot's Wi-Fi switching (outages, then loss) —
+//! where a buffer that adapts can show what it is worth. Each row says whether the
+//! adaptive buffer has both a lower loss and a lower mean added delay than every fixed one
+//! (`adaptive_dominates`), and against which it does.
 //!
 //! Time is simulated: the experiment walks packet arrivals and frame play times in time
 //! order (a small discrete-event loop), so hours of audio take milliseconds.
@@ -10,7 +17,8 @@ use serde::Serialize;
 
 use crate::emodel::{self, Codec};
 use crate::jitter::{GammaJitter, JitterInjector, PacketRecord};
-use crate::rng::stream_rng;
+use crate::rng::{SimRng, stream_rng};
+use rand::RngExt;
 
 /// Audio frame (packet) length: 20 ms.
 pub const FRAME_NANOS: u64 = 20_000_000;
@@ -58,23 +66,50 @@ pub struct BufferResult {
     pub mouth_to_ear_ms: f64,
 }
 
+/// The fixed buffer sizes compared, ms.
+pub const FIXED_SIZES_MS: [u64; 3] = [20, 40, 60];
+
 /// One row of the S6 table.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JitterRow {
-    /// Target P99 of the injected jitter, in ms (0 = no jitter).
+    /// What the jitter is, e.g. `gamma P99 42 ms` or `car: bursts`.
+    pub label: String,
+    /// Whether the jitter's distribution is the same all the time.
+    pub stationary: bool,
+    /// P99 of the injected jitter, in ms (0 = no jitter).
     pub p99_ms: f64,
-    /// Gamma scale θ used, in ms.
+    /// Gamma scale θ of the (base) jitter, in ms.
     pub scale_ms: f64,
-    /// The fixed 20 ms buffer.
-    pub fixed: BufferResult,
+    /// Fixed buffers of 20, 40 and 60 ms, in that order.
+    pub fixed: [BufferResult; 3],
     /// The adaptive buffer.
     pub adaptive: BufferResult,
 }
 
-/// The fixed reference buffer: 20 ms.
-pub fn fixed_mode() -> PlayoutMode {
+impl JitterRow {
+    /// The fixed buffers the adaptive one beats on both loss and mean added delay, by size.
+    pub fn dominated(&self) -> Vec<u64> {
+        FIXED_SIZES_MS
+            .iter()
+            .zip(&self.fixed)
+            .filter(|(_, f)| {
+                self.adaptive.loss_pct < f.loss_pct
+                    && self.adaptive.added_delay_ms < f.added_delay_ms
+            })
+            .map(|(ms, _)| *ms)
+            .collect()
+    }
+
+    /// Whether the adaptive buffer beats every fixed one on both loss and delay.
+    pub fn adaptive_dominates(&self) -> bool {
+        self.dominated().len() == FIXED_SIZES_MS.len()
+    }
+}
+
+/// A fixed buffer of `ms` milliseconds.
+pub fn fixed_mode_ms(ms: u64) -> PlayoutMode {
     PlayoutMode::Fixed {
-        delay_nanos: FRAME_NANOS,
+        delay_nanos: ms * 1_000_000,
     }
 }
 
@@ -164,30 +199,209 @@ fn call_packets(cfg: &SpeechConfig, injector: &JitterInjector, call: u64) -> Vec
         .collect()
 }
 
-/// One row: `calls` seeded calls with Gamma jitter, through both buffers.
+/// A non-stationary link: base jitter, plus bursts of heavier jitter and Wi-Fi switches.
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    /// Jitter outside bursts.
+    pub base: GammaJitter,
+    /// Bursts: every `every_ms`, `len_ms` long, with this jitter.
+    pub bursts: Option<(f64, f64, GammaJitter)>,
+    /// Wi-Fi switches: per minute (Poisson), outage ms (everything sent is lost), loss
+    /// percent for the 2 s after a switch.
+    pub wifi: Option<(f64, f64, f64)>,
+}
+
+/// Seconds of loss after a Wi-Fi switch (the soak's figure too).
+const SWITCH_LOSSY_NANOS: u64 = 2_000_000_000;
+
+impl Link {
+    fn call(&self, cfg: &SpeechConfig, call: u64) -> Vec<PacketRecord> {
+        let mut rng: SimRng = stream_rng(cfg.seed, 0x5EEC_1000 + call);
+        let base = (cfg.base_delay_ms * 1e6) as u64;
+        let total = u64::from(cfg.frames_per_call) * FRAME_NANOS;
+        // Switch times (Poisson).
+        let mut switches = Vec::new();
+        if let Some((per_min, _, _)) = self.wifi.filter(|w| w.0 > 0.0) {
+            let mean_gap = 60e9 / per_min;
+            let mut t = 0.0;
+            loop {
+                let u: f64 = rng.random::<f64>().max(1e-12);
+                t += -u.ln() * mean_gap;
+                if t >= total as f64 {
+                    break;
+                }
+                switches.push(t as u64);
+            }
+        }
+        let mut k = 0;
+        (0..u64::from(cfg.frames_per_call))
+            .map(|seq| {
+                let send = seq * FRAME_NANOS;
+                let in_burst = self
+                    .bursts
+                    .is_some_and(|(every, len, _)| (send as f64 / 1e6) % every.max(1.0) < len);
+                let jitter = match self.bursts {
+                    Some((_, _, j)) if in_burst => j,
+                    _ => self.base,
+                };
+                let extra = jitter.sample_nanos(&mut rng);
+                while k + 1 < switches.len() && switches[k + 1] <= send {
+                    k += 1;
+                }
+                let mut lost = cfg.network_loss_pct > 0.0
+                    && rng.random::<f64>() < cfg.network_loss_pct / 100.0;
+                if let (Some((_, outage_ms, loss_pct)), Some(&sw)) = (self.wifi, switches.get(k))
+                    && send >= sw
+                {
+                    let since = send - sw;
+                    let in_outage = since < (outage_ms * 1e6) as u64;
+                    let lossy = since < SWITCH_LOSSY_NANOS;
+                    lost |= in_outage || (lossy && rng.random::<f64>() < loss_pct / 100.0);
+                }
+                PacketRecord {
+                    seq,
+                    send_nanos: send as i64,
+                    arrival_nanos: (!lost).then_some((send + base + extra) as i64),
+                }
+            })
+            .collect()
+    }
+}
+
+fn row_from(
+    label: String,
+    stationary: bool,
+    p99_ms: f64,
+    scale_ms: f64,
+    cfg: &SpeechConfig,
+    calls: impl Fn(u64) -> Vec<PacketRecord>,
+) -> JitterRow {
+    let mut fixed = [Tally::default(); 3];
+    let mut adaptive = Tally::default();
+    for call in 0..cfg.calls as u64 {
+        let packets = calls(call);
+        for (size, t) in FIXED_SIZES_MS.iter().zip(fixed.iter_mut()) {
+            play(&packets, fixed_mode_ms(*size), t);
+        }
+        play(&packets, PlayoutMode::adaptive_default(), &mut adaptive);
+    }
+    JitterRow {
+        label,
+        stationary,
+        p99_ms,
+        scale_ms,
+        fixed: fixed.map(|t| result(&t, &cfg.codec, cfg.base_delay_ms)),
+        adaptive: result(&adaptive, &cfg.codec, cfg.base_delay_ms),
+    }
+}
+
+/// One stationary row: `calls` seeded calls with Gamma jitter, through every buffer.
 pub fn run_row(cfg: &SpeechConfig, p99_ms: f64, jitter: GammaJitter) -> JitterRow {
     let injector = JitterInjector {
         base_delay_nanos: (cfg.base_delay_ms * 1e6) as u64,
         jitter,
         loss_probability: cfg.network_loss_pct / 100.0,
     };
-    let (mut fixed, mut adaptive) = (Tally::default(), Tally::default());
-    for call in 0..cfg.calls as u64 {
-        let packets = call_packets(cfg, &injector, call);
-        play(&packets, fixed_mode(), &mut fixed);
-        play(&packets, PlayoutMode::adaptive_default(), &mut adaptive);
-    }
-    JitterRow {
-        p99_ms,
-        scale_ms: jitter.scale_ms(),
-        fixed: result(&fixed, &cfg.codec, cfg.base_delay_ms),
-        adaptive: result(&adaptive, &cfg.codec, cfg.base_delay_ms),
-    }
+    let label = if p99_ms == 0.0 {
+        "no jitter".to_string()
+    } else {
+        format!("gamma P99 {p99_ms} ms")
+    };
+    row_from(label, true, p99_ms, jitter.scale_ms(), cfg, |call| {
+        call_packets(cfg, &injector, call)
+    })
 }
 
-/// The S6 table: no jitter, P99 28 ms and P99 42 ms (Gamma shape 2, scale calibrated).
+/// One non-stationary row over `link`.
+pub fn run_link(cfg: &SpeechConfig, label: &str, link: &Link) -> JitterRow {
+    // The P99 of the jitter actually injected (bursts included), from the first call.
+    let first = link.call(cfg, 0);
+    let base = cfg.base_delay_ms;
+    let mut j: Vec<f64> = first
+        .iter()
+        .filter_map(|p| {
+            p.arrival_nanos
+                .map(|a| (a - p.send_nanos) as f64 / 1e6 - base)
+        })
+        .collect();
+    let p99 = crate::stats::quantile(&mut j, 0.99);
+    row_from(
+        label.to_string(),
+        false,
+        p99,
+        link.base.scale_ms(),
+        cfg,
+        |call| link.call(cfg, call),
+    )
+}
+
+/// The non-stationary links of the shipped scenarios: the microphone link of each scenario
+/// that has jitter bursts or Wi-Fi switching, with its base jitter.
+pub fn scenario_links() -> Vec<(String, Link)> {
+    use mmsched_scenario::{BUILTIN, EpisodeKind, Scenario, StreamKind};
+    let mut out = Vec::new();
+    for (name, _) in BUILTIN {
+        let Ok(s) = Scenario::load(name) else {
+            continue;
+        };
+        let Some(mic) = s.streams().iter().find(|st| st.kind == StreamKind::Audio) else {
+            continue;
+        };
+        let base = mic
+            .jitter
+            .as_ref()
+            .and_then(|j| match (j.scale_ms, j.p99_ms) {
+                (Some(scale), _) => GammaJitter::new(j.shape, scale).ok(),
+                (None, Some(p99)) => GammaJitter::with_p99(j.shape, p99).ok(),
+                _ => None,
+            })
+            .unwrap_or_else(GammaJitter::reference);
+        for e in s.episodes() {
+            let on_mic = e.stream.as_deref().is_none_or(|n| n == mic.name);
+            match e.kind {
+                EpisodeKind::Jitter if on_mic => {
+                    if let (Some(every), Some(len), Some(p99)) =
+                        (e.burst_every_ms, e.burst_ms, e.p99_ms)
+                        && let Ok(burst) = GammaJitter::with_p99(2.0, p99)
+                    {
+                        out.push((
+                            format!("{name}: bursts P99 {p99} ms, {len} ms every {every} ms"),
+                            Link {
+                                base,
+                                bursts: Some((every, len, burst)),
+                                wifi: None,
+                            },
+                        ));
+                    }
+                }
+                EpisodeKind::WifiSwitching => {
+                    let (per_min, outage, loss) = (
+                        e.switches_per_min.unwrap_or(0.0),
+                        e.outage_ms.unwrap_or(150.0),
+                        e.loss_pct.unwrap_or(0.0),
+                    );
+                    out.push((
+                        format!(
+                            "{name}: Wi-Fi {per_min}/min, {outage} ms outages, {loss} % loss after"
+                        ),
+                        Link {
+                            base,
+                            bursts: None,
+                            wifi: Some((per_min, outage, loss)),
+                        },
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The S6 table: stationary rows (no jitter, P99 28 ms and 42 ms, Gamma shape 2, scale
+/// calibrated), then the scenarios' non-stationary links.
 pub fn run_table(cfg: &SpeechConfig, mut progress: impl FnMut()) -> Vec<JitterRow> {
-    [0.0, 28.0, 42.0]
+    let mut rows: Vec<JitterRow> = [0.0, 28.0, 42.0]
         .iter()
         .map(|&p99| {
             let jitter = if p99 == 0.0 {
@@ -200,15 +414,17 @@ pub fn run_table(cfg: &SpeechConfig, mut progress: impl FnMut()) -> Vec<JitterRo
             progress();
             row
         })
-        .collect()
+        .collect();
+    for (label, link) in scenario_links() {
+        rows.push(run_link(cfg, &label, &link));
+        progress();
+    }
+    rows
 }
 
-/// Replays a captured packet-arrival trace through both buffers. The network delay for the
+/// Replays a captured packet-arrival trace through every buffer. The network delay for the
 /// MOS is the trace's fastest one-way delay (0 if the clocks of the trace are not comparable).
 pub fn replay_trace(packets: &[PacketRecord], codec: &Codec) -> JitterRow {
-    let (mut fixed, mut adaptive) = (Tally::default(), Tally::default());
-    play(packets, fixed_mode(), &mut fixed);
-    play(packets, PlayoutMode::adaptive_default(), &mut adaptive);
     let one_way: Vec<f64> = packets
         .iter()
         .filter_map(|p| p.arrival_nanos.map(|a| (a - p.send_nanos) as f64 / 1e6))
@@ -218,23 +434,17 @@ pub fn replay_trace(packets: &[PacketRecord], codec: &Codec) -> JitterRow {
         .copied()
         .fold(f64::INFINITY, f64::min)
         .max(0.0);
+    let fastest = if fastest.is_finite() { fastest } else { 0.0 };
     let mut jitter: Vec<f64> = one_way.iter().map(|d| d - fastest).collect();
     let p99 = crate::stats::quantile(&mut jitter, 0.99);
     // Lost packets inside the trace are concealed by the buffers like late ones.
-    JitterRow {
-        p99_ms: p99,
-        scale_ms: 0.0,
-        fixed: result(
-            &fixed,
-            codec,
-            if fastest.is_finite() { fastest } else { 0.0 },
-        ),
-        adaptive: result(
-            &adaptive,
-            codec,
-            if fastest.is_finite() { fastest } else { 0.0 },
-        ),
-    }
+    let cfg = SpeechConfig {
+        calls: 1,
+        base_delay_ms: fastest,
+        codec: *codec,
+        ..SpeechConfig::default()
+    };
+    row_from("trace".into(), false, p99, 0.0, &cfg, |_| packets.to_vec())
 }
 
 #[cfg(test)]
@@ -252,21 +462,45 @@ mod tests {
     #[test]
     fn no_jitter_loses_nothing() {
         let row = run_row(&small(), 0.0, GammaJitter::new(2.0, 0.0).expect("valid"));
-        assert_eq!(row.fixed.loss_pct, 0.0);
-        assert_eq!(row.adaptive.loss_pct, 0.0);
-        assert!(row.fixed.mos > 4.3);
+        assert!(row.stationary);
+        for f in row.fixed.iter().chain([&row.adaptive]) {
+            assert_eq!(f.loss_pct, 0.0, "{row:?}");
+        }
+        assert!(row.fixed[0].mos > 4.3);
     }
 
     #[test]
-    fn adaptive_beats_fixed_under_jitter() {
+    fn bigger_fixed_buffers_lose_less_and_wait_longer() {
         let row = run_row(
             &small(),
             42.0,
             GammaJitter::with_p99(2.0, 42.0).expect("valid"),
         );
-        assert!(row.fixed.loss_pct > 3.0, "{row:?}");
-        assert!(row.adaptive.loss_pct < row.fixed.loss_pct / 3.0, "{row:?}");
-        assert!(row.adaptive.mos > row.fixed.mos, "{row:?}");
+        let [f20, f40, f60] = row.fixed;
+        assert!(
+            f20.loss_pct > f40.loss_pct && f40.loss_pct >= f60.loss_pct,
+            "{row:?}"
+        );
+        assert!(f20.added_delay_ms < f40.added_delay_ms, "{row:?}");
+        assert!(f40.added_delay_ms < f60.added_delay_ms, "{row:?}");
+        assert!(row.adaptive.loss_pct < f20.loss_pct / 3.0, "{row:?}");
+    }
+
+    #[test]
+    fn scenario_links_are_non_stationary_and_lose_packets_in_outages() {
+        let links = scenario_links();
+        assert!(
+            links.iter().any(|(l, _)| l.starts_with("car: bursts")),
+            "{links:?}"
+        );
+        let (label, wifi) = links
+            .iter()
+            .find(|(l, _)| l.starts_with("inspection: Wi-Fi"))
+            .expect("inspection switches Wi-Fi");
+        let row = run_link(&small(), label, wifi);
+        assert!(!row.stationary);
+        // Outages and post-switch loss: every buffer conceals at least those packets.
+        assert!(row.fixed[2].loss_pct > 0.5, "{row:?}");
     }
 
     #[test]

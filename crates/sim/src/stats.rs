@@ -1,14 +1,14 @@
 //! Small statistics helpers: exact percentiles over collected samples.
 
-/// The `q` quantile (0 ≤ q ≤ 1, nearest rank) of `values`; sorts them in place.
-/// Returns 0 for an empty slice.
+/// The `q` quantile (0 ≤ q ≤ 1, nearest rank) of `values`; reorders them in place (a
+/// selection, linear time). Returns 0 for an empty slice.
 pub fn quantile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
-    values.sort_by(|a, b| a.total_cmp(b));
     let rank = (q.clamp(0.0, 1.0) * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
+    let (_, v, _) = values.select_nth_unstable_by(rank.clamp(1, values.len()) - 1, f64::total_cmp);
+    *v
 }
 
 /// Mean of `values` (0 for an empty slice).

@@ -1,11 +1,13 @@
 //! Golden trace: a seeded 3-second simulation of the default scenario, every arrival and
-//! every decision of the real scheduling core, one line each. A change in scheduling
+//! every decision of the real scheduling core (in the runtime's lane layout) and every
+//! remedy the health controller switches, one line each. A change in scheduling
 //! behaviour shows up as a diff of `tests/golden/ar-glasses-3s.trace` in review.
 //! Regenerate after an intended change with `MMSCHED_BLESS=1 cargo test -p mmsched-sim --test golden`.
 
 use mmsched_core::policy::Policy;
 use mmsched_scenario::Scenario;
 use mmsched_sim::des::{Conditions, Simulator};
+use mmsched_sim::health_loop::HealthLoop;
 use mmsched_sim::profile::Profile;
 
 #[test]
@@ -14,7 +16,14 @@ fn seeded_simulation_matches_the_golden_trace() {
     let sim = Simulator::new(&scenario, &Profile::reference(), Policy::default())
         .expect("reference profile covers the scenario");
     let mut trace = Vec::new();
-    sim.run(1, 3_000_000_000, &Conditions::default(), Some(&mut trace));
+    let mut health = HealthLoop::new(Policy::default().ldti(), true);
+    sim.run(
+        1,
+        3_000_000_000,
+        &Conditions::default(),
+        Some(&mut health),
+        Some(&mut trace),
+    );
     let got = format!(
         "# simulated: ar-glasses, seed 1, 3 s, reference profile, default policy\n# time_us event fields\n{}\n",
         trace.join("\n")

@@ -1,5 +1,7 @@
 //! `mmsched profile`: measure every available model on this device and write the device
-//! latency profile (`$MMSCHED_HOME/profile.json`) that the scheduler predicts job cost from.
+//! latency profile (`$MMSCHED_HOME/profile.json`): the raw measurements per model, engine
+//! and input size, and the cost of one scheduler job per kind as `mmsched run` makes them
+//! (`jobs`), which `run` takes its cost priors from and `sim` draws job costs from.
 //!
 //! Adding a model is one call of [`Profiler::add`] with any `Backend`.
 
@@ -15,11 +17,14 @@ use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
 use mmsched_backends::audio::read_wav;
 use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
-use mmsched_backends::profile::{DeviceProfile, EntryLabel, MeasureOptions, profile_backend};
+use mmsched_backends::profile::{
+    DeviceProfile, EntryLabel, MeasureOptions, profile_backend, this_device,
+};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, EngineKind, EngineOptions, paths};
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_models::{Artifact, ModelPaths};
+use mmsched_pipeline::engines::CAMERA_DET_SIZE;
 
 use crate::cmd::engine_arg::{EngineArg, ms};
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
@@ -80,7 +85,83 @@ impl Profiler {
 }
 
 /// Runs per (model, size) pair for the progress bar.
-const JOBS_PER_ENGINE: u64 = 6;
+const JOBS_PER_ENGINE: u64 = 7;
+
+/// Input label of the run's camera job.
+const RUN_CAMERA_INPUT: &str = "640x360@320x192";
+
+/// A frame as `mmsched run`'s camera renders it (the first generated sign scene).
+fn run_camera_frame() -> Result<mmsched_backends::RgbFrame> {
+    use mmsched_runtime::source::Source;
+    use mmsched_runtime::source::camera::{
+        Camera, CameraConfig, DEFAULT_FONT_PATH, Scenes, default_texts,
+    };
+    let clock = mmsched_sim::clock::VirtualClock::new(0);
+    let (width, height) = mmsched_pipeline::inputs::FRAME_SIZE;
+    let mut cam = Camera::new(
+        CameraConfig {
+            scenes: Scenes::Generated {
+                texts: default_texts(),
+                font_path: DEFAULT_FONT_PATH.into(),
+            },
+            width,
+            height,
+            fps: 5,
+            frames_per_scene: 1,
+            start_nanos: 0,
+            limit: Some(1),
+            ..CameraConfig::default()
+        },
+        &clock,
+    )
+    .context("rendering a camera frame")?;
+    let f = cam.poll().context("the camera rendered no frame")?.payload;
+    Ok(mmsched_backends::RgbFrame::new(f.width, f.height, f.rgb)?)
+}
+
+/// A job kind, the entry (model, engine, input) its cost comes from, the scale applied to
+/// the entry's total, and what one job is.
+type JobSource<'a> = (&'a str, (&'a str, &'a str, &'a str), (u64, u64), &'a str);
+
+/// Fills the profile's `jobs` from its entries: one job of each kind as `mmsched run`
+/// makes it. What cannot be derived (a model not measured) is left out and said.
+fn derive_jobs(p: &mut DeviceProfile, engine: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    let jobs: [JobSource; 4] = [
+        (
+            "vision",
+            ("ppocr-v4", engine, RUN_CAMERA_INPUT),
+            (1, 1),
+            "camera frame 640x360: PP-OCRv4 det 320x192 + rec per line",
+        ),
+        (
+            "vad",
+            ("silero-vad", engine, "chunk512"),
+            (1, 1),
+            "32 ms audio chunk",
+        ),
+        (
+            "asr",
+            ("whisper-tiny.en", "candle", "10s"),
+            (1, 1),
+            "one utterance (the run's 10 s recorded speech)",
+        ),
+        // One decode step: the 16-token generation's total over its 17 steps (prefill
+        // and 16 tokens).
+        (
+            "llm",
+            ("gemma3-270m", "candle", "prompt8+16tok"),
+            (1, 17),
+            "one generation step (prefill or token)",
+        ),
+    ];
+    for (kind, key, scale, unit) in jobs {
+        if !p.derive_job(kind, key, scale, unit) {
+            missing.push(format!("{kind} (no {}/{}/{} entry)", key.0, key.1, key.2));
+        }
+    }
+    missing
+}
 
 fn profile_onnx_models(p: &mut Profiler, engine: EngineOptions) -> Result<()> {
     let name = engine.kind.as_str();
@@ -121,6 +202,20 @@ fn profile_onnx_models(p: &mut Profiler, engine: EngineOptions) -> Result<()> {
         ..OcrConfig::default()
     })?;
     p.add(&mut ocr, name, "640x480@320x320", threads, &camera)?;
+    // The run's camera job: a generated 640x360 sign frame through the detector plan the
+    // run uses.
+    let mut run_ocr = OcrPipeline::new(OcrConfig {
+        det_size: CAMERA_DET_SIZE,
+        engine,
+        ..OcrConfig::default()
+    })?;
+    p.add(
+        &mut run_ocr,
+        name,
+        RUN_CAMERA_INPUT,
+        threads,
+        &run_camera_frame()?,
+    )?;
     let mut vad = SileroVad::new(VadConfig {
         engine,
         ..VadConfig::default()
@@ -182,7 +277,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut p = Profiler {
-        profile: DeviceProfile::new(),
+        profile: DeviceProfile::empty(this_device()),
         options: MeasureOptions {
             warmup_runs: a.warmup,
             runs: a.runs,
@@ -191,7 +286,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         bar,
     };
     let explicit = !a.engine.is_empty();
-    for kind in engines {
+    for kind in engines.iter().copied() {
         match profile_onnx_models(&mut p, EngineOptions::new(kind)) {
             Ok(()) => {}
             // Asked for explicitly: fail. Picked by default: skip an engine whose runtime
@@ -204,8 +299,15 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     }
     profile_candle_models(&mut p).context("profiling Whisper and Gemma-3 (candle)")?;
     p.bar.finish_and_clear();
-    p.profile
-        .save(&out)
+    let engine = engines.first().map_or("tract", |k| k.as_str());
+    p.profile.label = format!(
+        "measured by mmsched profile on this device ({} runs after {} warm-up runs per model and input)",
+        a.runs, a.warmup
+    );
+    for m in derive_jobs(&mut p.profile, engine) {
+        eprintln!("warning: no job cost for {m}; sim and run fall back to nothing for that kind");
+    }
+    mmsched_sim::profile::Profile::save(&p.profile, &out)
         .with_context(|| format!("writing the profile to {}", out.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&p.profile)?);

@@ -267,10 +267,14 @@ impl Run<'_> {
                 l.iter().sum::<f64>() / l.len() as f64
             }
         };
-        if mean(Kind::Asr) >= mean(Kind::Vision) && self.engines.asr.is_some() {
-            Kind::Asr
-        } else {
-            Kind::Vision
+        use mmsched_core::health::{Branch, heaviest_branch};
+        match heaviest_branch(
+            mean(Kind::Vision),
+            mean(Kind::Asr),
+            self.engines.asr.is_some(),
+        ) {
+            Branch::Speech => Kind::Asr,
+            Branch::Vision => Kind::Vision,
         }
     }
 
@@ -811,7 +815,10 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
     }
     let sla_ms = Kind::ALL.map(|k| inputs.stream(k).map_or(f64::NAN, |s| s.sla_ms));
     let mut cost = CostModel::new(64, 3, COST_MAX_AGE_NANOS);
-    let profile = mmsched_sim::profile::Profile::reference();
+    // Cost priors from the device profile (measured, or the labelled reference) until
+    // the run has measured its own costs.
+    let profile = config.resolve_profile()?;
+    platform_notes.push(format!("cost priors from {}", profile.source));
     for (kind, class) in [
         (Kind::Vision, classes.vision),
         (Kind::Vad, classes.vad),

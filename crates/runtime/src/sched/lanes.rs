@@ -10,13 +10,15 @@
 //! with a shared queue or a slot table; [`class_lane`] gives the `os-threads` baseline the
 //! same set-up per model thread.
 
+use mmsched_core::layout::{AUDIO_LANE_CLASSES, Layout};
+
 use super::worker::LaneConfig;
 
 /// SCHED_FIFO priority of the audio worker.
 pub const AUDIO_FIFO_PRIORITY: u8 = 50;
 
-/// The class name of the jobs the audio worker runs.
-pub const AUDIO_LANE_CLASS: &str = "vad";
+/// The class name of the jobs the audio worker runs (the core layout's audio lane).
+pub const AUDIO_LANE_CLASS: &str = AUDIO_LANE_CLASSES[0];
 
 /// Workers and which of them is restricted to which classes.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -56,15 +58,26 @@ fn audio_lane(platform: bool) -> LaneConfig {
 
 /// `workers` general workers (at least one) and the audio worker; with `platform`,
 /// pinned round-robin to `cpus`, in resource groups, the audio worker real time.
+/// The lane count and restrictions are the core's [`Layout`], the simulator's too.
 pub fn standard_lanes(workers: usize, platform: bool, cpus: &[usize]) -> LaneLayout {
-    let workers = workers.max(1);
-    let mut lanes: Vec<LaneConfig> = (0..workers)
+    let layout = Layout::new(u32::try_from(workers).unwrap_or(u32::MAX));
+    let mut lanes: Vec<LaneConfig> = (0..layout.compute_workers as usize)
         .map(|i| general_lane(i, platform, cpus))
         .collect();
     lanes.push(audio_lane(platform));
+    debug_assert_eq!(lanes.len(), layout.lanes() as usize);
     LaneLayout {
         lanes,
-        restricted: vec![(workers, vec![AUDIO_LANE_CLASS.to_string()])],
+        restricted: layout
+            .restricted()
+            .iter()
+            .map(|(lane, classes)| {
+                (
+                    *lane as usize,
+                    classes.iter().map(|c| c.to_string()).collect(),
+                )
+            })
+            .collect(),
     }
 }
 

@@ -69,6 +69,11 @@ pub struct ScenarioArgs {
     /// Do not ask the OS for resource groups, real-time priority or CPU pinning.
     #[arg(long)]
     pub no_platform: bool,
+    /// Device latency profile for the cost priors (the format `mmsched profile` writes).
+    /// Default: the scenario's `[device] profile`, else $MMSCHED_HOME/profile.json if
+    /// measured, else the shipped reference profiles/reference-2core.json.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<f64, String> {
@@ -172,6 +177,7 @@ pub fn run_one(
         config.seed = s;
     }
     config.platform = !a.no_platform;
+    config.profile = a.profile.clone();
     std::fs::create_dir_all(report_dir).with_context(|| {
         format!(
             "cannot create the report directory {}: pass --report with a writable directory",

@@ -255,17 +255,16 @@ impl<C: Clock + Clone + Send + 'static> MmschedControl for MmschedExecutor<C> {
         period_nanos: Nanos,
         cost_nanos: Nanos,
     ) {
-        let Some(t) = self.sched.table(0) else { return };
-        let slot_nanos = (t.slot_len_micros() * NANOS_PER_MICRO).max(1);
-        let len = u32::try_from(cost_nanos.div_ceil(slot_nanos).max(1)).unwrap_or(u32::MAX);
-        // Periodic streams go on worker 0: the other workers keep whole cores for long
-        // jobs (speech recognition) that would not fit between two occurrences.
-        if self
-            .sched
-            .reserve_stream(0, class, modality, first_nanos, period_nanos, len)
-            .is_ok()
-        {
-            self.streams.insert(class, 0);
+        // The shared layout's booking (the simulator books the same way).
+        if let Ok(lane) = mmsched_core::layout::book_stream(
+            &mut self.sched,
+            class,
+            modality,
+            first_nanos,
+            period_nanos,
+            cost_nanos,
+        ) {
+            self.streams.insert(class, lane);
         }
     }
 

@@ -1,0 +1,401 @@
+//! The health loop (S3) as one pure step function: a window's measurements in, the LDTI,
+//! its level and the remedies in force out.
+//!
+//! The runtime (`mmsched run`), the simulator (`mmsched sim run`, `sim soak`) and the MCU
+//! kernel's health hook all call [`HealthController::step`], so an index value, a level and
+//! a remedy mean the same thing everywhere. The controller never reads a clock (the caller
+//! passes `now`), never does I/O, and never allocates after construction; with
+//! [`HealthController::with_buffer`] it does not allocate at all (the adaptive window lives
+//! in a caller-given array), which is what a `no_std` target without a heap uses.
+//!
+//! ## Inputs
+//!
+//! [`Measurements`] over the caller's sliding window: the worst P99 latency over its
+//! reference (an SLA, or a job's idle-device P99) as a ratio, the largest clock drift in
+//! ppm, and the share of jobs served in time. The latency term of the index is one-sided
+//! (see [`crate::ldti`]).
+//!
+//! ## Remedies
+//!
+//! The levels' actions of S3, as the runtime carries them out:
+//!
+//! - *degraded*: the camera runs at `1 / CAMERA_RATE_DIVISOR` of its rate
+//!   ([`Remedies::camera_scaled`]) and missing audio packets are re-requested
+//!   ([`Remedies::retransmit`]);
+//! - *critical*: the breaker opens on the heaviest branch ([`heaviest_branch`]) and that
+//!   branch answers from the last good result, marked stale ([`Remedies::use_cache`]).
+//!
+//! A remedy switches on at once and off only after its level has not been seen for the
+//! configured recovery time ([`RECOVERY_NANOS`] by default), so one good window does not
+//! undo it. The policy's `[ldti.actions]` switches disable remedies; adaptive threshold
+//! compensation scales the level thresholds when the policy enables it.
+
+use alloc::vec::Vec;
+
+use crate::ldti::{self, AdaptiveThreshold, LdtiBreakdown, LdtiInputs, Level};
+use crate::policy::LdtiPolicy;
+use crate::time::Nanos;
+
+/// How long a level must stay unseen before its remedies are withdrawn.
+pub const RECOVERY_NANOS: Nanos = 1_000_000_000;
+
+/// The camera's rate under [`Remedies::camera_scaled`] is divided by this (every second
+/// frame is dropped).
+pub const CAMERA_RATE_DIVISOR: u32 = 2;
+
+/// What the caller measured over its window, for one step.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Measurements {
+    /// Worst P99 latency over its reference, e.g. P99 / SLA (`None`: no samples).
+    pub latency_ratio: Option<f64>,
+    /// Largest estimated clock drift among the streams, ppm (sign ignored).
+    pub drift_ppm: f64,
+    /// Share of the window's jobs served in time, 0 … 1.
+    pub served_fraction: f64,
+}
+
+/// The remedies in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Remedies {
+    /// The camera runs at `1 / CAMERA_RATE_DIVISOR` of its rate (degraded, `scale_frequency`).
+    pub camera_scaled: bool,
+    /// Missing audio packets are re-requested (degraded, `retransmit`).
+    pub retransmit: bool,
+    /// The heaviest branch's breaker is open (critical, `circuit_break`).
+    pub breaker_open: bool,
+    /// The broken branch answers from the result cache, marked stale (critical, `use_cache`).
+    pub use_cache: bool,
+}
+
+/// One remedy, for naming changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remedy {
+    /// [`Remedies::camera_scaled`].
+    CameraScaled,
+    /// [`Remedies::retransmit`].
+    Retransmit,
+    /// [`Remedies::breaker_open`].
+    BreakerOpen,
+    /// [`Remedies::use_cache`].
+    UseCache,
+}
+
+impl Remedy {
+    /// Every remedy, in the order changes are reported.
+    pub const ALL: [Remedy; 4] = [
+        Remedy::CameraScaled,
+        Remedy::Retransmit,
+        Remedy::BreakerOpen,
+        Remedy::UseCache,
+    ];
+
+    /// What switching it on or off is called in logs and traces.
+    pub fn describe(self, on: bool) -> &'static str {
+        match (self, on) {
+            (Remedy::CameraScaled, true) => "camera rate halved",
+            (Remedy::CameraScaled, false) => "camera rate restored",
+            (Remedy::Retransmit, true) => "audio retransmission on",
+            (Remedy::Retransmit, false) => "audio retransmission off",
+            (Remedy::BreakerOpen, true) => "breaker opened on the heaviest branch",
+            (Remedy::BreakerOpen, false) => "breaker closed",
+            (Remedy::UseCache, true) => "answers from cache",
+            (Remedy::UseCache, false) => "cache answers off",
+        }
+    }
+}
+
+impl Remedies {
+    /// Whether `remedy` is in force.
+    pub fn get(&self, remedy: Remedy) -> bool {
+        match remedy {
+            Remedy::CameraScaled => self.camera_scaled,
+            Remedy::Retransmit => self.retransmit,
+            Remedy::BreakerOpen => self.breaker_open,
+            Remedy::UseCache => self.use_cache,
+        }
+    }
+
+    /// The remedies that differ between `self` and `next`, with their state in `next`.
+    pub fn changes(self, next: Remedies) -> impl Iterator<Item = (Remedy, bool)> {
+        Remedy::ALL
+            .into_iter()
+            .filter(move |&r| self.get(r) != next.get(r))
+            .map(move |r| (r, next.get(r)))
+    }
+}
+
+/// The branch an open breaker stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Branch {
+    /// Camera frames (vision jobs).
+    Vision,
+    /// Utterances (speech recognition jobs).
+    Speech,
+}
+
+/// The heaviest branch: the one whose jobs take longer on average (speech wins ties); vision
+/// when there is no speech branch.
+pub fn heaviest_branch(vision_mean_ms: f64, speech_mean_ms: f64, has_speech: bool) -> Branch {
+    if has_speech && speech_mean_ms >= vision_mean_ms {
+        Branch::Speech
+    } else {
+        Branch::Vision
+    }
+}
+
+/// The outcome of one step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HealthStep {
+    /// The index and its terms.
+    pub ldti: LdtiBreakdown,
+    /// The adaptive threshold factor in force (1 without compensation).
+    pub factor: f64,
+    /// The level under the (scaled) thresholds.
+    pub level: Level,
+    /// The remedies in force after this step.
+    pub remedies: Remedies,
+    /// The remedies in force before it.
+    pub previous: Remedies,
+}
+
+impl HealthStep {
+    /// The remedies this step switched on (`true`) or off (`false`).
+    pub fn changes(&self) -> impl Iterator<Item = (Remedy, bool)> {
+        self.previous.changes(self.remedies)
+    }
+}
+
+/// The health loop's state. See the module docs.
+#[derive(Debug, Clone)]
+pub struct HealthController<B = Vec<f64>> {
+    policy: LdtiPolicy,
+    recovery_nanos: Nanos,
+    adaptive: AdaptiveThreshold<B>,
+    level: Level,
+    remedies: Remedies,
+    /// Last time each level (by index) or a worse one was seen.
+    last_seen: [Option<Nanos>; 3],
+}
+
+impl HealthController<Vec<f64>> {
+    /// A controller following `policy` (the `[ldti]` section), with its adaptive window
+    /// allocated once, here.
+    pub fn new(policy: &LdtiPolicy) -> Self {
+        let window = policy.adaptive_window as usize;
+        Self::with_buffer(policy, alloc::vec![0.0; window.max(2)])
+    }
+}
+
+impl<B: AsRef<[f64]> + AsMut<[f64]>> HealthController<B> {
+    /// A controller whose adaptive window lives in `buffer` (at most its length long):
+    /// allocation-free, for targets without a heap.
+    pub fn with_buffer(policy: &LdtiPolicy, buffer: B) -> Self {
+        Self {
+            adaptive: AdaptiveThreshold::with_buffer(
+                buffer,
+                policy.adaptive_window as usize,
+                policy.adaptive_smoothing,
+            ),
+            policy: *policy,
+            recovery_nanos: RECOVERY_NANOS,
+            level: Level::Stable,
+            remedies: Remedies::default(),
+            last_seen: [None; 3],
+        }
+    }
+
+    /// The same controller with another recovery time (e.g. one evaluation window in a
+    /// soak whose windows are minutes long).
+    pub fn with_recovery_nanos(mut self, recovery_nanos: Nanos) -> Self {
+        self.recovery_nanos = recovery_nanos;
+        self
+    }
+
+    /// Follows a new policy from the next step on (weights, thresholds, switches; the
+    /// adaptive window keeps its length).
+    pub fn set_policy(&mut self, policy: &LdtiPolicy) {
+        self.policy = *policy;
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &LdtiPolicy {
+        &self.policy
+    }
+
+    /// Time between two evaluations at the policy's rate, nanoseconds.
+    pub fn period_nanos(&self) -> Nanos {
+        1_000_000_000 / u64::from(self.policy.evaluate_hz.max(1))
+    }
+
+    /// One evaluation at `now` on `m`: the index, the level, and the remedies in force.
+    pub fn step(&mut self, now: Nanos, m: &Measurements) -> HealthStep {
+        let offset = m.latency_ratio.map_or(0.0, |r| {
+            if r.is_finite() {
+                (r - 1.0).clamp(0.0, 1e6)
+            } else {
+                1e6
+            }
+        });
+        let ldti = ldti::evaluate(
+            &self.policy.weights,
+            &LdtiInputs {
+                latency_p99_nanos: ((1.0 + offset) * 1e6) as u64,
+                latency_ref_nanos: 1_000_000,
+                drift_ppm: m.drift_ppm,
+                throughput: m.served_fraction,
+                throughput_max: 1.0,
+            },
+        );
+        let factor = if self.policy.adaptive_enabled {
+            self.adaptive.update(ldti.value)
+        } else {
+            1.0
+        };
+        let level = self.policy.thresholds.scaled(factor).classify(ldti.value);
+        self.level = level;
+        for seen in &mut self.last_seen[..=level as usize] {
+            *seen = Some(now);
+        }
+        let previous = self.remedies;
+        self.remedies = self.remedies_at(now);
+        HealthStep {
+            ldti,
+            factor,
+            level,
+            remedies: self.remedies,
+            previous,
+        }
+    }
+
+    fn remedies_at(&self, now: Nanos) -> Remedies {
+        let recent = |l: Level| {
+            self.last_seen[l as usize].is_some_and(|t| now.saturating_sub(t) < self.recovery_nanos)
+        };
+        let a = self.policy.actions;
+        let degraded = recent(Level::Degraded);
+        // The breaker opens only at a critical level, and stays open while critical was
+        // seen recently.
+        let critical = self.level == Level::Critical
+            || (self.remedies.breaker_open && recent(Level::Critical));
+        Remedies {
+            camera_scaled: a.scale_frequency && degraded,
+            retransmit: a.retransmit && degraded,
+            breaker_open: a.circuit_break && critical,
+            use_cache: a.use_cache && critical,
+        }
+    }
+
+    /// The remedies in force.
+    pub fn remedies(&self) -> Remedies {
+        self.remedies
+    }
+
+    /// The level of the last step.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+
+    const MS: Nanos = 1_000_000;
+
+    fn m(ratio: f64, served: f64) -> Measurements {
+        Measurements {
+            latency_ratio: Some(ratio),
+            drift_ppm: 3.0,
+            served_fraction: served,
+        }
+    }
+
+    #[test]
+    fn within_the_budget_is_stable_and_overload_escalates_then_recovers() {
+        let mut h = HealthController::new(Policy::default().ldti());
+        let s = h.step(0, &m(0.5, 1.0));
+        assert_eq!(s.level, Level::Stable);
+        assert_eq!(s.ldti.latency, 0.0, "faster than the budget is no symptom");
+        assert_eq!(s.changes().count(), 0);
+        // P99 at 1.8× the budget and a third of the jobs late: degraded.
+        let s = h.step(10 * MS, &m(1.8, 0.66));
+        assert_eq!(s.level, Level::Degraded, "{s:?}");
+        assert!(s.remedies.camera_scaled && s.remedies.retransmit);
+        let on: Vec<_> = s.changes().collect();
+        assert_eq!(
+            on,
+            [(Remedy::CameraScaled, true), (Remedy::Retransmit, true)]
+        );
+        // Far over and nothing served: critical, breaker open.
+        let s = h.step(20 * MS, &m(5.0, 0.0));
+        assert_eq!(s.level, Level::Critical);
+        assert!(s.remedies.breaker_open && s.remedies.use_cache);
+        // Healthy again: remedies stay for the recovery time, then go.
+        assert!(h.step(30 * MS, &m(0.5, 1.0)).remedies.camera_scaled);
+        let s = h.step(30 * MS + RECOVERY_NANOS + MS, &m(0.5, 1.0));
+        assert_eq!(s.remedies, Remedies::default());
+        assert_eq!(s.changes().count(), 4);
+    }
+
+    #[test]
+    fn switched_off_actions_never_come_on() {
+        let mut p = *Policy::default().ldti();
+        p.actions.circuit_break = false;
+        p.actions.retransmit = false;
+        let mut h = HealthController::new(&p);
+        let s = h.step(0, &m(9.0, 0.0));
+        assert_eq!(s.level, Level::Critical);
+        assert!(!s.remedies.breaker_open && !s.remedies.retransmit);
+        assert!(s.remedies.camera_scaled && s.remedies.use_cache);
+    }
+
+    #[test]
+    fn a_fixed_buffer_gives_the_same_steps() {
+        let p = Policy::default();
+        let mut heap = HealthController::new(p.ldti());
+        let mut fixed = HealthController::with_buffer(p.ldti(), [0.0f64; 32]);
+        for (i, r) in [0.2, 1.5, 3.0, 0.9, 1.2, 0.1].into_iter().enumerate() {
+            let now = i as Nanos * 400 * MS;
+            assert_eq!(heap.step(now, &m(r, 0.8)), fixed.step(now, &m(r, 0.8)));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn remedies_follow_levels_switches_and_recovery(
+            steps in proptest::collection::vec((0.0f64..4.0, 0.0f64..1.0, 1u64..600), 1..80),
+            scale in proptest::bool::ANY,
+            breaker in proptest::bool::ANY,
+        ) {
+            let mut p = *Policy::default().ldti();
+            p.actions.scale_frequency = scale;
+            p.actions.circuit_break = breaker;
+            let mut h = HealthController::new(&p);
+            let (mut now, mut last_critical, mut last_degraded) = (0, None, None);
+            for (ratio, served, gap_ms) in steps {
+                now += gap_ms * MS;
+                let s = h.step(now, &m(ratio, served));
+                if s.level >= Level::Degraded { last_degraded = Some(now); }
+                if s.level == Level::Critical { last_critical = Some(now); }
+                let recent = |t: Option<Nanos>| t.is_some_and(|t| now - t < RECOVERY_NANOS);
+                proptest::prop_assert!(scale || !s.remedies.camera_scaled);
+                proptest::prop_assert!(breaker || !s.remedies.breaker_open);
+                proptest::prop_assert_eq!(s.remedies.retransmit, recent(last_degraded));
+                if s.remedies.breaker_open {
+                    proptest::prop_assert!(recent(last_critical));
+                }
+                if s.level == Level::Critical {
+                    proptest::prop_assert_eq!(s.remedies.breaker_open, breaker);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn heaviest_branch_follows_the_means() {
+        assert_eq!(heaviest_branch(70.0, 900.0, true), Branch::Speech);
+        assert_eq!(heaviest_branch(70.0, 30.0, true), Branch::Vision);
+        assert_eq!(heaviest_branch(70.0, 900.0, false), Branch::Vision);
+    }
+}

@@ -1,0 +1,324 @@
+//! The device latency profile (S8): one format for what `mmsched profile` measures, what
+//! `mmsched run` takes its cost priors from, what the simulator draws job costs from, and
+//! what a scenario's `[device] profile` names. The shipped reference profile
+//! (`profiles/reference-2core.json`) is a file of this format too.
+//!
+//! ```json
+//! {
+//!   "format_version": 1,
+//!   "label": "…",
+//!   "device": {"arch": "x86_64", "os": "linux", "cpu_model": "…", "logical_cores": 2},
+//!   "entries": [
+//!     {"model": "ppocr-v4-det", "engine": "tract", "input": "320x320", "threads": 1,
+//!      "warmup_runs": 3, "runs": 20, "memory_bytes": 4745517,
+//!      "stages": {"pre":  {"p50_nanos": …, "p95_nanos": …, "p99_nanos": …, "mean_nanos": …, "max_nanos": …},
+//!                 "exec": {…}, "post": {…}, "total": {…}}}
+//!   ],
+//!   "jobs": {
+//!     "vision": {"p50_nanos": …, "p95_nanos": …, "p99_nanos": …, "unit": "…", "from": "…"}, …
+//!   }
+//! }
+//! ```
+//!
+//! `entries` are the raw measurements per (model, engine, input size). `jobs` are the costs
+//! of one *scheduler job* per job kind (`vision`, `vad`, `asr`, `llm`) as `mmsched run`
+//! makes them — what a scheduler predicts and a simulator draws — each naming the entry it
+//! was derived from. Only types and pure functions live here; reading and writing files is
+//! the simulator's (`mmsched_sim::profile`) and measuring is the backends'.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+use crate::time::Nanos;
+
+/// Version of the profile format.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The job kinds a profile's `jobs` section may describe.
+pub const JOB_KINDS: [&str; 4] = ["vision", "vad", "asr", "llm"];
+
+/// Percentiles of one stage, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50_nanos: Nanos,
+    /// 95th percentile.
+    pub p95_nanos: Nanos,
+    /// 99th percentile.
+    pub p99_nanos: Nanos,
+    /// Mean.
+    pub mean_nanos: Nanos,
+    /// Largest sample.
+    pub max_nanos: Nanos,
+}
+
+/// Percentiles of every stage and of the total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StageStats {
+    /// Pre-processing.
+    pub pre: Percentiles,
+    /// Execution.
+    pub exec: Percentiles,
+    /// Post-processing.
+    pub post: Percentiles,
+    /// All three stages of one job.
+    pub total: Percentiles,
+}
+
+/// One measured (model, engine, input size) combination.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileEntry {
+    /// The backend's name, e.g. `ppocr-v4-det`.
+    pub model: String,
+    /// The engine, e.g. `tract`, `ort`, `candle`.
+    pub engine: String,
+    /// A label for the input size, e.g. `320x320`, `chunk512`, `w320`.
+    pub input: String,
+    /// Threads the engine was allowed.
+    pub threads: u32,
+    /// Untimed runs before measuring.
+    pub warmup_runs: u32,
+    /// Timed runs.
+    pub runs: u32,
+    /// Memory held by the loaded model, bytes.
+    pub memory_bytes: u64,
+    /// Latency percentiles per stage.
+    pub stages: StageStats,
+}
+
+/// The device the profile was measured on.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// CPU architecture.
+    pub arch: String,
+    /// Operating system.
+    pub os: String,
+    /// CPU model name, if known.
+    pub cpu_model: String,
+    /// Logical cores visible to the process.
+    pub logical_cores: u32,
+}
+
+/// The cost of one scheduler job of a kind.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobCost {
+    /// Median, nanoseconds.
+    pub p50_nanos: Nanos,
+    /// 95th percentile (what a scheduler predicts).
+    pub p95_nanos: Nanos,
+    /// 99th percentile.
+    pub p99_nanos: Nanos,
+    /// What one job is.
+    #[serde(default)]
+    pub unit: String,
+    /// Where the figures come from (an entry `model/engine/input`, and how it was scaled).
+    #[serde(default)]
+    pub from: String,
+}
+
+/// A device latency profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// [`FORMAT_VERSION`] when written.
+    pub format_version: u32,
+    /// What this profile is (e.g. "measured by mmsched profile", or a reference's source).
+    #[serde(default)]
+    pub label: String,
+    /// Where it was measured.
+    pub device: DeviceInfo,
+    /// One entry per (model, engine, input).
+    #[serde(default)]
+    pub entries: Vec<ProfileEntry>,
+    /// One job's cost per job kind (`vision`, `vad`, `asr`, `llm`).
+    #[serde(default)]
+    pub jobs: BTreeMap<String, JobCost>,
+}
+
+/// What is wrong with a profile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileProblem {
+    /// Another format version.
+    #[error("format version {found} (this build reads {FORMAT_VERSION})")]
+    Version {
+        /// The version in the file.
+        found: u32,
+    },
+    /// A job cost that is not a cost.
+    #[error("jobs.{kind}: need 0 < p50_nanos ≤ p95_nanos ≤ p99_nanos, got {p50} / {p95} / {p99}")]
+    BadCost {
+        /// The job kind.
+        kind: String,
+        /// Median.
+        p50: Nanos,
+        /// P95.
+        p95: Nanos,
+        /// P99.
+        p99: Nanos,
+    },
+    /// A job kind nobody schedules.
+    #[error("jobs.{kind}: unknown job kind (known: vision, vad, asr, llm)")]
+    UnknownKind {
+        /// The job kind.
+        kind: String,
+    },
+}
+
+impl DeviceProfile {
+    /// An empty profile of `device`.
+    pub fn empty(device: DeviceInfo) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            label: String::new(),
+            device,
+            entries: Vec::new(),
+            jobs: BTreeMap::new(),
+        }
+    }
+
+    /// Checks the version and the job costs.
+    pub fn validate(&self) -> Result<(), ProfileProblem> {
+        if self.format_version != FORMAT_VERSION {
+            return Err(ProfileProblem::Version {
+                found: self.format_version,
+            });
+        }
+        for (kind, c) in &self.jobs {
+            if !JOB_KINDS.contains(&kind.as_str()) {
+                return Err(ProfileProblem::UnknownKind { kind: kind.clone() });
+            }
+            if !(c.p50_nanos > 0 && c.p50_nanos <= c.p95_nanos && c.p95_nanos <= c.p99_nanos) {
+                return Err(ProfileProblem::BadCost {
+                    kind: kind.clone(),
+                    p50: c.p50_nanos,
+                    p95: c.p95_nanos,
+                    p99: c.p99_nanos,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds an entry, replacing any earlier one for the same (model, engine, input).
+    pub fn upsert(&mut self, entry: ProfileEntry) {
+        self.entries.retain(|e| {
+            !(e.model == entry.model && e.engine == entry.engine && e.input == entry.input)
+        });
+        self.entries.push(entry);
+    }
+
+    /// The entry for this model, engine and input label.
+    pub fn lookup(&self, model: &str, engine: &str, input: &str) -> Option<&ProfileEntry> {
+        self.entries
+            .iter()
+            .find(|e| e.model == model && e.engine == engine && e.input == input)
+    }
+
+    /// Predicted cost of one run of an entry: the P95 of its total (or `None`).
+    pub fn predict_p95_nanos(&self, model: &str, engine: &str, input: &str) -> Option<Nanos> {
+        self.lookup(model, engine, input)
+            .map(|e| e.stages.total.p95_nanos)
+    }
+
+    /// The cost of one job of `kind`, if the profile has it.
+    pub fn job(&self, kind: &str) -> Option<&JobCost> {
+        self.jobs.get(kind)
+    }
+
+    /// Records a job kind's cost from an entry's total, scaled by `num / den` (e.g. a 10 s
+    /// clip's cost for a 2 s job: 2 / 10; a 16-token generation for one token: 1 / 17).
+    /// Returns whether the entry was there.
+    pub fn derive_job(
+        &mut self,
+        kind: &str,
+        (model, engine, input): (&str, &str, &str),
+        (num, den): (u64, u64),
+        unit: &str,
+    ) -> bool {
+        let Some(e) = self.lookup(model, engine, input) else {
+            return false;
+        };
+        let t = e.stages.total;
+        let scale = |v: Nanos| (v.saturating_mul(num) / den.max(1)).max(1);
+        let from = if num == den {
+            format!("{model}/{engine}/{input}")
+        } else {
+            format!("{model}/{engine}/{input} × {num}/{den}")
+        };
+        let cost = JobCost {
+            p50_nanos: scale(t.p50_nanos),
+            p95_nanos: scale(t.p95_nanos).max(scale(t.p50_nanos)),
+            p99_nanos: scale(t.p99_nanos).max(scale(t.p95_nanos)),
+            unit: unit.into(),
+            from,
+        };
+        self.jobs.insert(kind.into(), cost);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(model: &str, p50: Nanos, p95: Nanos, p99: Nanos) -> ProfileEntry {
+        ProfileEntry {
+            model: model.into(),
+            engine: "tract".into(),
+            input: "x".into(),
+            threads: 1,
+            warmup_runs: 1,
+            runs: 2,
+            memory_bytes: 10,
+            stages: StageStats {
+                total: Percentiles {
+                    p50_nanos: p50,
+                    p95_nanos: p95,
+                    p99_nanos: p99,
+                    ..Percentiles::default()
+                },
+                ..StageStats::default()
+            },
+        }
+    }
+
+    #[test]
+    fn upserts_and_derives_scaled_job_costs() {
+        let mut p = DeviceProfile::empty(DeviceInfo::default());
+        p.upsert(entry("a", 5, 6, 7));
+        p.upsert(entry("a", 10_000, 12_000, 15_000));
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.predict_p95_nanos("a", "tract", "x"), Some(12_000));
+        assert!(p.derive_job("asr", ("a", "tract", "x"), (1, 5), "2 s"));
+        let j = p.job("asr").expect("derived");
+        assert_eq!((j.p50_nanos, j.p95_nanos, j.p99_nanos), (2000, 2400, 3000));
+        assert!(j.from.contains("1/5"));
+        assert!(!p.derive_job("vad", ("missing", "tract", "x"), (1, 1), ""));
+        assert_eq!(p.validate(), Ok(()));
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        let mut p = DeviceProfile::empty(DeviceInfo::default());
+        p.jobs.insert(
+            "vision".into(),
+            JobCost {
+                p50_nanos: 5,
+                p95_nanos: 4,
+                p99_nanos: 9,
+                ..JobCost::default()
+            },
+        );
+        assert!(matches!(p.validate(), Err(ProfileProblem::BadCost { .. })));
+        p.jobs.clear();
+        p.jobs.insert("tts".into(), JobCost::default());
+        assert!(matches!(
+            p.validate(),
+            Err(ProfileProblem::UnknownKind { .. })
+        ));
+        p.format_version = 9;
+        assert!(p.validate().unwrap_err().to_string().contains("version 9"));
+    }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Compares the simulator's prediction (`mmsched sim run`) with a real run (`mmsched run`) of
+# the same scenario and duration: on-time rate per modality, in percent, and the
+# difference in points. Exits non-zero when a modality differs by more than TOLERANCE.
+#
+# Usage: scripts/sim-vs-run.sh [SCENARIO…]          (default: ar-glasses car inspection)
+# Environment: MMSCHED_BIN (default target/release/mmsched; build it with
+#   `cargo build --release -p mmsched`), DURATION (default 60 s), OUT (default
+#   sim-vs-run/), TOLERANCE (default 10 points), PROFILE (a profile file for both sides;
+#   default: the usual choice, $MMSCHED_HOME/profile.json if measured, else the reference).
+# Real runs are timing-sensitive: run this on a quiet machine. The load average at the
+# start and end is printed with the table.
+set -euo pipefail
+bin=${MMSCHED_BIN:-target/release/mmsched}
+duration=${DURATION:-60}
+out=${OUT:-sim-vs-run}
+tolerance=${TOLERANCE:-10}
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(ar-glasses car inspection)
+profile_args=()
+[ -n "${PROFILE:-}" ] && profile_args=(--profile "$PROFILE")
+[ -x "$bin" ] || { echo "no $bin: build it with cargo build --release -p mmsched, or set MMSCHED_BIN" >&2; exit 2; }
+mkdir -p "$out"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for s in "${scenarios[@]}"; do
+    "$bin" sim run --scenario "$s" --duration "$duration" "${profile_args[@]}" --json >"$out/$s.sim.json"
+    "$bin" run --scenario "$s" --duration "$duration" "${profile_args[@]}" --json \
+        --report "$out/$s-report" >"$out/$s.run.json" 2>"$out/$s.run.log"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$out" "$tolerance" "${scenarios[@]}" <<'PY'
+import json, sys
+out, tol, scenarios = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+def on_time(m):
+    jobs = m.get("jobs") or 0
+    if not jobs:
+        return None
+    return 100.0 * (m["completed"] - m["deadline_misses"]) / jobs
+worst = 0.0
+print(f"{'scenario':<12} {'modality':<8} {'sim jobs':>8} {'run jobs':>8} {'sim on time':>12} {'run on time':>12} {'diff':>7}")
+for s in scenarios:
+    sim = json.load(open(f"{out}/{s}.sim.json"))
+    run = json.load(open(f"{out}/{s}.run.json"))
+    for k in ["vision", "vad", "asr", "llm"]:
+        a, b = sim.get(k) or {}, run.get(k) or {}
+        pa, pb = on_time(a), on_time(b)
+        if pa is None and pb is None:
+            continue
+        d = None if pa is None or pb is None else pa - pb
+        if d is not None:
+            worst = max(worst, abs(d))
+        fmt = lambda v: "—" if v is None else f"{v:.1f} %"
+        print(f"{s:<12} {k:<8} {a.get('jobs', 0):>8} {b.get('jobs', 0):>8} {fmt(pa):>12} {fmt(pb):>12} {'—' if d is None else f'{d:+.1f}':>7}")
+    print(f"{'':<12} profile: {sim.get('profile')}")
+print(f"largest difference: {worst:.1f} points (tolerance {tol:g})")
+sys.exit(0 if worst <= tol else 1)
+PY
