@@ -33,19 +33,13 @@ fn field_line(text: &str, offset: usize, field: &str) -> usize {
     entry_line
 }
 
-pub(crate) struct Checker<'a> {
+struct Checker<'a> {
     text: &'a str,
     source: &'a str,
 }
 
 impl Checker<'_> {
-    pub(crate) fn err(
-        &self,
-        offset: usize,
-        field: String,
-        value: String,
-        reason: &str,
-    ) -> ScenarioError {
+    fn err(&self, offset: usize, field: String, value: String, reason: &str) -> ScenarioError {
         ScenarioError::Invalid {
             source_name: self.source.to_string(),
             line: field_line(self.text, offset, &field),
@@ -55,7 +49,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(crate) fn range(
+    fn range(
         &self,
         offset: usize,
         field: String,
@@ -473,10 +467,9 @@ fn check_episode(
 }
 
 pub(crate) fn check(
-    mut spec: ScenarioSpec,
+    spec: ScenarioSpec,
     text: &str,
     source: &str,
-    base_dir: Option<&std::path::Path>,
 ) -> Result<Scenario, ScenarioError> {
     let c = Checker { text, source };
     if let Some(v) = spec.version
@@ -589,10 +582,6 @@ pub(crate) fn check(
     }
     for (i, e) in spec.episodes.iter().enumerate() {
         check_episode(&c, i, e.span().start, e.get_ref(), &stream_names)?;
-    }
-    for (i, s) in spec.streams.iter_mut().enumerate() {
-        let at = s.span().start;
-        crate::source_check::check_source(&c, i, at, s.get_mut(), base_dir)?;
     }
     Ok(Scenario {
         description: spec.description.unwrap_or_default(),
