@@ -49,6 +49,13 @@ fn modality(stats: &RunStats, kind: Kind) -> ModalitySummary {
     // own count is the truth.
     m.completed = k.completed;
     m.deadline_misses = k.deadline_misses;
+    if kind == Kind::Asr {
+        m.sla_rule = Some(format!(
+            "{} ms + the utterance's length (at least {} s)",
+            mmsched_core::text::number(k.sla_ms),
+            crate::run::ASR_MIN_BUDGET_NANOS / 1_000_000_000
+        ));
+    }
     m
 }
 
