@@ -13,7 +13,12 @@ fn mmsched(args: &[&str]) -> Output {
 
 fn failure(args: &[&str]) -> String {
     let out = mmsched(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Problems go to stderr, except `trace validate`'s list, which is its output.
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(!out.status.success(), "{args:?} succeeded: {err}");
     err
 }
@@ -104,8 +109,8 @@ fn a_scenario_error_reads_as_text_not_as_rust_debug_output() {
     ))
     .expect("built-in scenario file");
     let bad = base.replacen(
-        "[[streams]]",
-        "[[streams]]\njitter = { scale_ms = 8, p99_ms = 20 }",
+        "jitter = { shape = 2, scale_ms = 6 }",
+        "jitter = { shape = 2, scale_ms = 6, p99_ms = 20 }",
         1,
     );
     std::fs::write(&f, bad).expect("write");
