@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
 #   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
 PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps)
+# python3-venv: the OTLP/JSON test's interpreter (set up below).
+PACKAGES+=(python3-venv)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,6 +31,12 @@ rustup target list --installed | grep -q riscv32imac-unknown-none-elf \
   || rustup target add riscv32imac-unknown-none-elf
 # CI checks formatting and lints; a minimal rustup profile has neither.
 rustup component add rustfmt clippy >/dev/null 2>&1 || rustup component add rustfmt clippy
+
+# The OTLP/JSON export test parses exports with the OpenTelemetry protobuf definitions
+# (PyPI `opentelemetry-proto`), in a virtual environment of its own.
+OTLP_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-otlp"
+"$OTLP_VENV/bin/python" -c 'import opentelemetry.proto' 2>/dev/null \
+  || { python3 -m venv "$OTLP_VENV" && "$OTLP_VENV/bin/pip" install -q opentelemetry-proto==1.45.2; }
 
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.

@@ -8,6 +8,9 @@ use std::path::Path;
 
 use crate::backend::BackendError;
 
+/// The largest WAV file read.
+pub const WAV_FILE_CAP: u64 = 256 << 20;
+
 /// The sample rate every speech model here expects.
 pub const SAMPLE_RATE_HZ: u32 = 16_000;
 
@@ -51,8 +54,29 @@ impl AudioClip {
 /// Reads a PCM (8/16/24/32-bit integer) or 32-bit float WAV file; several channels are
 /// averaged to mono.
 pub fn read_wav(path: &Path) -> Result<AudioClip, BackendError> {
-    let shown = path.display();
-    let reader = hound::WavReader::open(path).map_err(|e| match e {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .map_err(|e| BackendError::InvalidInput(format!("cannot read {shown}: {e}")))?;
+    if file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() > WAV_FILE_CAP)
+    {
+        return Err(BackendError::InvalidInput(format!(
+            "{shown} is larger than {} MiB (about two hours of 16 kHz audio): cut it into shorter files",
+            WAV_FILE_CAP >> 20
+        )));
+    }
+    // Not a regular file (a pipe, a device): read no more than the cap.
+    decode_wav(
+        std::io::BufReader::new(std::io::Read::take(file, WAV_FILE_CAP)),
+        &shown,
+    )
+}
+
+/// Decodes WAV bytes from `input` (`shown` names it in errors); several channels are
+/// averaged to mono.
+pub fn decode_wav(input: impl std::io::Read, shown: &str) -> Result<AudioClip, BackendError> {
+    let reader = hound::WavReader::new(input).map_err(|e| match e {
         hound::Error::IoError(io) => {
             BackendError::InvalidInput(format!("cannot read {shown}: {io}"))
         }
@@ -62,6 +86,11 @@ pub fn read_wav(path: &Path) -> Result<AudioClip, BackendError> {
         )),
     })?;
     let spec = reader.spec();
+    if spec.sample_rate == 0 {
+        return Err(BackendError::InvalidInput(format!(
+            "{shown} declares a sample rate of 0 Hz; re-encode it, e.g. `ffmpeg -i IN -ar 16000 -ac 1 out.wav`"
+        )));
+    }
     let channels = usize::from(spec.channels.max(1));
     let bad =
         |e: hound::Error| BackendError::InvalidInput(format!("{shown}: corrupt WAV data: {e}"));

@@ -4,6 +4,9 @@ use std::path::Path;
 
 use crate::backend::BackendError;
 
+/// The largest image file read (a 48-megapixel JPEG is about 20 MiB).
+pub const IMAGE_FILE_CAP: u64 = 64 << 20;
+
 /// An 8-bit RGB image, rows top to bottom, pixels left to right, `R, G, B` interleaved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RgbFrame {
@@ -37,10 +40,24 @@ impl RgbFrame {
 
     /// Loads a PNG or JPEG file (any colour type; converted to RGB8).
     pub fn load(path: &Path) -> Result<Self, BackendError> {
-        let shown = path.display();
-        let bytes = std::fs::read(path)
-            .map_err(|e| BackendError::InvalidInput(format!("cannot read image {shown}: {e}")))?;
-        let decoded = image::load_from_memory(&bytes).map_err(|e| {
+        let shown = path.display().to_string();
+        let bytes = mmsched_core::bounded::read_capped(path, IMAGE_FILE_CAP, "image").map_err(
+            |e| match &e {
+                mmsched_core::bounded::ReadCapError::Io { source, .. } => {
+                    BackendError::InvalidInput(format!("cannot read image {shown}: {source}"))
+                }
+                mmsched_core::bounded::ReadCapError::TooLarge { .. } => {
+                    BackendError::InvalidInput(e.to_string())
+                }
+            },
+        )?;
+        Self::decode(&bytes, &shown)
+    }
+
+    /// Decodes PNG or JPEG bytes (`shown` names them in errors), within the image
+    /// crate's default limits on dimensions and memory.
+    pub fn decode(bytes: &[u8], shown: &str) -> Result<Self, BackendError> {
+        let decoded = image::load_from_memory(bytes).map_err(|e| {
             BackendError::InvalidInput(format!("{shown} is not a readable PNG or JPEG image: {e}"))
         })?;
         let rgb = decoded.to_rgb8();

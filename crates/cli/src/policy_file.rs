@@ -2,14 +2,16 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use mmsched_core::policy::{Policy, PolicySpec};
+
+/// The largest policy file read (a policy document is a few KiB).
+pub const POLICY_FILE_CAP: u64 = 1 << 20;
 
 /// Parses and validates a policy file. Errors carry the path, the line and column for
 /// syntax or unknown-field problems, and every invalid field with its allowed range.
 pub fn load(path: &Path) -> Result<Policy> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read policy file {}", path.display()))?;
+    let text = mmsched_core::bounded::read_capped_text(path, POLICY_FILE_CAP, "policy file")?;
     let spec = parse(path, &text)?;
     match Policy::try_from(spec) {
         Ok(p) => Ok(p),
@@ -34,6 +36,12 @@ pub fn parse(path: &Path, text: &str) -> Result<PolicySpec> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
+        if !text.trim_start().starts_with('{') {
+            bail!(
+                "{}: a policy document is a JSON object {{…}}; this file holds another kind of JSON value",
+                path.display()
+            );
+        }
         serde_json::from_str(text)
             .map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.line(), e.column(), e))
     } else {
@@ -65,6 +73,20 @@ mod tests {
         let err = parse(Path::new("p.toml"), text).unwrap_err().to_string();
         assert!(err.starts_with("p.toml:3:1:"), "{err}");
         assert!(err.contains("weight_deadline"), "{err}");
+    }
+
+    #[test]
+    fn a_top_level_json_array_is_not_a_policy() {
+        let err = parse(Path::new("p.json"), r#"["x"]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a policy document is a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn dev_zero_is_refused_at_the_cap() {
+        let err = format!("{:#}", load(Path::new("/dev/zero")).unwrap_err());
+        assert!(err.contains("is larger than 1 MiB"), "{err}");
     }
 
     #[test]

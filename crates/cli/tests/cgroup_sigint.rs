@@ -1,5 +1,7 @@
 //! An interrupted run leaves no resource group behind: `mmsched cgroup-selftest --hold`
-//! is stopped with SIGINT while its groups hold threads, and every directory must be gone.
+//! is stopped with SIGINT while its groups hold threads, and every directory must be gone;
+//! one killed with SIGKILL (no chance to clean up) has its groups removed by the next start.
+//! The real-filesystem tests need cgroups (Linux, root, as in CI) and fail without them.
 #![cfg(target_os = "linux")]
 
 use std::io::{BufRead, BufReader};
@@ -85,9 +87,11 @@ fn sigint_on_a_mimic_tree_removes_every_group() {
 fn sigint_on_the_real_cgroup_filesystem_removes_every_group() {
     let (mut child, first) = spawn(None);
     if first["active"] != true {
-        println!("skipped: {}", first["status"]);
         let _ = child.wait();
-        return;
+        panic!(
+            "this test needs writable cgroups (Linux, root, as in CI): {}",
+            first["status"]
+        );
     }
     let created = dirs(&first);
     assert!(!created.is_empty());
@@ -108,4 +112,72 @@ fn sigint_on_the_real_cgroup_filesystem_removes_every_group() {
     for d in created {
         assert!(!d.exists(), "{} left behind", d.display());
     }
+}
+
+/// SIGKILL leaves the groups; the next start removes them and says so.
+#[test]
+fn groups_left_by_sigkill_are_removed_at_the_next_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    touch(&root.join("unified/cgroup.controllers"));
+    for f in ["tasks", "cpu.cfs_quota_us", "cpu.rt_runtime_us"] {
+        touch(&root.join("cpu").join(f));
+    }
+    touch(&root.join("memory/tasks"));
+    let (mut killed, first) = spawn(Some(root));
+    let left = dirs(&first);
+    killed.kill().expect("SIGKILL");
+    killed.wait().expect("reaped");
+    assert!(left.iter().all(|d| d.is_dir()), "SIGKILL leaves the groups");
+    // In a mimic tree the killed threads are still listed in the class `tasks` files
+    // (no kernel removes them): empty them as the kernel does when a process dies.
+    for d in &left {
+        let tasks = d.join("tasks");
+        if tasks.exists() {
+            std::fs::write(&tasks, "").expect("tempdir writable");
+        }
+    }
+    let (mut next, first) = spawn(Some(root));
+    let stale: Vec<PathBuf> = first["stale_removed"]
+        .as_array()
+        .expect("stale_removed listed")
+        .iter()
+        .map(|d| PathBuf::from(d.as_str().expect("string")))
+        .collect();
+    assert_eq!(interrupt_and_wait(&mut next), 130);
+    let groups: Vec<&PathBuf> = left
+        .iter()
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("mmsched-"))
+        })
+        .collect();
+    assert!(!groups.is_empty(), "{left:?}");
+    for g in groups {
+        assert!(stale.contains(g), "{} not reported: {stale:?}", g.display());
+        assert!(!g.exists(), "{} left behind", g.display());
+    }
+}
+
+/// The same with the real cgroup filesystem: the kernel empties the groups of a killed
+/// process, and the next start removes them.
+#[test]
+fn groups_left_by_sigkill_on_the_real_cgroup_filesystem_are_removed_at_the_next_start() {
+    let (mut killed, first) = spawn(None);
+    assert_eq!(
+        first["active"], true,
+        "this test needs writable cgroups (Linux, root, as in CI): {first}"
+    );
+    let left = dirs(&first);
+    killed.kill().expect("SIGKILL");
+    killed.wait().expect("reaped");
+    assert!(left.iter().all(|d| d.is_dir()), "SIGKILL leaves the groups");
+    let (mut next, first) = spawn(None);
+    let stale = first["stale_removed"].to_string();
+    assert_eq!(interrupt_and_wait(&mut next), 130);
+    for d in &left {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+    let group = format!("mmsched-{}", killed.id());
+    assert!(stale.contains(&group), "{group} not reported: {stale}");
 }

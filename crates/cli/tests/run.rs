@@ -48,6 +48,12 @@ fn a_short_run_writes_summary_report_and_trace() {
     assert!(s["alignment"].get("residual_p99_ms").is_some());
     assert!(s["audio"]["frame_loss_pct"].is_number());
     assert!(s["scheduler_overhead_pct"].is_number());
+    assert!(
+        s["asr"]["sla_rule"]
+            .as_str()
+            .is_some_and(|r| r.contains("utterance's length")),
+        "the ASR deadline rule is stated: {s}"
+    );
     assert_eq!(s["scenario"], "ar-glasses");
     assert_eq!(s["scheduler"], "mmsched");
     assert!(s["duration"].as_f64().is_some_and(|d| d > 5.0));
@@ -247,4 +253,64 @@ fn serve_during_a_run_exports_metrics_and_applies_a_policy_put() {
             .any(|l| l.contains("policy_change") && l.contains("no-routing")),
         "the policy change is not in the trace"
     );
+}
+
+/// A short `run --serve` with a client that never finishes its request exits a few seconds
+/// after writing its report (46 s were observed before the shutdown deadline).
+#[test]
+fn run_serve_exits_soon_after_its_report_despite_an_open_request() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mmsched()
+        .args([
+            "run",
+            "--duration",
+            "3",
+            "--no-platform",
+            "--serve",
+            "127.0.0.1:0",
+            "--header-timeout-secs",
+            "120",
+            "--report",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.split("on http://").nth(1) {
+                let _ = tx.send(url.trim().to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("run prints the served address");
+    let mut open = std::net::TcpStream::connect(&addr).expect("connects");
+    write!(
+        open,
+        "PUT /api/v1/policy HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"na"
+    )
+    .expect("writes");
+    let stdout = child.stdout.take().expect("piped");
+    let mut reported = None;
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        if line.starts_with("report:") {
+            reported = Some(Instant::now());
+        }
+    }
+    let reported = reported.expect("the run writes its report");
+    let status = child.wait().expect("waits");
+    let after = reported.elapsed();
+    assert!(status.success(), "{status:?}");
+    // The deadline is 3 s; the margin is for a loaded machine, far below the 46 s seen.
+    assert!(
+        after < Duration::from_secs(15),
+        "exited {after:?} after the report"
+    );
+    drop(open);
 }

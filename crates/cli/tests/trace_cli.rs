@@ -88,3 +88,72 @@ fn validate_names_bad_lines() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 3"));
 }
+
+/// `trace view` with a client that never finishes its request: Ctrl-C gives it the grace
+/// period and exits; a second Ctrl-C exits at once.
+#[test]
+fn view_stops_on_ctrl_c_despite_an_open_request_and_at_once_on_a_second() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("t.ndjson");
+    let out = mmsched(&[
+        "trace",
+        "demo",
+        "--events",
+        "100",
+        "--out",
+        file.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.status.success());
+    for (grace, presses, code) in [("1", 1, 0), ("120", 2, 130)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+            .args(["trace", "view", "--shutdown-grace-secs", grace])
+            .args(["--header-timeout-secs", "120"])
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("prints its URL");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .expect("a URL")
+            .to_string();
+        let mut open = std::net::TcpStream::connect(&addr).expect("connects");
+        open.write_all(b"GET /api/v1/trace HTTP/1.1\r\nHost: ")
+            .expect("writes half a head");
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..presses {
+            let ok = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(ok.success());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("waits") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("trace view (grace {grace} s, {presses} Ctrl-C) did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "grace {grace} s, {presses} Ctrl-C"
+        );
+        drop(open);
+    }
+}

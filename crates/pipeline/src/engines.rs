@@ -16,7 +16,7 @@ use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
 use mmsched_core::time::{Clock, MonotonicClock};
-use mmsched_models::{Artifact, ModelPaths};
+use mmsched_models::{Artifact, ModelError, ModelPaths};
 use mmsched_scenario::{ModelKind, Scenario};
 
 use crate::config::RunError;
@@ -81,6 +81,29 @@ fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Op
     } else {
         paths.root().join(p)
     })
+}
+
+/// Checks the cached files `kind` loads against their pinned sha256, so a corrupt file is
+/// an error naming the fix rather than garbage output. A missing file is left to the
+/// loader, which names the fetch command; a user's own file is not checked.
+fn verify(paths: &ModelPaths, kind: ModelKind) -> Result<(), RunError> {
+    let artifacts: &[Artifact] = match kind {
+        ModelKind::Vision => &[Artifact::PpocrDet, Artifact::PpocrRec],
+        ModelKind::Vad => &[Artifact::SileroVadOpenvino16k],
+        ModelKind::Asr => &[
+            Artifact::WhisperModel,
+            Artifact::WhisperConfig,
+            Artifact::WhisperTokenizer,
+        ],
+        ModelKind::Llm => &[Artifact::Gemma3],
+    };
+    for &a in artifacts {
+        match paths.verified(a) {
+            Ok(_) | Err(ModelError::Missing(_)) => {}
+            Err(e) => return Err(RunError::ModelFile(e)),
+        }
+    }
+    Ok(())
 }
 
 /// One generated camera frame with text on it.
@@ -167,6 +190,7 @@ impl Engines {
         let mut e = Engines::default();
         if uses(scenario, ModelKind::Vision) {
             on_load("PP-OCRv4");
+            verify(&paths, ModelKind::Vision)?;
             let mut config = OcrConfig {
                 det_size: CAMERA_DET_SIZE,
                 engine: single,
@@ -184,6 +208,7 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Vad) {
             on_load("Silero VAD");
+            verify(&paths, ModelKind::Vad)?;
             let mut config = VadConfig {
                 engine: single,
                 ..VadConfig::default()
@@ -202,6 +227,7 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Asr) {
             on_load("Whisper tiny.en");
+            verify(&paths, ModelKind::Asr)?;
             let files = WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?;
             let asr = AsrSession::load(
                 &files,
@@ -216,6 +242,7 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Llm) {
             on_load("Gemma-3 270M");
+            verify(&paths, ModelKind::Llm)?;
             let path = match scenario_file(scenario, ModelKind::Llm, &paths) {
                 Some(p) if p.exists() => p,
                 _ => paths

@@ -30,7 +30,17 @@ pub fn resource_groups(
             _ => c.with_cpu_weight(200),
         })
         .collect::<Vec<_>>();
-    match cgroup::setup(&CgroupFs::system(), &classes) {
+    let fs = CgroupFs::system();
+    let stale = fs.remove_stale(cgroup::process_exists);
+    if !stale.is_empty() {
+        let dirs: Vec<String> = stale.iter().map(|d| d.display().to_string()).collect();
+        notes.push(format!(
+            "removed {} resource group(s) left by ended runs: {}",
+            stale.len(),
+            dirs.join(", ")
+        ));
+    }
+    match cgroup::setup(&fs, &classes) {
         Ok((set, status)) => {
             notes.push(status.to_string());
             if let Some(s) = &set {

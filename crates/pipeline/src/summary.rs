@@ -68,6 +68,13 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
         m.on_time as f64 / (t.elapsed_nanos as f64 / 1e9)
     };
     m.importance = t.importance[kind.index()];
+    if kind == Kind::Asr {
+        m.sla_rule = Some(format!(
+            "{} ms + the utterance's length (at least {} s)",
+            mmsched_core::text::number(k.sla_ms),
+            crate::run::ASR_MIN_BUDGET_NANOS / 1_000_000_000
+        ));
+    }
     m
 }
 

@@ -48,11 +48,21 @@ pub struct JobSpan<'a> {
     pub stage: &'a str,
 }
 
+/// The wall-clock time now, in nanoseconds since 1970 (0 on a clock set before 1970). Read
+/// once per run, to date the trace; every duration comes from the device clock.
+pub fn unix_nanos_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 impl TraceOut {
-    /// A trace into `path` (none if `None`), with `metadata` in the header.
+    /// A trace into `path` (none if `None`), with `metadata` in the header;
+    /// `start_unix_nanos` is the wall-clock time of timestamp 0.
     pub fn create(
         path: Option<&Path>,
         seed: u64,
+        start_unix_nanos: u64,
         metadata: BTreeMap<String, Value>,
     ) -> Result<Self, RunError> {
         let ids = IdGen::from_seed(seed);
@@ -65,7 +75,7 @@ impl TraceOut {
                     source,
                 };
                 let file = File::create(p).map_err(err)?;
-                let mut header = Header::new(0);
+                let mut header = Header::new(start_unix_nanos);
                 header.metadata = metadata;
                 Some(Writer::new(BufWriter::new(file), &header).map_err(err)?)
             }

@@ -85,6 +85,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         p99_ms: p99,
         mean_ms: p50 * 1.1,
         sla_ms: sla,
+        sla_rule: None,
     };
     let mut summary = RunSummary {
         scenario: "ar-glasses <preview>".into(),

@@ -149,6 +149,10 @@ pub struct ModalitySummary {
     /// The latency SLA (deadline relative to arrival) of this modality (ms).
     #[serde(deserialize_with = "de_f64")]
     pub sla_ms: f64,
+    /// How the deadline is set when it is not `sla_ms` alone, e.g. for speech recognition
+    /// `60 ms + the utterance's length (at least 2 s)`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sla_rule: Option<String>,
 }
 
 impl ModalitySummary {
@@ -196,6 +200,7 @@ impl ModalitySummary {
             p99_ms: rank(0.99),
             mean_ms: mean,
             sla_ms,
+            sla_rule: None,
             ..Self::default()
         }
     }

@@ -59,7 +59,11 @@ pub fn render_table(summary: &RunSummary) -> String {
             fixed(m.on_time_per_s, 2),
             ms(m.p50_ms),
             ms(m.p99_ms),
-            ms(m.sla_ms)
+            match &m.sla_rule {
+                // The deadline grows with the utterance: the fixed part, "+len".
+                Some(_) => format!("{}+len", m.sla_ms.round()),
+                None => ms(m.sla_ms),
+            }
         );
     }
     for (name, m) in summary.modalities() {
@@ -70,6 +74,9 @@ pub fn render_table(summary: &RunSummary) -> String {
                 .map(|(action, n)| format!("{n} by {}", printable(action)))
                 .collect();
             let _ = writeln!(out, "{name:<9}dropped {}", by.join(", "));
+        }
+        if let Some(rule) = &m.sla_rule {
+            let _ = writeln!(out, "{name} deadline: {}", printable(rule));
         }
     }
     let llm = &summary.llm;
@@ -178,6 +185,22 @@ mod tests {
         assert!(table.contains("TTFT P50 120 / P99 400 ms"), "{table}");
         assert!(table.contains("mean 0.120, max 0.410; stable 55.00 s, degraded 5.00 s"));
         assert!(table.contains("overhead 0.35 % of CPU"));
+    }
+
+    #[test]
+    fn a_per_job_deadline_rule_shows_in_the_sla_column_and_below_the_rows() {
+        let mut summary = sample();
+        summary.asr.sla_ms = 60.0;
+        summary.asr.sla_rule = Some("60 ms + the utterance's length (at least 2 s)".into());
+        let table = render_table(&summary);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[4].split_whitespace().last(),
+            Some("60+len"),
+            "{table}"
+        );
+        assert_eq!(lines[4].chars().count(), lines[1].chars().count());
+        assert!(table.contains("asr deadline: 60 ms + the utterance's length (at least 2 s)"));
     }
 
     #[test]

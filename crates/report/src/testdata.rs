@@ -28,6 +28,7 @@ pub(crate) fn sample() -> RunSummary {
         p99_ms: sla_ms * 0.9,
         mean_ms: sla_ms * 0.45,
         sla_ms,
+        sla_rule: None,
     };
     RunSummary {
         scenario: "ar-glasses".into(),

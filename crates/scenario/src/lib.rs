@@ -16,7 +16,7 @@ mod validate;
 
 pub use model::*;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The scenarios shipped with mmsched, by name, with their file contents.
 pub const BUILTIN: [(&str, &str); 3] = [
@@ -33,6 +33,9 @@ pub const BUILTIN: [(&str, &str); 3] = [
 
 /// The default scenario.
 pub const DEFAULT_SCENARIO: &str = "ar-glasses";
+
+/// The largest scenario file read (a scenario is a few KiB of TOML).
+pub const SCENARIO_FILE_CAP: u64 = 1 << 20;
 
 /// A problem with a scenario file.
 #[derive(Debug, thiserror::Error)]
@@ -61,14 +64,9 @@ pub enum ScenarioError {
         /// Why it is wrong and what is allowed.
         reason: String,
     },
-    /// The file could not be read.
-    #[error("cannot read scenario file {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    /// The file could not be read, or is far larger than a scenario.
+    #[error(transparent)]
+    Read(#[from] mmsched_core::bounded::ReadCapError),
     /// Neither a built-in name nor an existing file.
     #[error("unknown scenario `{name}`: use one of {} or the path of a scenario file", BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", "))]
     Unknown {
@@ -113,10 +111,8 @@ impl Scenario {
                 name: name_or_path.to_string(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            mmsched_core::bounded::read_capped_text(path, SCENARIO_FILE_CAP, "scenario file")?;
         Scenario::from_toml(&text, &path.display().to_string())
     }
 }

@@ -1,5 +1,6 @@
 //! Checks a [`ScenarioSpec`] once and turns it into a [`Scenario`].
 
+use mmsched_core::text::number;
 use std::collections::HashSet;
 
 use crate::{
@@ -64,8 +65,8 @@ impl Checker<'_> {
             Err(self.err(
                 offset,
                 field,
-                v.to_string(),
-                &format!("must be {what} ({lo} … {hi})"),
+                number(v),
+                &format!("must be {what} ({} … {})", number(lo), number(hi)),
             ))
         }
     }
@@ -231,10 +232,15 @@ fn check_stream(
         c.range(at, f("jitter.shape"), j.shape, 0.1, 100.0, "a Gamma shape")?;
         match (j.scale_ms, j.p99_ms) {
             (Some(_), Some(_)) | (None, None) => {
+                let shown = |v: Option<f64>| v.map_or_else(|| "(missing)".to_string(), number);
                 return Err(c.err(
                     at,
                     f("jitter"),
-                    format!("{j:?}"),
+                    format!(
+                        "scale_ms = {}, p99_ms = {}",
+                        shown(j.scale_ms),
+                        shown(j.p99_ms)
+                    ),
                     "give exactly one of scale_ms or p99_ms",
                 ));
             }

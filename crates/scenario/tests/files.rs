@@ -141,7 +141,15 @@ fn bad_files_give_precise_errors() {
         (
             "[[streams]]\nname = \"mic\"\nkind = \"audio\"\npacket_ms = 20\nsla_ms = 20\nimportance = 0.5\njitter = { scale_ms = 8, p99_ms = 20 }\n",
             22,
-            &["streams[1].jitter", "exactly one of scale_ms or p99_ms"],
+            &[
+                "streams[1].jitter = scale_ms = 8, p99_ms = 20:",
+                "exactly one of scale_ms or p99_ms",
+            ],
+        ),
+        (
+            "[[episodes]]\nkind = \"packet_loss\"\nstream = \"camera\"\nloss_pct = 1e300\n",
+            19,
+            &["episodes[0].loss_pct = 1e300:", "0 … 100"],
         ),
         ("this is not toml\n", 16, &[]),
     ];
@@ -159,7 +167,19 @@ fn bad_files_give_precise_errors() {
         for f in *fragments {
             assert!(msg.contains(f), "{extra:?}: `{msg}` lacks `{f}`");
         }
+        // Messages are for people: no Rust debug dump, no 300-digit number.
+        assert!(
+            !msg.contains("Settings {") && !msg.contains("Some("),
+            "{msg}"
+        );
+        assert!(msg.len() < 400, "{msg}");
     }
+}
+
+#[test]
+fn a_huge_or_endless_file_is_refused_at_the_cap() {
+    let e = Scenario::load("/dev/zero").expect_err("not a scenario");
+    assert!(e.to_string().contains("is larger than 1 MiB"), "{e}");
 }
 
 #[test]

@@ -2,20 +2,18 @@
 
 use std::path::Path;
 
+/// The largest token file read (a token is one short line).
+pub const TOKEN_FILE_CAP: u64 = 4096;
+
 /// Name of the environment variable read by [`ApiToken::from_env`].
 pub const TOKEN_ENV: &str = "MMSCHED_API_TOKEN";
 
 /// What is wrong with a configured token.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
-    /// The token file could not be read.
-    #[error("cannot read the API token file {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The token file could not be read, or is far larger than a token.
+    #[error(transparent)]
+    Read(#[from] mmsched_core::bounded::ReadCapError),
     /// The token is empty or contains characters a bearer token cannot carry.
     #[error(
         "the API token from {origin} {problem}; put one line of 16 or more printable ASCII characters (no spaces) there, e.g. the output of `openssl rand -hex 32`"
@@ -60,10 +58,7 @@ impl ApiToken {
 
     /// The token stored in `path` (first line).
     pub fn from_file(path: &Path) -> Result<Self, TokenError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = mmsched_core::bounded::read_capped_text(path, TOKEN_FILE_CAP, "API token file")?;
         let first = text.lines().next().unwrap_or("");
         Self::new(first, &format!("file {}", path.display()))
     }

@@ -15,22 +15,32 @@
 //! between decisions (without ever waiting on a request), and the [`Metrics`] and
 //! [`StatusBoard`] it feeds. Start with [`spawn`] (own thread) or [`spawn_on`] (an existing
 //! tokio runtime); both return a [`ServerHandle`] with the bound address.
+//!
+//! Every connection is bounded ([`ConnectionLimits`]: a deadline for the request head, an
+//! idle deadline, a cap on open connections, a shutdown deadline) and every request's `Host`
+//! is checked against the bound address ([`HostCheck`]), so a page elsewhere cannot reach
+//! the API through a DNS name that points at this machine.
 #![deny(missing_docs)]
 
 mod api;
 pub mod auth;
+pub mod body;
 pub mod etag;
+pub mod host;
+pub mod listen;
 pub mod metrics;
 mod server;
 pub mod status;
 pub mod store;
 
 pub use auth::{ApiToken, TokenError};
+pub use host::HostCheck;
+pub use listen::{ConnectionLimits, serve_router};
 pub use metrics::Metrics;
 pub use server::{
     AssetFn, DEFAULT_ADDR, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_BODY_TIMEOUT_MILLIS,
-    DEFAULT_MAX_WAIT_SECS, ServerConfig, ServerError, ServerHandle, Shared, TraceSource,
-    block_until_shutdown_signal, spawn, spawn_on,
+    DEFAULT_MAX_WAIT_SECS, ServerConfig, ServerError, ServerHandle, Shared, TraceSource, spawn,
+    spawn_on,
 };
 pub use status::{ModalityStatus, StatusBoard, StatusDoc};
 pub use store::{PolicyChange, PolicySnapshot, PolicyStore, PolicySubscription, Precondition};

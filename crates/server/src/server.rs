@@ -8,6 +8,8 @@ use mmsched_core::policy::Policy;
 use tokio::sync::watch;
 
 use crate::auth::ApiToken;
+use crate::host::HostCheck;
+use crate::listen::{ConnectionLimits, serve_router};
 use crate::metrics::Metrics;
 use crate::status::StatusBoard;
 use crate::store::{PolicyStore, SharedClock};
@@ -46,6 +48,10 @@ pub struct ServerConfig {
     /// Longest pause while receiving a request body before the request is dropped, in
     /// milliseconds: a client that stalls mid-body cannot hold a connection.
     pub body_timeout_millis: u64,
+    /// Timeouts, the connection cap and the shutdown deadline.
+    pub limits: ConnectionLimits,
+    /// Which `Host` headers are answered (others get 421): by default the bound address.
+    pub hosts: HostCheck,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -58,6 +64,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("body_limit_bytes", &self.body_limit_bytes)
             .field("max_wait_secs", &self.max_wait_secs)
             .field("body_timeout_millis", &self.body_timeout_millis)
+            .field("limits", &self.limits)
+            .field("hosts", &self.hosts)
             .finish()
     }
 }
@@ -72,6 +80,8 @@ impl Default for ServerConfig {
             body_limit_bytes: DEFAULT_BODY_LIMIT_BYTES,
             max_wait_secs: DEFAULT_MAX_WAIT_SECS,
             body_timeout_millis: DEFAULT_BODY_TIMEOUT_MILLIS,
+            limits: ConnectionLimits::default(),
+            hosts: HostCheck::default(),
         }
     }
 }
@@ -104,7 +114,7 @@ impl Shared {
 pub enum ServerError {
     /// The address could not be bound.
     #[error(
-        "cannot listen on {addr}: {source}; choose another address (port 0 picks a free one) or stop what is using it"
+        "cannot listen on {addr} (choose another address, port 0 picks a free one, or stop what is using it)"
     )]
     Bind {
         /// The address.
@@ -122,8 +132,9 @@ enum Runner {
     Task,
 }
 
-/// A running server. Stops (gracefully: open long-polls are answered 503 at once) on
-/// [`ServerHandle::stop`] or when dropped.
+/// A running server. Stops on [`ServerHandle::stop`] or when dropped: open long-polls are
+/// answered 503 at once, other open requests get [`ConnectionLimits::shutdown_grace`], then
+/// their connections are dropped.
 pub struct ServerHandle {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
@@ -144,8 +155,9 @@ impl ServerHandle {
         self.addr
     }
 
-    /// Stops the server. With [`spawn`] this returns once the port is released; with
-    /// [`spawn_on`] the task finishes on its runtime shortly after.
+    /// Stops the server. With [`spawn`] this returns once every connection is closed (at
+    /// most the shutdown grace after the call); with [`spawn_on`] the task finishes on its
+    /// runtime within the same deadline.
     pub fn stop(mut self) {
         self.stop_inner();
     }
@@ -175,25 +187,16 @@ fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ServerError> {
 
 async fn serve(
     listener: tokio::net::TcpListener,
+    addr: SocketAddr,
     shared: Shared,
-    config: ServerConfig,
+    mut config: ServerConfig,
     stop: watch::Receiver<bool>,
 ) {
+    // The bound address (port 0 resolved) is what `Host` is checked against.
+    config.addr = addr;
+    let limits = config.limits;
     let app = crate::api::router(shared, config, stop.clone());
-    let mut stop = stop;
-    let result = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        let _ = stop.wait_for(|s| *s).await;
-    })
-    .await;
-    if let Err(e) = result {
-        // The accept loop only ends with an error on a broken listener; nothing to return
-        // it to, so it is reported once here.
-        eprintln!("mmsched-server: stopped: {e}");
-    }
+    serve_router(listener, app, limits, stop).await;
 }
 
 /// Binds `config.addr` and serves on a thread of its own (with a small runtime).
@@ -220,7 +223,7 @@ pub fn spawn(shared: Shared, config: ServerConfig) -> Result<ServerHandle, Serve
     let thread = std::thread::Builder::new()
         .name("mmsched-http-main".into())
         .spawn(move || {
-            rt.block_on(serve(listener, shared, config, stop_rx));
+            rt.block_on(serve(listener, addr, shared, config, stop_rx));
             // Give in-flight blocking work (a trace copy) a moment, then drop everything.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
         })
@@ -251,33 +254,10 @@ pub fn spawn_on(
             .map_err(|source| ServerError::Bind { addr, source })?
     };
     let (stop, stop_rx) = watch::channel(false);
-    runtime.spawn(serve(listener, shared, config, stop_rx));
+    runtime.spawn(serve(listener, addr, shared, config, stop_rx));
     Ok(ServerHandle {
         addr,
         stop,
         runner: Some(Runner::Task),
-    })
-}
-
-/// Blocks the calling thread until Ctrl-C (SIGINT) or SIGTERM arrives: for programs that run
-/// the server and have nothing else to wait on.
-pub fn block_until_shutdown_signal() -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        #[cfg(unix)]
-        {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r,
-                _ = term.recv() => Ok(()),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::signal::ctrl_c().await
-        }
     })
 }

@@ -56,8 +56,22 @@ impl PolicySnapshot {
 /// The canonical JSON of a policy: its fully written-out spec, compact. Struct fields have a
 /// fixed order and maps are sorted, so equal policies give equal bytes (and equal ETags).
 pub fn canonical_json(policy: &Policy) -> String {
-    serde_json::to_string(&policy.to_spec())
-        .unwrap_or_else(|e| unreachable!("a policy spec always serialises: {e}"))
+    let mut value = serde_json::to_value(policy.to_spec())
+        .unwrap_or_else(|e| unreachable!("a policy spec always serialises: {e}"));
+    positive_zeros(&mut value);
+    value.to_string()
+}
+
+/// `-0.0` and `0.0` are the same setting: write both as `0.0`, so they share an ETag.
+fn positive_zeros(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => {
+            *v = serde_json::json!(0.0);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(positive_zeros),
+        serde_json::Value::Object(map) => map.values_mut().for_each(positive_zeros),
+        _ => {}
+    }
 }
 
 /// One entry of the change log: enough to mark the change on the trace timeline.
@@ -296,6 +310,17 @@ mod tests {
 
     fn store() -> PolicyStore {
         PolicyStore::new(Policy::default(), Arc::new(StepClock::default()), "startup")
+    }
+
+    #[test]
+    fn negative_and_positive_zero_give_one_etag() {
+        let with = |zero: f64| {
+            let mut spec = PolicySpec::default();
+            spec.arbiter.battery_saver_below = Some(zero);
+            PolicySnapshot::new(Policy::try_from(spec).unwrap(), 1, 0).etag
+        };
+        assert_eq!(with(-0.0), with(0.0));
+        assert_ne!(with(0.0), with(0.1));
     }
 
     #[test]

@@ -5,6 +5,32 @@ use std::io::{BufRead, Write};
 
 use crate::record::{FORMAT_VERSION, Header, Record};
 
+/// The longest line a reader accepts (a record is a few hundred bytes; a header with many
+/// clock domains a few KiB).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The largest trace file read whole into memory (`trace view`).
+pub const TRACE_FILE_CAP: u64 = 1 << 30;
+
+/// Reads one line of at most [`MAX_LINE_BYTES`] into `buf` (cleared first): `Ok(0)` at the
+/// end of input. A longer line, or one that is not UTF-8, is an error, so `/dev/zero` or a
+/// binary file fails at its first line instead of filling memory.
+fn read_bounded_line(input: &mut impl BufRead, buf: &mut String) -> Result<usize, String> {
+    buf.clear();
+    let mut bytes = Vec::new();
+    let n = std::io::Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if n > MAX_LINE_BYTES {
+        return Err(format!(
+            "the line is longer than {} MiB: this is not an mmtrace file (one JSON object per line)",
+            MAX_LINE_BYTES >> 20
+        ));
+    }
+    *buf = String::from_utf8(bytes)
+        .map_err(|_| "the line is not UTF-8 text: this is not an mmtrace file".to_string())?;
+    Ok(n)
+}
+
 /// A problem at one line of a trace file.
 #[derive(Debug, thiserror::Error)]
 #[error("line {line}: {message}")]
@@ -62,6 +88,8 @@ pub struct Reader<R: BufRead> {
     clocks: HashSet<String>,
     line: usize,
     buf: String,
+    /// Set after an unreadable line: nothing after it can be trusted to start a line.
+    ended: bool,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -70,12 +98,9 @@ impl<R: BufRead> Reader<R> {
         let mut buf = String::new();
         let mut line = 0;
         loop {
-            buf.clear();
             line += 1;
-            let n = input.read_line(&mut buf).map_err(|e| ReadError {
-                line,
-                message: format!("cannot read: {e}"),
-            })?;
+            let n = read_bounded_line(&mut input, &mut buf)
+                .map_err(|message| ReadError { line, message })?;
             if n == 0 {
                 return Err(ReadError {
                     line,
@@ -120,6 +145,7 @@ impl<R: BufRead> Reader<R> {
             clocks,
             line,
             buf,
+            ended: false,
         })
     }
 
@@ -154,15 +180,18 @@ impl<R: BufRead> Iterator for Reader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.buf.clear();
+            if self.ended {
+                return None;
+            }
             self.line += 1;
-            match self.input.read_line(&mut self.buf) {
+            match read_bounded_line(&mut self.input, &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(e) => {
+                Err(message) => {
+                    self.ended = true;
                     return Some(Err(ReadError {
                         line: self.line,
-                        message: format!("cannot read: {e}"),
+                        message,
                     }));
                 }
             }
@@ -242,6 +271,28 @@ mod tests {
 
     const HEADER: &str = r#"{"mmtrace":1,"clocks":[{"name":"device"}],"start_unix_nanos":0}"#;
     const GOOD: &str = r#"{"kind":"span","trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","track":"cpu0","ts_ns":5,"dur_ns":10,"clock":"device","name":"exec"}"#;
+
+    #[test]
+    fn an_endless_line_fails_at_the_cap_instead_of_filling_memory() {
+        let zeros = std::io::BufReader::new(std::io::repeat(0));
+        let e = Reader::new(zeros).err().map(|e| (e.line, e.message));
+        assert!(
+            matches!(&e, Some((1, m)) if m.contains("longer than 1 MiB")),
+            "{e:?}"
+        );
+        let v = validate(std::io::BufReader::new(std::io::repeat(b'x')));
+        assert_eq!(v.errors.len(), 1);
+    }
+
+    #[test]
+    fn a_long_record_line_ends_the_validation() {
+        let long = "y".repeat(MAX_LINE_BYTES + 10);
+        let text = format!("{HEADER}\n{GOOD}\n{long}\n{GOOD}\n");
+        let v = validate(text.as_bytes());
+        assert_eq!(v.valid_records, 1);
+        assert_eq!(v.errors.len(), 1);
+        assert_eq!(v.errors[0].line, 3);
+    }
 
     #[test]
     fn bad_lines_are_reported_with_their_number() {

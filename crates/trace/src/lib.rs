@@ -26,7 +26,7 @@ pub mod schema;
 mod sync;
 pub mod viewer;
 
-pub use format::{ReadError, Reader, Trace, Writer};
+pub use format::{MAX_LINE_BYTES, ReadError, Reader, TRACE_FILE_CAP, Trace, Writer};
 pub use ids::{IdGen, SpanId, TraceId};
 pub use record::{Header, Record, RecordKind};
 pub use recorder::{Drain, Event, Recorder, recorder};

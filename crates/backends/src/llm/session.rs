@@ -132,7 +132,16 @@ impl std::fmt::Debug for LlmSession {
 }
 
 fn engine(e: candle_core::Error) -> BackendError {
-    BackendError::Engine(e.to_string())
+    BackendError::Engine(message(&e))
+}
+
+/// A candle error's message without the backtrace candle captures into it when
+/// `RUST_BACKTRACE` is set: an error is one line, not forty.
+pub(crate) fn message(e: &candle_core::Error) -> String {
+    match e {
+        candle_core::Error::WithBacktrace { inner, .. } => message(inner),
+        other => other.to_string(),
+    }
 }
 
 impl LlmSession {
@@ -157,7 +166,7 @@ impl LlmSession {
         };
         let mut file = std::fs::File::open(path).map_err(|e| load(e.to_string()))?;
         let ct = gguf_file::Content::read(&mut file)
-            .map_err(|e| load(format!("not a GGUF file: {e}")))?;
+            .map_err(|e| load(format!("not a GGUF file: {}", message(&e))))?;
         let weight_bytes: u64 = ct
             .tensor_infos
             .values()
@@ -171,7 +180,7 @@ impl LlmSession {
         let threads = EngineThreads::new("llm", options.threads)?;
         let model = threads
             .install(|| Gemma3::from_gguf(&ct, &mut file, options.max_seq_len, &device))
-            .map_err(|e| load(e.to_string()))?;
+            .map_err(|e| load(message(&e)))?;
         let sampler = Self::sampler(&options);
         Ok(Self {
             model,

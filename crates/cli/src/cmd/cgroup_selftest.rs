@@ -22,8 +22,8 @@ pub struct CgroupSelftestArgs {
     /// /proc/self/cgroup); the process is then taken to sit at each hierarchy's root.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Print one JSON object per line: {"status", "active", "dirs"} once the groups are in
-    /// place, then {"removed", "tasks_moved", "errors"} after cleanup.
+    /// Print one JSON object per line: {"status", "active", "dirs", "stale_removed"} once
+    /// the groups are in place, then {"removed", "tasks_moved", "errors"} after cleanup.
     #[arg(long)]
     json: bool,
 }
@@ -33,6 +33,18 @@ pub fn run(a: CgroupSelftestArgs) -> Result<ExitCode> {
         Some(root) => CgroupFs::at(root),
         None => CgroupFs::system(),
     };
+    // Groups of runs that were killed (SIGKILL) and could not clean up.
+    let stale: Vec<String> = fs
+        .remove_stale(cgroup::process_exists)
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    if !stale.is_empty() && !a.json {
+        eprintln!(
+            "removed resource groups left by ended runs: {}",
+            stale.join(", ")
+        );
+    }
     let (set, status) = cgroup::setup(&fs, &standard_classes())
         .context("setting up the per-class resource groups")?;
     let active = matches!(status, CgroupStatus::Active { .. });
@@ -48,7 +60,7 @@ pub fn run(a: CgroupSelftestArgs) -> Result<ExitCode> {
     let Some(set) = set else {
         say(
             &a,
-            serde_json::json!({"status": status.to_string(), "active": false, "dirs": dirs}),
+            serde_json::json!({"status": status.to_string(), "active": false, "dirs": dirs, "stale_removed": stale}),
         );
         return Ok(ExitCode::SUCCESS);
     };
@@ -77,7 +89,7 @@ pub fn run(a: CgroupSelftestArgs) -> Result<ExitCode> {
     }
     say(
         &a,
-        serde_json::json!({"status": status.to_string(), "active": active, "dirs": dirs}),
+        serde_json::json!({"status": status.to_string(), "active": active, "dirs": dirs, "stale_removed": stale}),
     );
     std::thread::sleep(Duration::from_secs(a.hold));
     let report = set.cleanup();

@@ -5,12 +5,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail};
 use clap::Args;
 use mmsched_core::policy::Policy;
 use mmsched_core::time::MonotonicClock;
-use mmsched_server::{ApiToken, ServerConfig, Shared};
+use mmsched_server::{ApiToken, ConnectionLimits, HostCheck, ServerConfig, Shared};
 
 use crate::policy_file;
 
@@ -33,6 +34,69 @@ pub struct ServeArgs {
     /// Print the startup line as JSON: {"addr", "url", "etag", "revision", "writes"}.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    exposure: ExposureArgs,
+}
+
+/// Who may reach a server, and its connection limits (`serve`, `run --serve`).
+#[derive(Debug, Args, Clone)]
+pub struct ExposureArgs {
+    /// Allow an address other than loopback (e.g. 0.0.0.0:9100). The API is plain HTTP:
+    /// reads (policy, status, metrics, viewer) need no token, and a write token travels
+    /// unencrypted; put a TLS proxy in front to expose it beyond a trusted network.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Also answer requests whose Host header is NAME (or NAME:PORT), e.g. a DNS name of
+    /// this device; `*` turns the Host check off. By default only the bound address (and
+    /// localhost on loopback) is answered, which stops DNS-rebinding pages.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
+    /// Open connections at most: at the cap the oldest idle one is closed, and when every
+    /// one is busy a new one gets 503.
+    #[arg(long, value_name = "N", default_value_t = mmsched_server::listen::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Seconds a client has to send a request head (also how long a kept-alive connection
+    /// may wait for its next request).
+    #[arg(long, value_name = "SECS", default_value_t = mmsched_server::listen::DEFAULT_HEADER_TIMEOUT_MILLIS / 1000)]
+    pub header_timeout_secs: u64,
+    /// On Ctrl-C, seconds open requests get before the server exits (a second Ctrl-C exits
+    /// at once).
+    #[arg(long, value_name = "SECS", default_value_t = mmsched_server::listen::DEFAULT_SHUTDOWN_GRACE_MILLIS / 1000)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl ExposureArgs {
+    /// Checks `addr` against `--allow-remote` (warning when it is given) and fills the
+    /// server's host policy and limits.
+    pub fn apply(&self, config: &mut ServerConfig, writes: bool) -> Result<()> {
+        let addr = config.addr;
+        if !addr.ip().is_loopback() {
+            if !self.allow_remote {
+                bail!(
+                    "{addr} is reachable from other machines, and the API is plain HTTP with unauthenticated reads; pass --allow-remote to serve there anyway, or listen on 127.0.0.1"
+                );
+            }
+            eprintln!(
+                "warning: serving on {addr} over plain HTTP: any host that reaches it can read the policy, status, metrics and viewer{}; use a TLS proxy beyond a trusted network",
+                if writes {
+                    ", and the write token travels unencrypted"
+                } else {
+                    ""
+                }
+            );
+        }
+        if self.max_connections == 0 || self.header_timeout_secs == 0 {
+            bail!("--max-connections and --header-timeout-secs must be at least 1");
+        }
+        config.hosts = HostCheck::from_allowed(&self.allow_host);
+        config.limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(self.header_timeout_secs),
+            max_connections: self.max_connections,
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            ..ConnectionLimits::default()
+        };
+        Ok(())
+    }
 }
 
 /// Resolves the write token: `--token-file`, else `MMSCHED_API_TOKEN`, else none.
@@ -54,13 +118,17 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     }
     let writes = token.is_some();
     let shared = Shared::new(policy, Arc::new(MonotonicClock::new()), &source);
-    let config = ServerConfig {
+    let mut config = ServerConfig {
         addr: a.addr,
         token,
         body_limit_bytes: a.body_limit_kib.saturating_mul(1024),
         assets: Some(mmsched_trace::viewer::asset),
         ..ServerConfig::default()
     };
+    a.exposure.apply(&mut config, writes)?;
+    let wait_for_ctrl_c = crate::cmd::run::interrupt::install(
+        "stopping: open requests get a few seconds (Ctrl-C again to quit now)",
+    )?;
     let handle = mmsched_server::spawn(shared.clone(), config)?;
     let addr = handle.local_addr();
     let snap = shared.store.current();
@@ -78,7 +146,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     } else {
         println!(
             "mmsched serving on http://{addr}  (policy {} {})",
-            snap.policy.name(),
+            mmsched_core::text::shorten(snap.policy.name(), 80),
             snap.etag
         );
         println!("  GET/PUT http://{addr}/api/v1/policy   GET /api/v1/status   GET /metrics");
@@ -90,7 +158,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         println!("Ctrl-C stops.");
     }
     std::io::stdout().flush().ok();
-    mmsched_server::block_until_shutdown_signal().context("cannot wait for Ctrl-C")?;
+    wait_for_ctrl_c();
     handle.stop();
     if !a.json {
         eprintln!("stopped");

@@ -70,7 +70,7 @@ const START_LEAD_NANOS: Nanos = 200_000_000;
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript: Whisper reads 30 s windows, so a short utterance
 /// costs nearly what a long one does.
-const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
+pub(crate) const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
 /// How long a measured job cost is trusted for prediction.
 const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 /// How long a deferred text-generation step waits before it competes again.
@@ -852,7 +852,14 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         "scheduler".into(),
         serde_json::json!(config.scheduler.as_str()),
     );
-    let trace = TraceOut::create(config.trace_path.as_deref(), config.seed, metadata)?;
+    // The wall-clock time of the device clock's zero, so exported spans carry real dates.
+    let start_unix_nanos = crate::trace_out::unix_nanos_now().saturating_sub(clock.now_nanos());
+    let trace = TraceOut::create(
+        config.trace_path.as_deref(),
+        config.seed,
+        start_unix_nanos,
+        metadata,
+    )?;
     let (outputs_tx, outputs_rx) = channel();
     let load = LoadGenerator::start(LoadProfile::of(&scenario, config.duration_nanos), clock);
     let router = ImageRouter::new(&config.policy);

@@ -31,12 +31,14 @@ fn modality_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
     order
 }
 
-/// The SLA of a modality from the summary, when it is one of the four and positive.
+/// The SLA of a modality from the summary, when it is one of the four, positive, and the
+/// same for every job (a per-job rule, like speech recognition's, has no single line).
 fn sla_ms(summary: &RunSummary, modality: &str) -> Option<f64> {
     summary
         .modalities()
         .into_iter()
         .find(|(name, _)| *name == modality)
+        .filter(|(_, m)| m.sla_rule.is_none())
         .map(|(_, m)| m.sla_ms)
         .filter(|sla| sla.is_finite() && *sla > 0.0)
 }
@@ -132,7 +134,7 @@ pub fn misses_over_time(summary: &RunSummary, series: &RunSeries) -> String {
     let end = time_end(summary, series.misses.iter().map(|m| m.t_s));
     let mut plot = Plot::new(
         "Deadline misses over time (dashed: SLA)",
-        Axis::linear(0.0, end),
+        Axis::linear_exact(0.0, end),
         "completion time, s",
         Axis::log(lo, hi),
         "latency, ms (log scale)",
@@ -172,7 +174,7 @@ pub fn ldti_over_time(summary: &RunSummary, series: &RunSeries) -> String {
     let end = time_end(summary, points.iter().map(|p| p.0));
     let mut plot = Plot::new(
         "LDTI over time",
-        Axis::linear(0.0, end),
+        Axis::linear_exact(0.0, end),
         "time, s",
         Axis::linear(0.0, peak),
         "LDTI",
@@ -211,7 +213,7 @@ pub fn slot_occupancy(summary: &RunSummary, series: &RunSeries) -> String {
     let end = time_end(summary, series.slot_occupancy.iter().map(|p| p.t_s));
     let mut plot = Plot::new(
         "Slot occupancy per worker",
-        Axis::linear(0.0, end),
+        Axis::linear_exact(0.0, end),
         "time, s",
         Axis::linear(0.0, 100.0),
         "busy, % of slot time",
@@ -246,7 +248,7 @@ pub fn rates(summary: &RunSummary, series: &RunSeries) -> String {
         * 1.05;
     let mut plot = Plot::new(
         "Completed jobs per second",
-        Axis::linear(0.0, end),
+        Axis::linear_exact(0.0, end),
         "time, s",
         Axis::linear(0.0, peak),
         "rate, Hz",

@@ -47,6 +47,22 @@ impl Axis {
         }
     }
 
+    /// A linear axis over exactly `[lo, hi]`, not widened to a tick: a time axis ends
+    /// where the run ended (a 61 s run on a 0–80 s axis reads as a longer run). Falls back
+    /// to [`Axis::linear`] when the range is too narrow to split.
+    pub fn linear_exact(lo: f64, hi: f64) -> Self {
+        let (lo, hi) = sane_range(lo, hi);
+        let magnitude = lo.abs().max(hi.abs());
+        if hi - lo <= magnitude * 1e-12 || hi - lo < 1e-250 {
+            return Self::linear(lo, hi);
+        }
+        Self {
+            scale: Scale::Linear,
+            lo,
+            hi,
+        }
+    }
+
     /// A logarithmic axis over `[lo, hi]`, widened to whole decades. Bounds that are not
     /// positive and finite are replaced (the lower by `hi / 1000`, or 1 and 10 if neither is).
     pub fn log(lo: f64, hi: f64) -> Self {
@@ -283,6 +299,24 @@ mod tests {
                 prop_assert!((top - 1.0).abs() < 1e-9);
             }
         }
+    }
+
+    #[test]
+    fn an_exact_axis_ends_at_its_bound_with_ticks_inside() {
+        let axis = Axis::linear_exact(0.0, 61.3);
+        assert_eq!(axis.bounds(), (0.0, 61.3));
+        let ticks = axis.ticks();
+        assert_eq!(ticks.first(), Some(&0.0));
+        assert!(ticks.iter().all(|t| *t <= 61.3), "{ticks:?}");
+        assert_eq!(
+            Axis::linear(0.0, 61.3).bounds(),
+            (0.0, 80.0),
+            "the widened axis"
+        );
+        assert_eq!(
+            Axis::linear_exact(5.0, 5.0).bounds(),
+            Axis::linear(5.0, 5.0).bounds()
+        );
     }
 
     #[test]

@@ -430,6 +430,81 @@ impl CgroupFs {
     }
 }
 
+impl CgroupFs {
+    /// Removes the groups that runs killed without cleanup (SIGKILL, a crash) left behind:
+    /// `mmsched-<pid>` directories beside where this process's group goes, whose process
+    /// `is_running` says is gone and in which no task is left. Returns the directories
+    /// removed (say so once); groups that cannot be removed are left alone.
+    pub fn remove_stale(&self, is_running: impl Fn(u32) -> bool) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        let Ok(places) = self.detect() else {
+            return removed;
+        };
+        let mut bases: Vec<&PathBuf> = places.iter().map(|p| &p.base).collect();
+        bases.sort();
+        bases.dedup();
+        for base in bases {
+            let Ok(entries) = std::fs::read_dir(base) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(pid) = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("mmsched-"))
+                    .and_then(|p| p.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                let dir = entry.path();
+                if pid == self.pid || is_running(pid) || !dir.is_dir() || has_tasks(&dir) {
+                    continue;
+                }
+                if remove_group_tree(&dir).is_ok() {
+                    removed.push(dir);
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// Whether `/proc/<pid>` exists: the process is running (or a zombie not yet reaped).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Whether any group at or below `dir` still holds a task.
+fn has_tasks(dir: &Path) -> bool {
+    let here = ["cgroup.procs", "tasks"]
+        .iter()
+        .any(|f| std::fs::read_to_string(dir.join(f)).is_ok_and(|t| !t.trim().is_empty()));
+    here || std::fs::read_dir(dir).is_ok_and(|es| {
+        es.flatten()
+            .any(|e| e.path().is_dir() && has_tasks(&e.path()))
+    })
+}
+
+/// Removes an empty group and its child groups, children first. In a real cgroup tree a
+/// directory holds only the kernel's control files and `rmdir` takes it; in a mimic tree
+/// the control files are ordinary files, removed first.
+fn remove_group_tree(dir: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        if entry.path().is_dir() {
+            remove_group_tree(&entry.path())?;
+        }
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => {
+            for entry in std::fs::read_dir(dir)?.flatten() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            std::fs::remove_dir(dir)
+        }
+        other => other,
+    }
+}
+
 #[derive(Debug, Default)]
 struct Membership {
     /// v1 controller name → path relative to its mount.

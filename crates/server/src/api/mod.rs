@@ -49,7 +49,9 @@ pub(crate) fn router(
         config,
         stopping,
     }));
-    Router::new()
+    let hosts = state.config.hosts.clone();
+    let bound = state.config.addr;
+    let routes = Router::new()
         .route("/", get(assets::index))
         .route("/assets/{*path}", get(assets::asset))
         .route(
@@ -63,7 +65,8 @@ pub(crate) fn router(
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
-        .with_state(state)
+        .with_state(state);
+    crate::host::guard(routes, hosts, bound)
 }
 
 async fn not_found(uri: axum::http::Uri) -> Response {

@@ -8,7 +8,6 @@ use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mmsched_core::policy::{Policy, PolicySpec};
 use serde::Serialize;
 
 use super::{AppState, error, json_response};
@@ -210,22 +209,9 @@ pub(crate) async fn put_policy(
         }
         Err(rejection) => return error(rejection.status(), rejection.body_text()),
     };
-    let spec: PolicySpec = match serde_json::from_slice(&body) {
-        Ok(s) => s,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "the body is not a policy document: line {} column {}: {e}",
-                    e.line(),
-                    e.column()
-                ),
-            );
-        }
-    };
-    let policy = match Policy::try_from(spec) {
+    let policy = match crate::body::parse_policy_body(&body) {
         Ok(p) => p,
-        Err(errs) => {
+        Err(crate::body::PolicyBodyError::Invalid(errs)) => {
             let docs: Vec<_> = errs
                 .0
                 .iter()
@@ -238,6 +224,7 @@ pub(crate) async fn put_policy(
             let body = serde_json::json!({ "errors": docs }).to_string();
             return json_response(StatusCode::UNPROCESSABLE_ENTITY, body);
         }
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
     let precondition = if if_match.trim() == "*" {
         Precondition::Any

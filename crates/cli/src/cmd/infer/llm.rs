@@ -8,7 +8,7 @@ use clap::Args;
 use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::run_timed;
 use mmsched_core::time::{Clock, MonotonicClock};
-use mmsched_models::{Artifact, require};
+use mmsched_models::{Artifact, ModelPaths};
 use serde_json::json;
 
 use super::{ms, peak_rss_bytes};
@@ -18,7 +18,8 @@ pub struct LlmArgs {
     /// Text to continue (Gemma-3 270M here is a base model: give it text to continue).
     #[arg(long, value_name = "TEXT")]
     prompt: String,
-    /// Maximum number of tokens to generate (at least 1).
+    /// Maximum number of tokens to generate (at least 1, less than the model's context of
+    /// 4096 tokens).
     #[arg(long, value_name = "N", default_value_t = 32)]
     max_tokens: usize,
     /// Prompt tokens per prefill chunk.
@@ -56,7 +57,15 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
             a.temperature
         );
     }
-    let path = require(Artifact::Gemma3)?;
+    let context = LlmOptions::default().max_seq_len;
+    if a.max_tokens >= context {
+        bail!(
+            "--max-tokens {} does not fit the model's context of {context} tokens (prompt included); give at most {}",
+            a.max_tokens,
+            context - 1
+        );
+    }
+    let path = ModelPaths::from_env().verified(Artifact::Gemma3)?;
     let clock = Arc::new(MonotonicClock::new());
     let options = LlmOptions {
         threads: a.threads,

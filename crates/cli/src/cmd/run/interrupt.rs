@@ -1,15 +1,24 @@
-//! Ctrl-C for long runs: the first press asks the run to stop (it finishes its jobs in
-//! flight and writes its report); the second removes the resource groups and exits at once.
-//! One process-wide handler, installed on first use.
+//! Ctrl-C (and SIGTERM) for long-running commands: the first press asks the command to stop
+//! (a run finishes its jobs in flight and writes its report; a server gives open requests a
+//! few seconds); the second removes the resource groups and exits at once, whatever is
+//! still open. One process-wide handler, installed on first use.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
+
+/// What the first press prints for `run`.
+const RUN_STOPPING: &str =
+    "stopping: finishing the jobs in flight and writing the report (Ctrl-C again to quit now)";
 
 #[derive(Default)]
 struct State {
     stop: Arc<AtomicBool>,
+    /// Wakes [`wait`] on the first press.
+    pressed: (Mutex<bool>, Condvar),
+    /// What the first press prints.
+    message: OnceLock<&'static str>,
     #[cfg(target_os = "linux")]
     cgroups: Mutex<Vec<mmsched_runtime::platform::cgroup::CgroupHandle>>,
 }
@@ -28,18 +37,35 @@ fn state() -> Result<&'static State> {
             for h in s.cgroups.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                 h.cleanup();
             }
-            eprintln!("\ninterrupted twice: resource groups removed, exiting");
+            eprintln!("\ninterrupted twice: exiting now");
             std::process::exit(130);
         }
-        eprintln!("\nstopping: finishing the jobs in flight and writing the report (Ctrl-C again to quit now)");
+        eprintln!("\n{}", s.message.get().copied().unwrap_or(RUN_STOPPING));
+        let (lock, woken) = &s.pressed;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        woken.notify_all();
     })
     .context("installing the Ctrl-C handler")?;
     Ok(s)
 }
 
-/// The flag the first Ctrl-C sets (cleared again for the next run).
+/// The flag the first Ctrl-C sets.
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(Arc::clone(&state()?.stop))
+}
+
+/// Installs the handler with `message` as what the first press prints, and returns a
+/// function that blocks until that press (the second press exits the process).
+pub fn install(message: &'static str) -> Result<impl Fn() + Send + 'static> {
+    let s = state()?;
+    let _ = s.message.set(message);
+    Ok(move || {
+        let (lock, woken) = &s.pressed;
+        let mut pressed = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !*pressed {
+            pressed = woken.wait(pressed).unwrap_or_else(|p| p.into_inner());
+        }
+    })
 }
 
 /// Whether Ctrl-C was pressed.

@@ -1,7 +1,7 @@
 //! `mmsched run`: the main job — a field scenario's sensors into real models under a
 //! scheduler, with a live progress line, a summary table and a report directory.
 
-mod interrupt;
+pub(crate) mod interrupt;
 mod observe;
 
 use std::net::SocketAddr;
@@ -103,6 +103,8 @@ pub struct RunArgs {
     /// (policy writes need MMSCHED_API_TOKEN); a PUT policy applies between decisions.
     #[arg(long, value_name = "IP:PORT")]
     serve: Option<SocketAddr>,
+    #[command(flatten)]
+    exposure: crate::cmd::serve::ExposureArgs,
     /// Follow the policy served at this URL (another mmsched's API) and apply updates.
     #[arg(long, value_name = "URL")]
     policy_url: Option<String>,
@@ -221,12 +223,14 @@ fn policy_feeds(a: &RunArgs, policy: &Policy) -> Result<Feeds> {
             Arc::new(MonotonicClock::new()),
             "mmsched run",
         );
-        let config = mmsched_server::ServerConfig {
+        let mut config = mmsched_server::ServerConfig {
             addr,
             token: crate::cmd::serve::token(None)?,
             assets: Some(mmsched_trace::viewer::asset),
             ..mmsched_server::ServerConfig::default()
         };
+        let writes = config.token.is_some();
+        a.exposure.apply(&mut config, writes)?;
         let handle = mmsched_server::spawn(shared.clone(), config)?;
         eprintln!(
             "serving the policy API, /metrics and the viewer on http://{}",

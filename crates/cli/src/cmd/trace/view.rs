@@ -20,9 +20,11 @@ pub struct ViewArgs {
     /// The mmtrace NDJSON file to show.
     file: PathBuf,
     /// Address to listen on; port 0 picks a free port. Keep it on 127.0.0.1 unless others
-    /// should see the trace.
+    /// should see the trace (another address needs --allow-remote).
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
     addr: SocketAddr,
+    #[command(flatten)]
+    exposure: crate::cmd::serve::ExposureArgs,
     /// Also open the page in the default browser (xdg-open).
     #[arg(long)]
     open_browser: bool,
@@ -44,17 +46,12 @@ fn asset(uri: &Uri) -> Response {
 
 /// Runs `mmsched trace view` until Ctrl-C.
 pub fn run(a: ViewArgs) -> Result<ExitCode> {
-    // Check the file up front so a bad trace is reported here with its line number,
-    // not as a blank page.
+    // Check the file up front so a bad trace is reported here with its line number, not
+    // as a blank page. Line by line (each line capped), so `/dev/zero` or a binary file
+    // fails at its first line; then the whole file is read for serving.
+    let trace = super::read(&a.file)?;
     let bytes =
-        std::fs::read(&a.file).with_context(|| format!("cannot read {}", a.file.display()))?;
-    let trace = mmsched_trace::Trace::read(bytes.as_slice()).with_context(|| {
-        format!(
-            "{} is not a valid mmtrace file (run `mmsched trace validate {}`)",
-            a.file.display(),
-            a.file.display()
-        )
-    })?;
+        mmsched_core::bounded::read_capped(&a.file, mmsched_trace::TRACE_FILE_CAP, "trace file")?;
     let records = trace.records.len();
     drop(trace);
     let body = Bytes::from(bytes);
@@ -62,6 +59,14 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let mut config = mmsched_server::ServerConfig {
+        addr: a.addr,
+        ..mmsched_server::ServerConfig::default()
+    };
+    a.exposure.apply(&mut config, false)?;
+    let wait_for_ctrl_c = crate::cmd::run::interrupt::install(
+        "stopping: open requests get a few seconds (Ctrl-C again to quit now)",
+    )?;
     runtime.block_on(async move {
         let shared = Arc::new(body);
         let app = Router::new()
@@ -87,6 +92,7 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
                 )
             })?;
         let local = listener.local_addr().context("listener address")?;
+        let app = mmsched_server::host::guard(app, config.hosts.clone(), local);
         let url = format!("http://{local}/");
         println!(
             "mmTracer: {url}  ({records} records from {}; Ctrl-C to stop)",
@@ -99,12 +105,12 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
         {
             eprintln!("could not open a browser ({e}); open {url} yourself");
         }
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("the viewer server failed")?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        std::thread::spawn(move || {
+            wait_for_ctrl_c();
+            let _ = stop.send(true);
+        });
+        mmsched_server::serve_router(listener, app, config.limits, stopped).await;
         println!("stopped");
         Ok(ExitCode::SUCCESS)
     })

@@ -1,0 +1,34 @@
+//! Replays the seed corpus of the `policy_http_body` fuzz target
+//! (fuzz/corpus/policy_http_body) with the target's own checks.
+
+use mmsched_core::policy::Policy;
+use mmsched_server::body::{PolicyBodyError, parse_policy_body};
+
+#[test]
+fn the_policy_body_corpus_gives_a_policy_or_an_error() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/corpus/policy_http_body"
+    );
+    let mut accepted = 0;
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir).expect("the corpus exists") {
+        let path = entry.expect("listable").path();
+        let data = std::fs::read(&path).expect("readable");
+        files += 1;
+        match parse_policy_body(&data) {
+            Ok(policy) => {
+                assert_eq!(Policy::try_from(policy.to_spec()).as_ref(), Ok(&policy));
+                accepted += 1;
+            }
+            Err(PolicyBodyError::NotAnObject { .. }) => {
+                assert!(path.ends_with("array.json"), "{}", path.display());
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(
+        files >= 4 && accepted >= 2,
+        "{files} files, {accepted} accepted"
+    );
+}
