@@ -10,7 +10,7 @@ use mmsched_models::{Artifact, ModelPaths};
 
 /// A cache whose files link to the real ones, except Gemma's, which is a copy changed by
 /// `change` (`None`: linked too).
-fn cache_with_gemma(change: Option<fn(&mut Vec<u8>)>) -> tempfile::TempDir {
+fn cache_with_gemma(change: Option<fn(&mut [u8])>) -> tempfile::TempDir {
     let real = ModelPaths::from_env();
     let dir = tempfile::tempdir().expect("tempdir");
     let mine = ModelPaths::new(dir.path());
@@ -38,7 +38,7 @@ fn cache_with_gemma(change: Option<fn(&mut Vec<u8>)>) -> tempfile::TempDir {
     dir
 }
 
-fn flip_64_bytes_in_the_middle(bytes: &mut Vec<u8>) {
+fn flip_64_bytes_in_the_middle(bytes: &mut [u8]) {
     let mid = bytes.len() / 2;
     for b in &mut bytes[mid..mid + 64] {
         *b ^= 0xff;

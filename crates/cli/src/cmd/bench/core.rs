@@ -366,8 +366,7 @@ fn step_p99_ns(
         .context("worker 1 starts a job")?;
     let mut hist = histogram()?;
     let warmup = iterations / 10 + 1;
-    let mut next_id = n as u64 + 2;
-    for i in 0..warmup + iterations {
+    for (i, next_id) in (0..warmup + iterations).zip(n as u64 + 2..) {
         now += 10_000;
         let events = [
             SchedEvent::Finish {
@@ -376,7 +375,6 @@ fn step_p99_ns(
             },
             SchedEvent::Arrive(make(next_id, now)),
         ];
-        next_id += 1;
         out.clear();
         let t0 = clock.now_nanos();
         sched.step(now, black_box(&events), &mut out);
