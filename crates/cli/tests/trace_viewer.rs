@@ -153,7 +153,7 @@ fn viewer_renders_swimlanes_and_percentiles_in_headless_chromium() {
             .find(&row)
             .unwrap_or_else(|| panic!("no {m} row in the percentile table"));
         let cells = &stats[at..at + stats[at..].find("</tr>").expect("row end")];
-        assert!(cells.matches("<td").count() == 8, "{cells}");
+        assert!(cells.matches("<td").count() == 9, "{cells}");
         assert!(!cells.contains(">–<"), "{m} has no percentiles: {cells}");
     }
     assert!(

@@ -195,11 +195,11 @@ mod tests {
         let table = render_table(&summary);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
-            lines[4].split_whitespace().last(),
+            lines[5].split_whitespace().last(),
             Some("60+len"),
             "{table}"
         );
-        assert_eq!(lines[4].chars().count(), lines[1].chars().count());
+        assert_eq!(lines[5].chars().count(), lines[2].chars().count());
         assert!(table.contains("asr deadline: 60 ms + the utterance's length (at least 2 s)"));
     }
 

@@ -111,7 +111,8 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
             let _ = stop.send(true);
         });
         mmsched_server::serve_router(listener, app, config.limits, stopped).await;
-        println!("stopped");
+        // Whoever read the URL may be gone (a closed pipe): that is no error at exit.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), b"stopped\n");
         Ok(ExitCode::SUCCESS)
     })
 }
