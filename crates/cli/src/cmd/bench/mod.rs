@@ -5,6 +5,7 @@ pub mod core;
 pub mod e2e;
 pub mod models;
 mod models_candle;
+mod models_llm;
 pub mod policy;
 mod trace;
 

@@ -11,7 +11,8 @@
 //! ratio is taken on medians, robust against other processes stealing the CPU.
 //!
 //! The gate (blur/darkness, S4) is measured the same way against the detector it can skip.
-//! Whisper and Gemma-3 (candle) are measured in [`super::models_candle`].
+//! Whisper (candle) and Gemma-3 (llama.cpp or candle) are measured in
+//! [`super::models_candle`] and [`super::models_llm`].
 
 use std::process::ExitCode;
 
@@ -40,7 +41,8 @@ pub struct ModelsArgs {
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     runs: u32,
     /// Engines to measure the ONNX models (PP-OCRv4, Silero VAD) with (default: every
-    /// engine compiled in whose runtime is present). Whisper and Gemma-3 always run on candle.
+    /// engine compiled in whose runtime is present). Whisper runs on candle, Gemma-3 on
+    /// --llm-engine.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
     /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;
@@ -445,7 +447,7 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         );
     }
     if let Some(l) = &llm {
-        models_candle::print_llm(l);
+        super::models_llm::print_llm(l);
     }
     if !consistent {
         eprintln!("error: a direct engine call produced different tokens than mmsched's layer");
