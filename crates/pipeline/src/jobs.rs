@@ -7,10 +7,10 @@
 
 use std::sync::mpsc::Sender;
 
-use mmsched_backends::RgbFrame;
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::StepStages;
 use mmsched_backends::probe::{StageTiming, run_timed};
+use mmsched_backends::{Backend, RgbFrame};
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
@@ -161,7 +161,8 @@ pub fn asr(
 
 /// One text request, generated step by step: the first steps feed the prompt in chunks
 /// of [`PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
-/// the scheduler decides again at every token boundary.
+/// the scheduler decides again at every token boundary, and each step runs on the threads
+/// the scheduler granted it ([`Work::grant_threads`]).
 ///
 /// The pipeline runs one request at a time on the one LLM session, so the session's KV
 /// cache belongs to this request from its first step to its last.
@@ -172,20 +173,52 @@ pub fn llm(
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
-    let mut started = false;
-    let mut prompt_done = false;
-    let mut produced = 0u32;
-    Box::new(move || {
+    Box::new(LlmWork {
+        model,
+        prompt,
+        max_tokens,
+        tag,
+        out,
+        started: false,
+        prompt_done: false,
+        produced: 0,
+        granted: 1,
+    })
+}
+
+/// The state of one text request between its steps.
+struct LlmWork {
+    model: Shared<mmsched_backends::llm::LlmSession>,
+    prompt: String,
+    max_tokens: u32,
+    tag: u64,
+    out: Sender<Output>,
+    started: bool,
+    prompt_done: bool,
+    produced: u32,
+    /// Intra-op threads granted for the next step.
+    granted: usize,
+}
+
+impl Work for LlmWork {
+    fn grant_threads(&mut self, threads: usize) {
+        self.granted = threads.max(1);
+    }
+
+    fn step(&mut self) -> Result<StepOutcome, WorkError> {
+        let (out, tag) = (&self.out, self.tag);
         let clock = MonotonicClock::new();
         let t0 = clock.now_nanos();
-        let mut session = lock(&model);
-        if !started {
-            if let Err(e) = session.start(&prompt) {
-                return fail(&out, tag, e);
+        let mut session = lock(&self.model);
+        // An engine with a fixed thread count ignores the grant.
+        let _ = session.grant_threads(self.granted);
+        if !self.started {
+            if let Err(e) = session.start(&self.prompt) {
+                return fail(out, tag, e);
             }
-            started = true;
+            self.started = true;
         }
-        let token = if prompt_done {
+        let token = if self.prompt_done {
             session.step().map(Some)
         } else {
             session.prefill_chunk(PREFILL_CHUNK_TOKENS)
@@ -193,18 +226,18 @@ pub fn llm(
         drop(session);
         let token = match token {
             Ok(t) => t,
-            Err(e) => return fail(&out, tag, e),
+            Err(e) => return fail(out, tag, e),
         };
         let nanos = clock.now_nanos().saturating_sub(t0);
         let (text, stages, stop) = match token {
             Some(t) => {
-                prompt_done = true;
-                produced += 1;
+                self.prompt_done = true;
+                self.produced += 1;
                 (Some(t.text), t.stages, t.stop)
             }
             None => (None, StepStages::default(), false),
         };
-        let done = stop || produced >= max_tokens;
+        let done = stop || self.produced >= self.max_tokens;
         let _ = out.send(Output::Llm {
             tag,
             token: text,
@@ -217,5 +250,5 @@ pub fn llm(
         } else {
             StepOutcome::Yield
         })
-    })
+    }
 }

@@ -45,6 +45,17 @@ pub fn resource_groups(
     }
 }
 
+/// Most intra-op threads one step may be granted: every core (so a lone LLM step uses
+/// both cores of a 2-core device while the camera is idle), or `MMSCHED_THREAD_GRANT` when
+/// set (`1` turns grants off, to measure what they buy).
+fn max_thread_grant() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    std::env::var("MMSCHED_THREAD_GRANT")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(cores, |n| n.clamp(1, cores))
+}
+
 /// Builds the executor of `kind`.
 pub fn executor(
     kind: SchedulerKind,
@@ -82,6 +93,7 @@ pub fn executor(
                 restricted: vec![(workers as u32, vec![Kind::Vad.as_str().to_string()])],
                 lanes,
                 record_steps,
+                max_thread_grant: max_thread_grant(),
             };
             Box::new(
                 MmschedExecutor::new(
