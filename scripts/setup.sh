@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 #   prometheus              promtool, to check the /metrics output
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
 #   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
-PACKAGES=(espeak-ng sox fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps)
+PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

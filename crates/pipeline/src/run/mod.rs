@@ -20,6 +20,7 @@
 
 mod monitor;
 mod observer;
+mod results;
 mod sources;
 
 use std::collections::{HashMap, VecDeque};
@@ -93,6 +94,8 @@ pub struct RunOutcome {
 #[derive(Debug, Clone, Copy)]
 struct JobRec {
     kind: Kind,
+    /// When its input was captured (for results).
+    capture: Nanos,
     release: Nanos,
     deadline: Nanos,
     /// VAD: the chunk number.
@@ -105,6 +108,9 @@ struct LlmRequest {
     first_token_at: Option<Nanos>,
     last_token_at: Option<Nanos>,
     decode_nanos: Vec<u64>,
+    /// The answer so far and its tokens (for results).
+    answer: String,
+    tokens: u32,
 }
 
 struct Classes {
@@ -133,7 +139,8 @@ struct Run<'o> {
     router: ImageRouter,
     audio: Option<AudioPath>,
     ingest: Vec<(String, StreamIngest)>,
-    asr_queue: VecDeque<(Nanos, Nanos, Vec<f32>)>,
+    /// Utterances waiting: release, deadline, start of speech, samples.
+    asr_queue: VecDeque<(Nanos, Nanos, Nanos, Vec<f32>)>,
     asr_busy: bool,
     llm_queue: VecDeque<(Nanos, String, u32)>,
     llm: Option<LlmRequest>,
@@ -241,7 +248,10 @@ impl Run<'_> {
             return a.arrival_nanos;
         };
         let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
-        ingest.record_truth(placed, a.event.capture_device_nanos);
+        // A live source's capture time is an estimate, not ground truth to check against.
+        if a.event.received_nanos.is_none() {
+            ingest.record_truth(placed, a.event.capture_device_nanos);
+        }
         placed.device_nanos
     }
 
@@ -275,7 +285,7 @@ impl Run<'_> {
 
     fn start_asr_and_llm(&mut self, now: Nanos) {
         if !self.asr_busy
-            && let Some((release, deadline, samples)) = self.asr_queue.pop_front()
+            && let Some((release, deadline, capture, samples)) = self.asr_queue.pop_front()
         {
             if self.remedies().breaker_open && self.heaviest_branch() == Kind::Asr {
                 self.answer_from_cache(Kind::Asr, now);
@@ -289,6 +299,7 @@ impl Run<'_> {
                     tag,
                     JobRec {
                         kind: Kind::Asr,
+                        capture,
                         release,
                         deadline,
                         chunk: 0,
@@ -310,12 +321,15 @@ impl Run<'_> {
                 first_token_at: None,
                 last_token_at: None,
                 decode_nanos: Vec::new(),
+                answer: String::new(),
+                tokens: 0,
             });
             self.submit(
                 now,
                 tag,
                 JobRec {
                     kind: Kind::Llm,
+                    capture: arrival,
                     release: arrival,
                     deadline: arrival + sla,
                     chunk: 0,
@@ -337,7 +351,7 @@ impl Run<'_> {
                 .saturating_sub(u.start_nanos)
                 .max(ASR_MIN_BUDGET_NANOS);
             self.asr_queue
-                .push_back((now, now + sla + length, u.samples));
+                .push_back((now, now + sla + length, u.start_nanos, u.samples));
         }
     }
 
@@ -377,7 +391,7 @@ impl Run<'_> {
                         (Kind::Llm, _) => stage::DECODE,
                         _ => stage::EXEC,
                     };
-                    self.trace.job(JobSpan {
+                    let trace_id = self.trace.job(JobSpan {
                         job: job.0,
                         modality: info.modality,
                         model: rec.kind.as_str(),
@@ -399,7 +413,7 @@ impl Run<'_> {
                                 self.close_request();
                             }
                         }
-                        Ok(_) => self.on_finished(now, rec, ended_nanos, output),
+                        Ok(_) => self.on_finished(now, rec, ended_nanos, output, trace_id),
                         Err(_) => {
                             self.stats.failed(rec.kind, now);
                             self.release_branch(rec, now);
@@ -434,6 +448,7 @@ impl Run<'_> {
             Kind::Vad => {
                 if let Some(a) = &mut self.audio {
                     let u = a.on_vad(rec.chunk, 0.0);
+                    self.report_segments(&rec, now, None, &u);
                     self.on_utterances(now, u);
                 }
             }
@@ -445,7 +460,9 @@ impl Run<'_> {
         let (Some(r), Some(Output::Llm { token, nanos, .. })) = (&mut self.llm, output) else {
             return;
         };
-        if token.is_some() {
+        if let Some(t) = token {
+            r.answer.push_str(t);
+            r.tokens += 1;
             self.llm_tokens += 1;
             r.last_token_at = Some(at);
             if r.first_token_at.is_none() {
@@ -474,12 +491,20 @@ impl Run<'_> {
         }
     }
 
-    fn on_finished(&mut self, now: Nanos, rec: JobRec, end: Nanos, output: Option<Output>) {
+    fn on_finished(
+        &mut self,
+        now: Nanos,
+        rec: JobRec,
+        end: Nanos,
+        output: Option<Output>,
+        trace_id: mmsched_trace::ids::TraceId,
+    ) {
+        if rec.kind == Kind::Llm {
+            self.on_llm_step(end, output.as_ref());
+        }
+        self.report_result(&rec, end, output.as_ref(), trace_id);
         match rec.kind {
-            Kind::Llm => {
-                self.on_llm_step(end, output.as_ref());
-                self.close_request();
-            }
+            Kind::Llm => self.close_request(),
             Kind::Asr => {
                 self.asr_busy = false;
                 if let Some(Output::Asr { text, .. }) = output
@@ -495,6 +520,7 @@ impl Run<'_> {
                 };
                 if let Some(a) = &mut self.audio {
                     let u = a.on_vad(rec.chunk, prob);
+                    self.report_segments(&rec, end, Some(trace_id), &u);
                     self.on_utterances(now, u);
                 }
             }

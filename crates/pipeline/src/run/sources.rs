@@ -63,6 +63,7 @@ impl Run<'_> {
                 tag,
                 JobRec {
                     kind: Kind::Vision,
+                    capture,
                     release,
                     deadline: release + sla,
                     chunk: 0,
@@ -79,6 +80,7 @@ impl Run<'_> {
         };
         if self.remedies().use_cache && cached {
             self.stale_answers += 1;
+            self.report_stale(kind, now);
         }
         self.skip(kind, now, "circuit breaker open");
     }
@@ -133,6 +135,7 @@ impl Run<'_> {
                 tag,
                 JobRec {
                     kind: Kind::Vad,
+                    capture: c.ready_nanos,
                     release: c.ready_nanos,
                     deadline: c.ready_nanos + sla,
                     chunk: c.index,
@@ -152,7 +155,7 @@ impl Run<'_> {
             self.place(&name, &a);
             // Every other request asks about what was just heard, when there is a transcript.
             let prompt = match &self.last_transcript {
-                Some(t) if a.event.seq % 2 == 0 => {
+                Some(t) if a.event.seq % 2 == 0 && !a.event.payload.as_written => {
                     format!("In one sentence, what is this about: {t}")
                 }
                 _ => a.event.payload.prompt,

@@ -309,6 +309,7 @@ impl<C: Clock> Source for Camera<C> {
             capture_device_nanos: at,
             stamp_nanos: self.clock.stamp(at),
             payload: self.frame(seq, at),
+            received_nanos: None,
         })
     }
 }

@@ -102,6 +102,15 @@ impl<S: Source, C: Clock> Delivered<S, C> {
 
     fn capture(&mut self) {
         while let Some(event) = self.inner.poll() {
+            if let Some(arrival_nanos) = event.received_nanos {
+                // A real transport brought it: its delay and loss are already real.
+                self.queue.push(Reverse(Queued {
+                    arrival_nanos,
+                    seq: event.seq,
+                    event,
+                }));
+                continue;
+            }
             match self
                 .injector
                 .arrival(event.capture_device_nanos, &mut self.rng)
@@ -135,10 +144,11 @@ impl<S: Source, C: Clock> Delivered<S, C> {
     /// Asks the sender to send event `seq` again (a NACK). If the sender still holds a
     /// lost copy, the request reaches it after the base delay and the copy travels like any
     /// event (jitter, possible loss again); returns whether a copy was sent. An event
-    /// still in transit needs no copy: `false`.
+    /// still in transit needs no copy: `false`. A source behind a real transport gets the
+    /// request on that transport ([`Source::request_retransmit`]).
     pub fn retransmit(&mut self, seq: u64) -> bool {
         let Some(pos) = self.history.iter().position(|e| e.seq == seq) else {
-            return false;
+            return self.inner.request_retransmit(seq);
         };
         let Some(event) = self.history.remove(pos) else {
             return false;

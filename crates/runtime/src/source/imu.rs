@@ -75,6 +75,7 @@ impl<C: Clock> Source for Imu<C> {
             capture_device_nanos: at,
             stamp_nanos: self.clock.stamp(at),
             payload: (),
+            received_nanos: None,
         })
     }
 }

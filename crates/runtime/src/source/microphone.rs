@@ -257,6 +257,7 @@ impl<C: Clock> Source for Microphone<C> {
             capture_device_nanos: at,
             stamp_nanos: self.clock.stamp(at),
             payload: self.packet(seq),
+            received_nanos: None,
         })
     }
 }

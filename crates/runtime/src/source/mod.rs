@@ -17,9 +17,13 @@ pub mod cadence;
 pub mod camera;
 pub mod clock;
 pub mod delivery;
+pub mod feed;
+pub mod folder;
 pub mod imu;
 pub mod microphone;
+pub mod rtp;
 pub mod text;
+pub mod video;
 
 use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
@@ -38,6 +42,11 @@ pub struct SourceEvent<P> {
     pub stamp_nanos: u64,
     /// The content.
     pub payload: P,
+    /// When the event reached the device, for a source behind a real transport (an RTP
+    /// socket): [`delivery::Delivered`] passes such events on as they arrived, and their
+    /// `capture_device_nanos` is an estimate, not ground truth. `None` for sources sampled
+    /// on the device, whose transport `Delivered` simulates.
+    pub received_nanos: Option<Nanos>,
 }
 
 /// A sensor that produces events on its own clock.
@@ -62,4 +71,39 @@ pub trait Source {
     /// The next event if it is due at the device clock's current time. Call repeatedly
     /// to drain everything due; events come in capture order, none is skipped.
     fn poll(&mut self) -> Option<SourceEvent<Self::Payload>>;
+
+    /// Asks the sender of a source behind a real transport to send event `seq` again (a
+    /// retransmission request on that transport); returns whether a request went out.
+    /// Sources sampled on the device have no sender to ask.
+    fn request_retransmit(&mut self, _seq: u64) -> bool {
+        false
+    }
+}
+
+/// Any source of `P` behind one pointer, so a stream can be fed by whichever kind of
+/// source its scenario names (generated, a folder, a video, a network socket).
+pub type BoxedSource<P> = Box<dyn Source<Payload = P> + Send>;
+
+impl<S: Source + ?Sized> Source for Box<S> {
+    type Payload = S::Payload;
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn modality(&self) -> Modality {
+        (**self).modality()
+    }
+
+    fn next_due_nanos(&self) -> Option<Nanos> {
+        (**self).next_due_nanos()
+    }
+
+    fn poll(&mut self) -> Option<SourceEvent<Self::Payload>> {
+        (**self).poll()
+    }
+
+    fn request_retransmit(&mut self, seq: u64) -> bool {
+        (**self).request_retransmit(seq)
+    }
 }

@@ -1,0 +1,145 @@
+//! Camera frames from a folder of PNG and JPEG files, played in name order (`0001.png`,
+//! `0002.png`, …), once or round and round.
+
+use std::path::{Path, PathBuf};
+
+use super::camera::Frame;
+use super::feed::{FrameError, FrameReader};
+
+/// Reads a folder's images in name order.
+#[derive(Debug, Clone)]
+pub struct FolderReader {
+    files: Vec<PathBuf>,
+    next: usize,
+    looped: bool,
+}
+
+fn is_image(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg"))
+}
+
+impl FolderReader {
+    /// Lists `dir`'s PNG and JPEG files (other files are ignored) and checks that each one
+    /// is a readable image header, so a bad file is reported before the run, by name.
+    /// `looped`: start again after the last file; else the camera ends there.
+    pub fn open(dir: &Path, looped: bool) -> Result<Self, FrameError> {
+        let shown = dir.display().to_string();
+        let entries = std::fs::read_dir(dir).map_err(|e| FrameError::Folder {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && is_image(p))
+            .collect();
+        if files.is_empty() {
+            return Err(FrameError::NoImages { path: shown });
+        }
+        files.sort();
+        for f in &files {
+            image::ImageReader::open(f)
+                .and_then(|r| r.with_guessed_format())
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.into_dimensions().map_err(|e| e.to_string()))
+                .map_err(|reason| FrameError::Image {
+                    path: f.display().to_string(),
+                    reason,
+                })?;
+        }
+        Ok(Self {
+            files,
+            next: 0,
+            looped,
+        })
+    }
+
+    /// The files, in playing order.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+}
+
+/// Decodes one PNG or JPEG file into an RGB8 frame.
+pub fn decode(path: &Path) -> Result<Frame, FrameError> {
+    let err = |reason: String| FrameError::Image {
+        path: path.display().to_string(),
+        reason,
+    };
+    let rgb = image::open(path).map_err(|e| err(e.to_string()))?.to_rgb8();
+    let (w, h) = rgb.dimensions();
+    Frame::from_rgb(w, h, rgb.into_raw()).ok_or_else(|| err("inconsistent size".into()))
+}
+
+impl FrameReader for FolderReader {
+    fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        if self.next == self.files.len() {
+            if !self.looped {
+                return Ok(None);
+            }
+            self.next = 0;
+        }
+        let path = &self.files[self.next];
+        self.next += 1;
+        decode(path).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_png(path: &Path, w: u32, h: u32, value: u8) {
+        image::RgbImage::from_pixel(w, h, image::Rgb([value, 0, 255 - value]))
+            .save(path)
+            .expect("write png");
+    }
+
+    #[test]
+    fn images_play_in_name_order_once_or_looped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_png(&dir.path().join("b.png"), 4, 3, 20);
+        write_png(&dir.path().join("a.PNG"), 4, 3, 10);
+        image::RgbImage::from_pixel(8, 2, image::Rgb([30, 30, 30]))
+            .save(dir.path().join("c.jpg"))
+            .expect("write jpeg");
+        std::fs::write(dir.path().join("notes.txt"), "not a frame").expect("write");
+        let mut once = FolderReader::open(dir.path(), false).expect("valid folder");
+        assert_eq!(once.files().len(), 3);
+        let f = once.next_frame().expect("decodes").expect("a frame");
+        assert_eq!((f.width, f.height, f.rgb[0], f.rgb[2]), (4, 3, 10, 245));
+        assert_eq!(once.next_frame().expect("ok").map(|f| f.rgb[0]), Some(20));
+        let jpeg = once.next_frame().expect("ok").expect("a frame");
+        assert_eq!((jpeg.width, jpeg.height), (8, 2));
+        assert!(
+            jpeg.rgb[0].abs_diff(30) <= 2,
+            "JPEG is lossy: {}",
+            jpeg.rgb[0]
+        );
+        assert!(
+            once.next_frame().expect("ok").is_none(),
+            "stops after the last"
+        );
+        let mut looped = FolderReader::open(dir.path(), true).expect("valid folder");
+        let firsts: Vec<u32> = (0..4)
+            .map(|_| looped.next_frame().expect("ok").expect("frame").width)
+            .collect();
+        assert_eq!(firsts, [4, 4, 8, 4], "starts again after the last");
+    }
+
+    #[test]
+    fn a_bad_folder_or_file_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("nope");
+        let e = FolderReader::open(&missing, true).expect_err("missing");
+        assert!(e.to_string().contains("nope"), "{e}");
+        assert!(e.to_string().contains("folder of PNG or JPEG"), "{e}");
+        let e = FolderReader::open(dir.path(), true).expect_err("empty");
+        assert!(matches!(e, FrameError::NoImages { .. }), "{e}");
+        std::fs::write(dir.path().join("broken.png"), b"not a png at all").expect("write");
+        let e = FolderReader::open(dir.path(), true).expect_err("corrupt");
+        assert!(e.to_string().contains("broken.png"), "{e}");
+    }
+}
