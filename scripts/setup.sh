@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests and tools use:
 #   espeak-ng, sox          speech test audio;  fonts-dejavu-core  text rendered for OCR tests
+#   ffmpeg                  video-file camera source and the RTP microphone test sender
 #   qemu-system-misc        runs the RISC-V MCU kernel demo
 #   chromium                headless browser test of the trace viewer
 #   prometheus              promtool, to check the /metrics output
