@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 #   prometheus              promtool, to check the /metrics output
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
 #   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
-PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps)
+#   cmake g++ libclang-dev  build llama.cpp (the default LLM engine) and its Rust bindings
+PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps cmake g++ libclang-dev)
 # python3-venv: the OTLP/JSON test's interpreter (set up below).
 PACKAGES+=(python3-venv)
 missing=()

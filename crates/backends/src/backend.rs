@@ -34,6 +34,15 @@ pub trait Backend {
 
     /// Bytes of memory held by the loaded model(s) (weights and caches), best estimate.
     fn memory_bytes(&self) -> u64;
+
+    /// The scheduler grants the next calls `threads` intra-op threads (1 when another
+    /// job needs the other core, more when the machine is otherwise idle). Returns the
+    /// count the engine will use, or `None` if it cannot change its thread count between
+    /// calls (it keeps the count it was loaded with: the default).
+    fn grant_threads(&mut self, threads: usize) -> Option<usize> {
+        let _ = threads;
+        None
+    }
 }
 
 /// Why a backend could not load or run.

@@ -1,10 +1,11 @@
-//! Gemma-3 270M on real weights: the step-wise, chunked, KV-cached path gives the same
-//! greedy tokens as recomputing the whole sequence for every token, and runs are
-//! deterministic. Needs `mmsched models fetch` first.
+//! Gemma-3 270M on real weights, on both engines (llama.cpp and candle): the step-wise,
+//! chunked, KV-cached path gives the same greedy tokens as recomputing the whole sequence
+//! for every token, runs are deterministic, and a thread grant takes effect. Needs
+//! `mmsched models fetch` first.
 
 use std::sync::Arc;
 
-use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
+use mmsched_backends::llm::{LlmEngine, LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::{Backend, run_timed};
 use mmsched_core::time::MonotonicClock;
 use mmsched_models::{Artifact, require};
@@ -21,19 +22,41 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn session() -> LlmSession {
+fn session_on(engine: LlmEngine) -> LlmSession {
     let path = require(Artifact::Gemma3).unwrap_or_else(|e| panic!("{e}"));
     let opts = LlmOptions {
+        engine,
         threads: 2,
         ..LlmOptions::default()
     };
-    LlmSession::load(&path, opts, Arc::new(MonotonicClock::new())).expect("Gemma-3 loads")
+    let s = LlmSession::load(&path, opts, Arc::new(MonotonicClock::new())).expect("Gemma-3 loads");
+    assert_eq!(s.engine(), engine);
+    s
+}
+
+fn session() -> LlmSession {
+    session_on(LlmEngine::default())
 }
 
 #[test]
-fn step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic() {
+fn the_default_engine_is_llama_cpp() {
+    assert_eq!(LlmEngine::default(), LlmEngine::Llama);
+    assert!(LlmEngine::Llama.is_compiled_in());
+}
+
+#[test]
+fn llama_cpp_step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic() {
+    step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic(LlmEngine::Llama);
+}
+
+#[test]
+fn candle_step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic() {
+    step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic(LlmEngine::Candle);
+}
+
+fn step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic(engine: LlmEngine) {
     let _serial = serial();
-    let mut s = session();
+    let mut s = session_on(engine);
 
     // One call: prefill in one chunk, then decode.
     let one_shot = s.generate(PROMPT, N).expect("generate");
@@ -54,9 +77,11 @@ fn step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic() 
     let mut stepped = vec![first.id];
     while stepped.len() < one_shot.tokens.len() {
         let t = s.step().expect("step");
-        assert!(
-            t.stages.kv_cache_nanos > 0 && t.stages.attention_nanos > 0 && t.stages.rest_nanos > 0
-        );
+        assert!(t.stages.rest_nanos > 0);
+        // Only candle splits a step into stages; llama.cpp reports it whole.
+        if engine == LlmEngine::Candle {
+            assert!(t.stages.kv_cache_nanos > 0 && t.stages.attention_nanos > 0);
+        }
         stepped.push(t.id);
     }
     assert_eq!(
@@ -78,12 +103,58 @@ fn step_wise_chunked_generation_equals_uncached_one_shot_and_is_deterministic() 
         s.generate(PROMPT, N).expect("again").tokens,
         one_shot.tokens
     );
-    let mut fresh = session();
+    let mut fresh = session_on(engine);
     assert_eq!(
         fresh.generate(PROMPT, N).expect("fresh").tokens,
         one_shot.tokens
     );
-    eprintln!("{PROMPT}{}", one_shot.text);
+    eprintln!("[{engine}] {PROMPT}{}", one_shot.text);
+}
+
+#[test]
+fn a_thread_grant_takes_effect_between_steps_and_leaves_the_tokens_unchanged() {
+    let _serial = serial();
+    let mut s = session_on(LlmEngine::Llama);
+    // The count is read back from llama.cpp's context, not from the session.
+    assert_eq!(s.grant_threads(1), Some(1));
+    assert_eq!(s.threads(), 1);
+    let one = s.generate(PROMPT, N).expect("1 thread").tokens;
+
+    // Granted 2 threads from the middle of a generation on: the step runs on 2 threads
+    // and the greedy tokens are those of the 1-thread run.
+    s.start(PROMPT).expect("start");
+    let mut mixed = vec![
+        s.prefill_chunk(64)
+            .expect("prefill")
+            .expect("first token")
+            .id,
+    ];
+    assert_eq!(s.grant_threads(2), Some(2));
+    assert_eq!(s.threads(), 2);
+    while mixed.len() < one.len() {
+        mixed.push(s.step().expect("step").id);
+        let granted = if mixed.len() % 2 == 0 { 1 } else { 2 };
+        assert_eq!(s.grant_threads(granted), Some(granted));
+    }
+    assert_eq!(mixed, one, "tokens changed with the thread count");
+
+    // candle's thread count is fixed at load: it says so instead of pretending.
+    let mut c = session_on(LlmEngine::Candle);
+    assert_eq!(c.grant_threads(1), None);
+}
+
+#[test]
+fn an_unknown_engine_name_is_refused_with_the_choices() {
+    let e = "onnx".parse::<LlmEngine>().expect_err("unknown");
+    assert!(e.to_string().contains("use `llama` or `candle`"), "{e}");
+    assert_eq!(
+        "llama".parse::<LlmEngine>().expect("llama"),
+        LlmEngine::Llama
+    );
+    assert_eq!(
+        "candle".parse::<LlmEngine>().expect("candle"),
+        LlmEngine::Candle
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `mmsched bench models --only asr,llm` on the real cached Whisper tiny.en and Gemma-3
-//! models: every documented key is present, figures are positive, and the direct engine
-//! calls produce exactly the tokens mmsched's layer produced; Whisper's RTF is measured at
-//! 1 and 2 threads in child processes.
+//! models (Gemma-3 on both engines): every documented key is present, figures are
+//! positive, and the direct engine calls produce exactly the tokens mmsched's layer
+//! produced; Whisper's RTF is measured at 1 and 2 threads in child processes.
 //!
 //! Needs the models in `$MMSCHED_HOME` (`mmsched models fetch`).
 
@@ -97,9 +97,22 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
     ] {
         positive(llm, key);
     }
-    for key in ["kv_cache", "attention", "rest"] {
-        positive_stage(&llm["step_split_ms"], key);
+    // The default engine is llama.cpp, which reports a step as one stage.
+    assert_eq!(llm["engine"], "llama");
+    positive_stage(&llm["step_split_ms"], "rest");
+    // Granted 1 and 2 threads in turn: every figure measured, the same greedy tokens.
+    for key in [
+        "decode_tok_s_1t",
+        "decode_tok_s_2t",
+        "prefill_tok_s_1t",
+        "prefill_tok_s_2t",
+        "prefill_prompt_tokens",
+    ] {
+        positive(llm, key);
     }
+    positive_stage(llm, "sweep_step_ms_1t");
+    positive_stage(llm, "sweep_step_ms_2t");
+    assert_eq!(llm["sweep_tokens_match"], true, "{llm}");
     // Greedy decoding is deterministic: the session and the plain forward + argmax loop
     // must agree token for token.
     assert_eq!(llm["greedy_tokens_match"], true, "{llm}");
@@ -107,6 +120,52 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
         !llm["text"].as_str().unwrap_or_default().trim().is_empty(),
         "{llm}"
     );
+}
+
+#[test]
+fn gemma_on_candle_reports_its_stage_split_and_no_thread_figures() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args([
+            "bench",
+            "models",
+            "--only",
+            "llm",
+            "--llm-engine",
+            "candle",
+            "--runs",
+            "1",
+            "--llm-tokens",
+            "4",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let llm = &v["llm"];
+    assert_eq!(llm["engine"], "candle");
+    for key in ["kv_cache", "attention", "rest"] {
+        positive_stage(&llm["step_split_ms"], key);
+    }
+    // candle cannot change its thread count between calls: no figures rather than
+    // figures at a thread count it did not run at.
+    assert!(llm["decode_tok_s_2t"].is_null(), "{llm}");
+    assert_eq!(llm["greedy_tokens_match"], true, "{llm}");
+}
+
+#[test]
+fn an_unknown_llm_engine_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args(["bench", "models", "--only", "llm", "--llm-engine", "onnx"])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use `llama` or `candle`"), "{err}");
 }
 
 #[test]

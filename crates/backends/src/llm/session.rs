@@ -11,14 +11,19 @@ use mmsched_core::time::{Clock, Nanos};
 use serde::Serialize;
 
 use crate::backend::{Backend, BackendError};
-use crate::llm::model::{DEFAULT_MAX_SEQ_LEN, Gemma3, StageTimer};
+use crate::llm::engine::{LlmEngine, LoadedModel};
+#[cfg(feature = "llama")]
+use crate::llm::llama::LlamaGemma;
+use crate::llm::model::{DEFAULT_MAX_SEQ_LEN, Gemma3};
 use crate::llm::tokenizer::GgufTokenizer;
-use crate::threads::EngineThreads;
 
 /// How to load and run the LLM.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmOptions {
-    /// Worker threads for this engine (0: one per core).
+    /// Which engine runs the model (default: llama.cpp where compiled in).
+    pub engine: LlmEngine,
+    /// Threads for this engine (0: one per core); the scheduler may change it between
+    /// calls ([`Backend::grant_threads`]) where the engine allows.
     pub threads: usize,
     /// Maximum sequence length (prompt + generated tokens); sizes the rotary tables.
     pub max_seq_len: usize,
@@ -33,6 +38,7 @@ pub struct LlmOptions {
 impl Default for LlmOptions {
     fn default() -> Self {
         Self {
+            engine: LlmEngine::default(),
             threads: 0,
             max_seq_len: DEFAULT_MAX_SEQ_LEN,
             temperature: None,
@@ -102,11 +108,9 @@ pub struct Generation {
 
 /// A loaded Gemma-3 GGUF model with its tokenizer, KV cache and sampler.
 pub struct LlmSession {
-    model: Gemma3,
+    model: LoadedModel,
     tokenizer: GgufTokenizer,
-    threads: EngineThreads,
     clock: Arc<dyn Clock + Send + Sync>,
-    device: Device,
     sampler: LogitsProcessor,
     options: LlmOptions,
     /// Prompt tokens not yet fed to the model.
@@ -144,6 +148,17 @@ pub(crate) fn message(e: &candle_core::Error) -> String {
     }
 }
 
+/// The first highest logit: greedy decoding, the same rule for both engines.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in logits.iter().enumerate() {
+        if x > logits[best] {
+            best = i;
+        }
+    }
+    u32::try_from(best).unwrap_or(u32::MAX)
+}
+
 impl LlmSession {
     /// Loads a Gemma-3 GGUF file.
     pub fn load(
@@ -176,18 +191,19 @@ impl LlmSession {
             })
             .sum();
         let tokenizer = GgufTokenizer::from_gguf(&ct)?;
-        let device = Device::Cpu;
-        let threads = EngineThreads::new("llm", options.threads)?;
-        let model = threads
-            .install(|| Gemma3::from_gguf(&ct, &mut file, options.max_seq_len, &device))
-            .map_err(|e| load(message(&e)))?;
+        let model = LoadedModel::load(
+            options.engine,
+            path,
+            &ct,
+            &mut file,
+            options.max_seq_len,
+            options.threads,
+        )?;
         let sampler = Self::sampler(&options);
         Ok(Self {
             model,
             tokenizer,
-            threads,
             clock,
-            device,
             sampler,
             options,
             pending: Vec::new(),
@@ -219,21 +235,33 @@ impl LlmSession {
         self.position
     }
 
-    /// Worker threads of the session's engine pool.
+    /// Threads the engine's next calls run on.
     pub fn threads(&self) -> usize {
-        self.threads.threads()
+        self.model.threads()
     }
 
-    /// The model, for calls that bypass the session (`mmsched bench models` measures the
-    /// session against them). Cloning it is cheap: the clone shares the weights and has
-    /// its own KV cache.
-    pub fn model(&self) -> &Gemma3 {
-        &self.model
+    /// The engine running the model.
+    pub fn engine(&self) -> LlmEngine {
+        self.model.engine()
+    }
+
+    /// The candle model (`None` on llama.cpp), for calls that bypass the session
+    /// (`mmsched bench models` measures the session against them). Cloning it is cheap:
+    /// the clone shares the weights and has its own KV cache.
+    pub fn model(&self) -> Option<&Gemma3> {
+        self.model.candle()
+    }
+
+    /// The llama.cpp model (`None` on candle), for calls that bypass the session;
+    /// [`LlamaGemma::fork`] gives a context of its own on the same weights.
+    #[cfg(feature = "llama")]
+    pub fn llama_model(&self) -> Option<&LlamaGemma> {
+        self.model.llama()
     }
 
     /// Forgets the current sequence: empty KV cache, nothing queued, nothing to continue.
     fn end_sequence(&mut self) {
-        self.model.clear_kv_cache();
+        self.model.clear();
         self.pending.clear();
         self.position = 0;
         self.last = None;
@@ -271,7 +299,7 @@ impl LlmSession {
                 "token id {bad} is outside the vocabulary"
             )));
         }
-        self.model.clear_kv_cache();
+        self.model.clear();
         self.sampler = Self::sampler(&self.options);
         self.position = 0;
         self.last = None;
@@ -337,27 +365,10 @@ impl LlmSession {
         self.sample(&logits, stages, nanos)
     }
 
-    fn forward(&mut self, ids: &[u32]) -> Result<(Tensor, StepStages, Nanos), BackendError> {
+    fn forward(&mut self, ids: &[u32]) -> Result<(Vec<f32>, StepStages, Nanos), BackendError> {
         let clock: &(dyn Clock + Send + Sync) = &*self.clock;
         let t0 = clock.now_nanos();
-        let index_pos = self.position;
-        let (model, device, threads) = (&mut self.model, &self.device, &self.threads);
-        let (logits, stages) = threads
-            .install(|| {
-                let mut timer = StageTimer::start(clock);
-                let input = Tensor::new(ids, device)?.unsqueeze(0)?;
-                timer.rest();
-                let logits = model.forward(&input, index_pos, &mut timer)?;
-                Ok::<_, candle_core::Error>((
-                    logits,
-                    StepStages {
-                        kv_cache_nanos: timer.kv_cache_nanos,
-                        attention_nanos: timer.attention_nanos,
-                        rest_nanos: timer.rest_nanos,
-                    },
-                ))
-            })
-            .map_err(engine)?;
+        let (logits, stages) = self.model.forward(ids, self.position, clock)?;
         self.position += ids.len();
         let nanos = clock.now_nanos() - t0;
         self.last_chunk_nanos = nanos;
@@ -367,12 +378,17 @@ impl LlmSession {
 
     fn sample(
         &mut self,
-        logits: &Tensor,
+        logits: &[f32],
         mut stages: StepStages,
         nanos: Nanos,
     ) -> Result<Token, BackendError> {
         let t0 = self.clock.now_nanos();
-        let id = self.sampler.sample(logits).map_err(engine)?;
+        let id = if self.options.temperature.is_some_and(|t| t > 0.0) {
+            let logits = Tensor::from_slice(logits, logits.len(), &Device::Cpu).map_err(engine)?;
+            self.sampler.sample(&logits).map_err(engine)?
+        } else {
+            argmax(logits)
+        };
         let sample_nanos = self.clock.now_nanos() - t0;
         stages.rest_nanos += sample_nanos;
         self.last = Some(id);
@@ -449,10 +465,7 @@ impl LlmSession {
         while out.len() < max_tokens {
             self.start_tokens(seq.clone())?;
             let (logits, _, _) = self.forward(&seq)?;
-            let id = logits
-                .argmax(candle_core::D::Minus1)
-                .and_then(|t| t.to_scalar::<u32>())
-                .map_err(engine)?;
+            let id = argmax(&logits);
             out.push(id);
             seq.push(id);
             if self.tokenizer.is_stop(id) {
@@ -521,6 +534,10 @@ impl Backend for LlmSession {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.weight_bytes + self.model.kv_cache_bytes()
+        self.weight_bytes + self.model.cache_bytes()
+    }
+
+    fn grant_threads(&mut self, threads: usize) -> Option<usize> {
+        self.model.grant_threads(threads)
     }
 }

@@ -251,7 +251,8 @@ fn profile_candle_models(p: &mut Profiler) -> Result<()> {
         prompt: "The three primary colours of light are".to_string(),
         max_tokens: 16,
     };
-    p.add(&mut llm, "candle", "prompt8+16tok", 0, &job)?;
+    let engine = llm.engine().as_str();
+    p.add(&mut llm, engine, "prompt8+16tok", 0, &job)?;
     Ok(())
 }
 

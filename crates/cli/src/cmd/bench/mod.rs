@@ -6,6 +6,7 @@ pub mod e2e;
 pub mod models;
 mod models_asr;
 mod models_candle;
+mod models_llm;
 mod models_summary;
 pub mod policy;
 mod trace;

@@ -11,7 +11,8 @@
 //! ratio is taken on medians, robust against other processes stealing the CPU.
 //!
 //! The gate (blur/darkness, S4) is measured the same way against the detector it can skip.
-//! Whisper and Gemma-3 (candle) are measured in [`super::models_candle`].
+//! Whisper (candle) and Gemma-3 (llama.cpp or candle) are measured in
+//! [`super::models_candle`] and [`super::models_llm`].
 
 use std::process::ExitCode;
 
@@ -43,7 +44,7 @@ pub struct ModelsArgs {
     runs: u32,
     /// Engines to measure the ONNX models (PP-OCRv4, Silero VAD) with (default: every
     /// engine compiled in whose runtime is present; `auto`: the one `run` uses). Whisper
-    /// and Gemma-3 run on candle (see --asr-engine).
+    /// runs on candle (see --asr-engine), Gemma-3 on --llm-engine.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
     /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;
@@ -474,7 +475,7 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         models_asr::print_rtf(r);
     }
     if let Some(l) = &llm {
-        models_candle::print_llm(l);
+        super::models_llm::print_llm(l);
     }
     if !consistent {
         eprintln!("error: a direct engine call produced different tokens than mmsched's layer");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
+use mmsched_backends::llm::{LlmEngine, LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::run_timed;
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_models::{Artifact, ModelPaths};
@@ -34,11 +34,19 @@ pub struct LlmArgs {
     /// Worker threads for the engine (0: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
-    /// Print {"text","tokens","ttft_ms","tpot_ms","timing_ms":{"pre","exec","post"},
+    /// The engine: `llama` (llama.cpp, the default where compiled in) or `candle`.
+    #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
+    engine: Option<LlmEngine>,
+    /// Print {"engine","threads","text","tokens","ttft_ms","tpot_ms","timing_ms":{"pre","exec","post"},
     /// "steps":[{"kv_cache_ms","attention_ms","rest_ms"}],"memory_bytes","peak_rss_bytes","load_ms"} as JSON
     /// (times in milliseconds).
     #[arg(long)]
     json: bool,
+}
+
+fn parse_engine(s: &str) -> Result<LlmEngine, String> {
+    s.parse()
+        .map_err(|e: mmsched_backends::BackendError| e.to_string())
 }
 
 pub fn run(a: LlmArgs) -> Result<ExitCode> {
@@ -68,6 +76,7 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
     let path = ModelPaths::from_env().verified(Artifact::Gemma3)?;
     let clock = Arc::new(MonotonicClock::new());
     let options = LlmOptions {
+        engine: a.engine.unwrap_or_default(),
         threads: a.threads,
         temperature: (a.temperature > 0.0).then_some(a.temperature),
         seed: a.seed,
@@ -95,6 +104,8 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
             })
             .collect();
         let out = json!({
+            "engine": session.engine(),
+            "threads": session.threads(),
             "text": g.text,
             "tokens": g.tokens.len(),
             "token_ids": g.tokens,

@@ -1,0 +1,267 @@
+//! Which engine runs the LLM, and the few calls the session needs from either.
+//!
+//! Measured on the 2-core test machine (Gemma-3 270M Q4_K_M, see `docs/` and
+//! `mmsched bench models`): llama.cpp prefills 2–3× faster than candle and gains ~1.7× from
+//! a second thread in decoding, where candle gains nothing; so llama.cpp is the default
+//! wherever it is compiled in (cargo feature `llama`, on by default) and candle stays
+//! available (`--llm-engine candle`) as the pure-Rust engine that builds without a C++
+//! toolchain.
+
+use std::path::Path;
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use mmsched_core::time::Clock;
+
+use crate::backend::BackendError;
+#[cfg(feature = "llama")]
+use crate::llm::llama::LlamaGemma;
+use crate::llm::model::{Gemma3, StageTimer};
+use crate::llm::session::StepStages;
+use crate::threads::EngineThreads;
+
+/// The LLM engines mmsched can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmEngine {
+    /// llama.cpp (C++, cargo feature `llama`): the default where compiled in.
+    Llama,
+    /// candle's quantised Gemma-3 (pure Rust, cargo feature `candle`).
+    Candle,
+}
+
+impl LlmEngine {
+    /// The engine's short name (`llama` or `candle`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmEngine::Llama => "llama",
+            LlmEngine::Candle => "candle",
+        }
+    }
+
+    /// Whether this engine was compiled into this build.
+    pub fn is_compiled_in(self) -> bool {
+        match self {
+            LlmEngine::Llama => cfg!(feature = "llama"),
+            LlmEngine::Candle => true,
+        }
+    }
+}
+
+impl Default for LlmEngine {
+    /// llama.cpp when compiled in, else candle.
+    fn default() -> Self {
+        if cfg!(feature = "llama") {
+            LlmEngine::Llama
+        } else {
+            LlmEngine::Candle
+        }
+    }
+}
+
+impl std::fmt::Display for LlmEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for LlmEngine {
+    type Err = BackendError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "llama" | "llama.cpp" => Ok(LlmEngine::Llama),
+            "candle" => Ok(LlmEngine::Candle),
+            other => Err(BackendError::InvalidInput(format!(
+                "unknown LLM engine `{other}`: use `llama` or `candle`"
+            ))),
+        }
+    }
+}
+
+/// A loaded model on one of the engines, with its KV cache.
+pub(crate) enum LoadedModel {
+    /// candle, on its own rayon pool.
+    Candle {
+        model: Box<Gemma3>,
+        threads: EngineThreads,
+    },
+    /// llama.cpp.
+    #[cfg(feature = "llama")]
+    Llama(LlamaGemma),
+}
+
+impl std::fmt::Debug for LoadedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.engine().as_str())
+    }
+}
+
+fn engine_err(e: impl std::fmt::Display) -> BackendError {
+    BackendError::Engine(e.to_string())
+}
+
+impl LoadedModel {
+    /// Loads `path` on `engine` with `threads` threads (0: one per core).
+    pub(crate) fn load(
+        engine: LlmEngine,
+        path: &Path,
+        ct: &gguf_file::Content,
+        file: &mut std::fs::File,
+        max_seq_len: usize,
+        threads: usize,
+    ) -> Result<Self, BackendError> {
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            threads
+        };
+        let load = |reason: String| BackendError::Load {
+            path: path.display().to_string(),
+            reason,
+        };
+        match engine {
+            LlmEngine::Candle => {
+                let threads = EngineThreads::new("llm", threads)?;
+                let model = threads
+                    .install(|| Gemma3::from_gguf(ct, file, max_seq_len, &Device::Cpu))
+                    .map_err(|e| load(crate::llm::session::message(&e)))?;
+                Ok(LoadedModel::Candle {
+                    model: Box::new(model),
+                    threads,
+                })
+            }
+            #[cfg(feature = "llama")]
+            LlmEngine::Llama => Ok(LoadedModel::Llama(
+                LlamaGemma::load(path, max_seq_len, threads).map_err(load)?,
+            )),
+            #[allow(unreachable_patterns)]
+            other => Err(BackendError::EngineUnavailable(format!(
+                "LLM engine `{other}` is not compiled into this build: rebuild with `cargo build -p mmsched --features {other}`"
+            ))),
+        }
+    }
+
+    /// Which engine this is.
+    pub(crate) fn engine(&self) -> LlmEngine {
+        match self {
+            LoadedModel::Candle { .. } => LlmEngine::Candle,
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(_) => LlmEngine::Llama,
+        }
+    }
+
+    /// Threads the next calls run on.
+    pub(crate) fn threads(&self) -> usize {
+        match self {
+            LoadedModel::Candle { threads, .. } => threads.threads(),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m.threads(),
+        }
+    }
+
+    /// Runs the next calls on `threads` threads if the engine can change its thread count
+    /// between calls, and returns the count it will use; `None` if it cannot. candle
+    /// cannot: its quantised matmuls run on one process-wide pool sized at first use.
+    pub(crate) fn grant_threads(&mut self, threads: usize) -> Option<usize> {
+        match self {
+            LoadedModel::Candle { .. } => None,
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => {
+                m.set_threads(threads);
+                Some(m.threads())
+            }
+        }
+    }
+
+    pub(crate) fn max_seq_len(&self) -> usize {
+        match self {
+            LoadedModel::Candle { model, .. } => model.max_seq_len(),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m.max_seq_len(),
+        }
+    }
+
+    pub(crate) fn vocab_size(&self) -> usize {
+        match self {
+            LoadedModel::Candle { model, .. } => model.vocab_size(),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m.vocab_size(),
+        }
+    }
+
+    /// Drops the KV cache.
+    pub(crate) fn clear(&mut self) {
+        match self {
+            LoadedModel::Candle { model, .. } => model.clear_kv_cache(),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m.clear(),
+        }
+    }
+
+    /// Bytes of the KV cache (candle) or of the whole context state (llama.cpp).
+    pub(crate) fn cache_bytes(&self) -> u64 {
+        match self {
+            LoadedModel::Candle { model, .. } => model.kv_cache_bytes(),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m.state_bytes(),
+        }
+    }
+
+    /// The candle model, for benchmarks that drive it directly.
+    pub(crate) fn candle(&self) -> Option<&Gemma3> {
+        match self {
+            LoadedModel::Candle { model, .. } => Some(model.as_ref()),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(_) => None,
+        }
+    }
+
+    /// The llama.cpp model, for benchmarks that drive it directly.
+    #[cfg(feature = "llama")]
+    pub(crate) fn llama(&self) -> Option<&LlamaGemma> {
+        match self {
+            LoadedModel::Llama(m) => Some(m),
+            LoadedModel::Candle { .. } => None,
+        }
+    }
+
+    /// Feeds `ids` at `index_pos..` and returns the last position's logits with the stage
+    /// split (llama.cpp has no per-stage timing: its whole call counts as `rest`).
+    pub(crate) fn forward(
+        &mut self,
+        ids: &[u32],
+        index_pos: usize,
+        clock: &(dyn Clock + Send + Sync),
+    ) -> Result<(Vec<f32>, StepStages), BackendError> {
+        match self {
+            LoadedModel::Candle { model, threads } => threads
+                .install(|| {
+                    let mut timer = StageTimer::start(clock);
+                    let input = Tensor::new(ids, &Device::Cpu)?.unsqueeze(0)?;
+                    timer.rest();
+                    let logits = model.forward(&input, index_pos, &mut timer)?;
+                    let logits = logits.to_vec1::<f32>()?;
+                    timer.rest();
+                    Ok::<_, candle_core::Error>((
+                        logits,
+                        StepStages {
+                            kv_cache_nanos: timer.kv_cache_nanos,
+                            attention_nanos: timer.attention_nanos,
+                            rest_nanos: timer.rest_nanos,
+                        },
+                    ))
+                })
+                .map_err(engine_err),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => {
+                let t0 = clock.now_nanos();
+                let logits = m.forward(ids).map_err(BackendError::Engine)?.to_vec();
+                let stages = StepStages {
+                    rest_nanos: clock.now_nanos().saturating_sub(t0),
+                    ..StepStages::default()
+                };
+                Ok((logits, stages))
+            }
+        }
+    }
+}

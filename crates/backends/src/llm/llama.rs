@@ -1,0 +1,250 @@
+//! Gemma-3 on llama.cpp, through the raw bindings of `llama-cpp-sys-2`.
+//!
+//! Why the raw bindings rather than the safe `llama-cpp-2` wrapper: a session must own its
+//! model and context together (the wrapper's context borrows the model, so the pair cannot
+//! live in one struct without a self-reference), and the scheduler changes the thread count
+//! between calls, which needs `llama_set_n_threads` (not wrapped). The few calls used here
+//! are wrapped once, in this file, with their safety conditions next to them.
+//!
+//! llama.cpp is built without OpenMP: its own workers are started for each graph and end
+//! with it, so an idle LLM never spins on a core that the scheduler gave to another job.
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, Once};
+
+use llama_cpp_sys_2 as sys;
+
+/// The last error llama.cpp logged, for the error message of the call that failed.
+static LAST_ERROR: Mutex<String> = Mutex::new(String::new());
+static INIT: Once = Once::new();
+
+/// Keeps llama.cpp quiet (it logs every load to stderr) but remembers its errors.
+unsafe extern "C" fn log_errors_only(
+    level: sys::ggml_log_level,
+    text: *const c_char,
+    _user: *mut c_void,
+) {
+    if level != sys::GGML_LOG_LEVEL_ERROR || text.is_null() {
+        return;
+    }
+    // SAFETY: llama.cpp passes a NUL-terminated string valid for the duration of the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    if let Ok(mut last) = LAST_ERROR.lock() {
+        *last = text.trim().to_string();
+    }
+}
+
+fn last_error() -> String {
+    LAST_ERROR
+        .lock()
+        .map(|mut e| std::mem::take(&mut *e))
+        .unwrap_or_default()
+}
+
+fn init_backend() {
+    INIT.call_once(|| {
+        // SAFETY: called once per process, before any other llama.cpp call; the callback
+        // is a plain function that lives for the whole program.
+        unsafe {
+            sys::llama_log_set(Some(log_errors_only), std::ptr::null_mut());
+            sys::llama_backend_init();
+        }
+    });
+}
+
+/// Loaded weights, shared by every context made from them.
+#[derive(Debug)]
+struct Weights(NonNull<sys::llama_model>);
+
+// SAFETY: a llama_model is immutable after loading and llama.cpp allows using one model
+// from several contexts on different threads.
+unsafe impl Send for Weights {}
+// SAFETY: as above: no call made here mutates the model.
+unsafe impl Sync for Weights {}
+
+impl Drop for Weights {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from llama_model_load_from_file and every context made
+        // from it holds an `Arc<Weights>`, so none is alive any more.
+        unsafe { sys::llama_model_free(self.0.as_ptr()) }
+    }
+}
+
+/// A Gemma-3 GGUF model on llama.cpp with its own KV cache.
+#[derive(Debug)]
+pub struct LlamaGemma {
+    ctx: NonNull<sys::llama_context>,
+    weights: Arc<Weights>,
+    n_vocab: usize,
+    max_seq_len: usize,
+    max_batch: usize,
+    weight_bytes: u64,
+}
+
+// SAFETY: the context is used by one thread at a time (every method takes `&mut self` or
+// only reads plain fields) and llama.cpp does not tie a context to the thread that made it.
+unsafe impl Send for LlamaGemma {}
+
+impl Drop for LlamaGemma {
+    fn drop(&mut self) {
+        // SAFETY: the context came from llama_init_from_model and is freed once, before
+        // its weights (the `Arc` field drops after this).
+        unsafe { sys::llama_free(self.ctx.as_ptr()) }
+    }
+}
+
+impl LlamaGemma {
+    /// Loads `path` with room for `max_seq_len` tokens, running on `threads` threads.
+    pub fn load(path: &Path, max_seq_len: usize, threads: usize) -> Result<Self, String> {
+        init_backend();
+        let c_path = CString::new(path.to_string_lossy().as_bytes())
+            .map_err(|_| "the path contains a NUL byte".to_string())?;
+        // SAFETY: plain value-returning calls; the path is a valid C string for the call.
+        let model = unsafe {
+            let params = sys::llama_model_default_params();
+            sys::llama_model_load_from_file(c_path.as_ptr(), params)
+        };
+        let model = NonNull::new(model).ok_or_else(|| {
+            let e = last_error();
+            if e.is_empty() {
+                "llama.cpp could not load the model".to_string()
+            } else {
+                e
+            }
+        })?;
+        let weights = Arc::new(Weights(model));
+        Self::with_weights(weights, max_seq_len, threads)
+    }
+
+    /// A second context on the same weights (its own KV cache), like the first one.
+    pub fn fork(&self) -> Result<Self, String> {
+        Self::with_weights(self.weights.clone(), self.max_seq_len, self.threads())
+    }
+
+    fn with_weights(
+        weights: Arc<Weights>,
+        max_seq_len: usize,
+        threads: usize,
+    ) -> Result<Self, String> {
+        let n_ctx = u32::try_from(max_seq_len).map_err(|_| "max_seq_len is too large")?;
+        let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
+        // Prompts are fed in chunks no larger than the whole sequence.
+        let max_batch = max_seq_len;
+        // SAFETY: the weights pointer is valid while `weights` lives, and the context
+        // keeps an `Arc` to them; the remaining calls read plain values.
+        let (ctx, n_vocab, weight_bytes) = unsafe {
+            let mut p = sys::llama_context_default_params();
+            p.n_ctx = n_ctx;
+            p.n_batch = n_ctx;
+            p.n_ubatch = n_ctx.min(512);
+            p.n_seq_max = 1;
+            p.n_threads = threads;
+            p.n_threads_batch = threads;
+            p.no_perf = true;
+            let ctx = sys::llama_init_from_model(weights.0.as_ptr(), p);
+            let vocab = sys::llama_model_get_vocab(weights.0.as_ptr());
+            (
+                ctx,
+                sys::llama_vocab_n_tokens(vocab),
+                sys::llama_model_size(weights.0.as_ptr()),
+            )
+        };
+        let ctx = NonNull::new(ctx).ok_or_else(|| {
+            format!(
+                "llama.cpp could not create a context of {max_seq_len} tokens: {}",
+                last_error()
+            )
+        })?;
+        Ok(Self {
+            ctx,
+            weights,
+            n_vocab: usize::try_from(n_vocab).unwrap_or(0),
+            max_seq_len,
+            max_batch,
+            weight_bytes,
+        })
+    }
+
+    /// Vocabulary size.
+    pub fn vocab_size(&self) -> usize {
+        self.n_vocab
+    }
+
+    /// Maximum sequence length of the KV cache.
+    pub fn max_seq_len(&self) -> usize {
+        self.max_seq_len
+    }
+
+    /// Bytes of the weights as loaded.
+    pub fn weight_bytes(&self) -> u64 {
+        self.weight_bytes
+    }
+
+    /// Threads the next calls use, as llama.cpp reports it.
+    pub fn threads(&self) -> usize {
+        // SAFETY: reads a field of a live context.
+        let n = unsafe { sys::llama_n_threads(self.ctx.as_ptr()) };
+        usize::try_from(n).unwrap_or(1)
+    }
+
+    /// Runs the next calls (single tokens and prompt chunks alike) on `threads` threads.
+    pub fn set_threads(&mut self, threads: usize) {
+        let n = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
+        // SAFETY: sets two fields of a live context; no call is running (`&mut self`).
+        unsafe { sys::llama_set_n_threads(self.ctx.as_ptr(), n, n) }
+    }
+
+    /// Empties the KV cache: the next call starts a new sequence at position 0.
+    pub fn clear(&mut self) {
+        // SAFETY: the memory handle belongs to the live context.
+        unsafe {
+            let mem = sys::llama_get_memory(self.ctx.as_ptr());
+            if !mem.is_null() {
+                sys::llama_memory_clear(mem, true);
+            }
+        }
+    }
+
+    /// Appends `ids` to the sequence (positions follow the cache) and returns the logits
+    /// of the last one.
+    pub fn forward(&mut self, ids: &[u32]) -> Result<&[f32], String> {
+        if ids.is_empty() || ids.len() > self.max_batch {
+            return Err(format!(
+                "a call takes 1 to {} tokens, not {}",
+                self.max_batch,
+                ids.len()
+            ));
+        }
+        let mut tokens: Vec<sys::llama_token> = ids
+            .iter()
+            .map(|&t| sys::llama_token::try_from(t).unwrap_or(sys::llama_token::MAX))
+            .collect();
+        let n = i32::try_from(tokens.len()).unwrap_or(i32::MAX);
+        // SAFETY: `tokens` outlives the decode call that reads it through the batch (the
+        // batch only borrows the pointer); llama_batch_get_one asks for the last token's
+        // logits, which llama_get_logits_ith(-1) returns as `n_vocab` floats owned by the
+        // context and valid until the next decode (tied to `&self` by the return type).
+        unsafe {
+            let batch = sys::llama_batch_get_one(tokens.as_mut_ptr(), n);
+            let rc = sys::llama_decode(self.ctx.as_ptr(), batch);
+            if rc != 0 {
+                return Err(format!("llama_decode failed ({rc}): {}", last_error()));
+            }
+            let logits = sys::llama_get_logits_ith(self.ctx.as_ptr(), -1);
+            if logits.is_null() {
+                return Err("llama.cpp returned no logits".to_string());
+            }
+            Ok(std::slice::from_raw_parts(logits, self.n_vocab))
+        }
+    }
+
+    /// Bytes of the context: KV cache and compute buffers, as llama.cpp sizes its state.
+    pub fn state_bytes(&self) -> u64 {
+        // SAFETY: reads the state size of a live context.
+        let n = unsafe { sys::llama_state_get_size(self.ctx.as_ptr()) };
+        n as u64
+    }
+}
