@@ -7,10 +7,10 @@
 
 use std::sync::mpsc::Sender;
 
-use mmsched_backends::RgbFrame;
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::StepStages;
 use mmsched_backends::probe::{StageTiming, run_timed};
+use mmsched_backends::{Backend, RgbFrame};
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
@@ -168,7 +168,7 @@ pub fn asr(
 /// of [`PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
 /// the scheduler decides again at every token boundary — unless `preemptible` is off,
 /// when the first step runs the whole request (what a scheduler without token preemption
-/// does).
+/// does). Each step runs on the threads the scheduler granted it ([`Work::grant_threads`]).
 ///
 /// The pipeline runs one request at a time on the one LLM session, so the session's KV
 /// cache belongs to this request from its first step to its last.
@@ -180,10 +180,43 @@ pub fn llm(
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
-    let mut started = false;
-    let mut prompt_done = false;
-    let mut produced = 0u32;
-    Box::new(move || {
+    Box::new(LlmWork {
+        model,
+        prompt,
+        max_tokens,
+        preemptible,
+        tag,
+        out,
+        started: false,
+        prompt_done: false,
+        produced: 0,
+        granted: 1,
+    })
+}
+
+/// The state of one text request between its steps.
+struct LlmWork {
+    model: Shared<mmsched_backends::llm::LlmSession>,
+    prompt: String,
+    max_tokens: u32,
+    /// Off: the first step runs the whole request.
+    preemptible: bool,
+    tag: u64,
+    out: Sender<Output>,
+    started: bool,
+    prompt_done: bool,
+    produced: u32,
+    /// Intra-op threads granted for the next step.
+    granted: usize,
+}
+
+impl Work for LlmWork {
+    fn grant_threads(&mut self, threads: usize) {
+        self.granted = threads.max(1);
+    }
+
+    fn step(&mut self) -> Result<StepOutcome, WorkError> {
+        let (out, tag) = (&self.out, self.tag);
         let clock = MonotonicClock::new();
         let t0 = clock.now_nanos();
         let mut tokens = 0u32;
@@ -191,14 +224,16 @@ pub fn llm(
         let mut last = None;
         let mut stages = StepStages::default();
         let done = loop {
-            let mut session = lock(&model);
-            if !started {
-                if let Err(e) = session.start(&prompt) {
-                    return fail(&out, tag, e);
+            let mut session = lock(&self.model);
+            // An engine with a fixed thread count ignores the grant.
+            let _ = session.grant_threads(self.granted);
+            if !self.started {
+                if let Err(e) = session.start(&self.prompt) {
+                    return fail(out, tag, e);
                 }
-                started = true;
+                self.started = true;
             }
-            let token = if prompt_done {
+            let token = if self.prompt_done {
                 session.step().map(Some)
             } else {
                 session.prefill_chunk(PREFILL_CHUNK_TOKENS)
@@ -206,12 +241,12 @@ pub fn llm(
             drop(session);
             let token = match token {
                 Ok(t) => t,
-                Err(e) => return fail(&out, tag, e),
+                Err(e) => return fail(out, tag, e),
             };
             let stop = match token {
                 Some(t) => {
-                    prompt_done = true;
-                    produced += 1;
+                    self.prompt_done = true;
+                    self.produced += 1;
                     if tokens == 0 {
                         first_token_after_nanos = clock.now_nanos().saturating_sub(t0);
                     }
@@ -222,8 +257,8 @@ pub fn llm(
                 }
                 None => false,
             };
-            let done = stop || produced >= max_tokens;
-            if done || preemptible {
+            let done = stop || self.produced >= self.max_tokens;
+            if done || self.preemptible {
                 break done;
             }
         };
@@ -242,5 +277,5 @@ pub fn llm(
         } else {
             StepOutcome::Yield
         })
-    })
+    }
 }

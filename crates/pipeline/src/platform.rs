@@ -55,6 +55,17 @@ pub fn resource_groups(
     }
 }
 
+/// Most intra-op threads one step may be granted: every core (so a lone LLM step uses
+/// both cores of a 2-core device while the camera is idle), or `MMSCHED_THREAD_GRANT` when
+/// set (`1` turns grants off, to measure what they buy).
+fn max_thread_grant() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    std::env::var("MMSCHED_THREAD_GRANT")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(cores, |n| n.clamp(1, cores))
+}
+
 /// Builds the executor of `kind` on the worker layout every scheduler gets
 /// ([`standard_lanes`]: `workers` general workers and a voice-activity worker; with
 /// `platform`, pinned, in resource groups, the audio worker real time): the comparison is
@@ -86,6 +97,7 @@ pub fn executor(
                 lanes: layout.lanes,
                 record_steps,
                 no_shedding,
+                max_thread_grant: max_thread_grant(),
             };
             Box::new(
                 MmschedExecutor::new(

@@ -138,6 +138,30 @@ pub fn pin_current(cpu: usize) -> RtStatus {
     }
 }
 
+/// A thread's CPU mask, saved to be put back.
+#[derive(Debug)]
+pub struct SavedMask(nix::sched::CpuSet);
+
+/// Lets the calling thread, and the threads it starts from now on (they inherit the
+/// mask), run on every CPU the process may use (the main thread's mask), and returns the
+/// mask it had. Why: a worker pinned to one core that is granted two threads for a step
+/// must let its engine's helper thread run on the other core. `None` if the masks cannot
+/// be read or set (the step then runs where it was pinned).
+pub fn widen_current_to_process_cpus() -> Option<SavedMask> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let this_thread = Pid::from_raw(0);
+    let saved = sched_getaffinity(this_thread).ok()?;
+    let process = sched_getaffinity(Pid::this()).ok()?;
+    sched_setaffinity(this_thread, &process).ok()?;
+    Some(SavedMask(saved))
+}
+
+/// Puts back a mask saved by [`widen_current_to_process_cpus`].
+pub fn restore_current_mask(saved: &SavedMask) {
+    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &saved.0);
+}
+
 /// The CPUs the calling thread may run on now, from `/proc/thread-self/status`.
 pub fn current_allowed_cpus() -> std::io::Result<String> {
     let status = std::fs::read_to_string("/proc/thread-self/status")?;
@@ -161,6 +185,26 @@ mod tests {
             .find_map(|l| l.strip_prefix("CapEff:"))
             .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
             .is_some_and(|caps| caps & (1 << 23) != 0)
+    }
+
+    #[test]
+    fn a_pinned_thread_is_widened_to_the_process_cpus_and_pinned_again() {
+        std::thread::spawn(|| {
+            let process = current_allowed_cpus().expect("status");
+            let cpus = available_cpus();
+            let Some(&first) = cpus.first() else {
+                panic!("no CPU available");
+            };
+            assert!(pin_current(first).is_applied());
+            let pinned = current_allowed_cpus().expect("status");
+            assert_eq!(pinned, first.to_string());
+            let saved = widen_current_to_process_cpus().expect("masks can be set");
+            assert_eq!(current_allowed_cpus().expect("status"), process);
+            restore_current_mask(&saved);
+            assert_eq!(current_allowed_cpus().expect("status"), pinned);
+        })
+        .join()
+        .expect("thread");
     }
 
     /// With CAP_SYS_NICE (root, as in CI) FIFO must be applied and undone; without it the

@@ -24,6 +24,12 @@ pub struct WorkError(pub String);
 pub trait Work: Send {
     /// Runs the next step.
     fn step(&mut self) -> Result<StepOutcome, WorkError>;
+
+    /// The scheduler grants the next step `threads` intra-op threads (at least 1). Work
+    /// whose engine cannot change its thread count ignores it (the default).
+    fn grant_threads(&mut self, threads: usize) {
+        let _ = threads;
+    }
 }
 
 impl<F> Work for F

@@ -49,7 +49,8 @@ impl std::fmt::Debug for Completion {
     }
 }
 
-type Task = (JobId, Box<dyn Work>);
+/// A step to run: the job, its work and the intra-op threads granted to it.
+type Task = (JobId, Box<dyn Work>, usize);
 
 /// One thread per lane.
 #[derive(Debug)]
@@ -85,7 +86,7 @@ impl WorkerPool {
                 #[cfg(not(target_os = "linux"))]
                 let _ = (&config, &note_tx);
                 drop(note_tx);
-                worker_loop(lane, &rx, &clock, &done);
+                worker_loop(lane, config.cpu.is_some(), &rx, &clock, &done);
             }));
         }
         drop(note_tx);
@@ -109,8 +110,23 @@ impl WorkerPool {
 
     /// Hands a step to a lane. Returns the work if the lane's thread has gone.
     pub fn run(&self, lane: usize, job: JobId, work: Box<dyn Work>) -> Result<(), Box<dyn Work>> {
+        self.run_granted(lane, job, work, 1)
+    }
+
+    /// Hands a step granted `threads` intra-op threads to a lane (the work was told with
+    /// [`Work::grant_threads`]). A lane pinned to one CPU lets a step granted more than one
+    /// thread run on all the process's CPUs, so that the engine's helper threads, which
+    /// inherit the mask, are not stuck on the same core. Returns the work if the lane's
+    /// thread has gone.
+    pub fn run_granted(
+        &self,
+        lane: usize,
+        job: JobId,
+        work: Box<dyn Work>,
+        threads: usize,
+    ) -> Result<(), Box<dyn Work>> {
         match self.senders.get(lane) {
-            Some(tx) => tx.send((job, work)).map_err(|e| e.0.1),
+            Some(tx) => tx.send((job, work, threads)).map_err(|e| e.0.1),
             None => Err(work),
         }
     }
@@ -176,12 +192,24 @@ pub(crate) fn run_step<C: Clock + ?Sized>(
 
 pub(crate) fn worker_loop<C: Clock>(
     lane: usize,
+    pinned: bool,
     rx: &Receiver<Task>,
     clock: &C,
     done: &Sender<Completion>,
 ) {
-    while let Ok((job, work)) = rx.recv() {
-        if done.send(run_step(lane, job, work, clock)).is_err() {
+    while let Ok((job, work, threads)) = rx.recv() {
+        #[cfg(target_os = "linux")]
+        let widened = (pinned && threads > 1)
+            .then(crate::platform::rt::widen_current_to_process_cpus)
+            .flatten();
+        #[cfg(not(target_os = "linux"))]
+        let _ = (pinned, threads);
+        let completion = run_step(lane, job, work, clock);
+        #[cfg(target_os = "linux")]
+        if let Some(saved) = &widened {
+            crate::platform::rt::restore_current_mask(saved);
+        }
+        if done.send(completion).is_err() {
             return;
         }
     }

@@ -32,6 +32,23 @@ pub struct MmschedSetup {
     /// Admission may shed jobs under overload (off: every job is admitted; for measuring
     /// what shedding is worth).
     pub no_shedding: bool,
+    /// Most intra-op threads one step may be granted (0 or 1: every step gets one).
+    /// See [`thread_grant`].
+    pub max_thread_grant: usize,
+}
+
+/// Intra-op threads for a step about to start: all `max` when no other job is queued or
+/// running (`others`) and no booking — a standing reservation for a periodic stream, or an
+/// admitted job's slots — falls within the step's predicted cost (`booked_within`), else 1.
+/// So a lone LLM request uses both cores while the camera is idle and falls back to one
+/// when a frame is due. (A lane pinned to one CPU runs a step granted more threads on all
+/// the process's CPUs: see [`WorkerPool::run_granted`].)
+pub fn thread_grant(max: usize, others: bool, booked_within: bool) -> usize {
+    if others || booked_within {
+        1
+    } else {
+        max.max(1)
+    }
 }
 
 struct Entry {
@@ -54,6 +71,7 @@ pub struct MmschedExecutor<C: Clock> {
     clock: C,
     /// Standing reservations by class: the worker that holds them.
     streams: HashMap<ClassId, u32>,
+    max_thread_grant: usize,
 }
 
 impl<C: Clock> std::fmt::Debug for MmschedExecutor<C> {
@@ -109,7 +127,27 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
             decision_nanos: 0,
             clock,
             streams: HashMap::new(),
+            max_thread_grant: setup.max_thread_grant,
         })
+    }
+
+    /// Threads to grant `job`'s step starting at `now_nanos` ([`thread_grant`]).
+    fn grant_for(&self, now_nanos: Nanos, job: JobId) -> usize {
+        if self.max_thread_grant <= 1 {
+            return 1;
+        }
+        let Some(entry) = self.jobs.get(&job) else {
+            return 1;
+        };
+        let others = self.jobs.keys().any(|&j| j != job);
+        let end_nanos = now_nanos.saturating_add(entry.info.predicted_cost_nanos);
+        let booked_within = (0..self.sched.workers()).any(|w| {
+            self.sched.table(w).is_some_and(|t| {
+                (t.slot_at(now_nanos)..=t.slot_at(end_nanos))
+                    .any(|s| matches!(t.state(s), Ok(SlotState::Reserved)))
+            })
+        });
+        thread_grant(self.max_thread_grant, others, booked_within)
     }
 
     /// The scheduling core (classes, queue length).
@@ -188,10 +226,16 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
                     }
                 }
                 Decision::Start { worker, job, .. } => {
-                    let Some(work) = self.jobs.get_mut(&job).and_then(|e| e.work.take()) else {
+                    let grant = self.grant_for(now_nanos, job);
+                    let Some(mut work) = self.jobs.get_mut(&job).and_then(|e| e.work.take()) else {
                         continue;
                     };
-                    if self.pool.run(worker as usize, job, work).is_err() {
+                    work.grant_threads(grant);
+                    if self
+                        .pool
+                        .run_granted(worker as usize, job, work, grant)
+                        .is_err()
+                    {
                         // The worker thread is gone: tell the core the job ended so the
                         // worker's slots are freed, and report the job as shed.
                         self.arrivals.push(SchedEvent::Finish { worker, job });
@@ -284,5 +328,129 @@ impl<C: Clock + Clone + Send + 'static> MmschedControl for MmschedExecutor<C> {
 
     fn take_step_log(&mut self) -> Vec<LogEntry> {
         self.sched.take_log()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mmsched_core::time::MonotonicClock;
+
+    use super::*;
+    use crate::sched::work::{StepOutcome, WorkError};
+
+    #[test]
+    fn the_grant_is_the_maximum_only_for_a_lone_step_with_nothing_booked() {
+        assert_eq!(thread_grant(2, false, false), 2);
+        assert_eq!(thread_grant(2, true, false), 1, "another job");
+        assert_eq!(thread_grant(2, false, true), 1, "a frame is due");
+        assert_eq!(thread_grant(0, false, false), 1, "at least one");
+    }
+
+    /// Work that records the grant its step was given and takes `busy` of wall time.
+    struct Probe {
+        granted: Arc<AtomicUsize>,
+        busy: Duration,
+    }
+
+    impl Work for Probe {
+        fn step(&mut self) -> Result<StepOutcome, WorkError> {
+            std::thread::sleep(self.busy);
+            Ok(StepOutcome::Finished)
+        }
+        fn grant_threads(&mut self, threads: usize) {
+            self.granted.store(threads, Ordering::SeqCst);
+        }
+    }
+
+    fn executor() -> MmschedExecutor<MonotonicClock> {
+        let setup = MmschedSetup {
+            lanes: vec![LaneConfig::default(), LaneConfig::default()],
+            max_thread_grant: 2,
+            ..MmschedSetup::default()
+        };
+        MmschedExecutor::new(
+            &Policy::default(),
+            &setup,
+            MonotonicClock::new(),
+            #[cfg(target_os = "linux")]
+            None,
+        )
+        .expect("executor")
+    }
+
+    fn task(
+        ex: &mut MmschedExecutor<MonotonicClock>,
+        now: Nanos,
+        granted: &Arc<AtomicUsize>,
+    ) -> Task {
+        Task {
+            info: TaskInfo {
+                class: ex.class("text"),
+                modality: Modality::Text,
+                deadline_nanos: now + 5_000_000_000,
+                predicted_cost_nanos: 5_000_000,
+                importance: 0.5,
+                tag: 0,
+            },
+            work: Box::new(Probe {
+                granted: granted.clone(),
+                busy: Duration::from_millis(20),
+            }),
+        }
+    }
+
+    /// Polls until every submitted job is done.
+    fn drain(ex: &mut MmschedExecutor<MonotonicClock>) {
+        let mut out = Vec::new();
+        for _ in 0..500 {
+            ex.poll(ex.clock.now_nanos(), &mut out);
+            if ex.in_flight() == 0 {
+                return;
+            }
+            ex.wait(Duration::from_millis(10));
+        }
+        panic!("jobs did not finish");
+    }
+
+    #[test]
+    fn a_lone_step_gets_both_threads_and_two_steps_at_once_get_one_each() {
+        let mut ex = executor();
+        let alone = Arc::new(AtomicUsize::new(0));
+        let now = ex.clock.now_nanos();
+        let t = task(&mut ex, now, &alone);
+        ex.submit(now, t);
+        drain(&mut ex);
+        assert_eq!(alone.load(Ordering::SeqCst), 2);
+
+        let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let now = ex.clock.now_nanos();
+        let (ta, tb) = (task(&mut ex, now, &a), task(&mut ex, now, &b));
+        ex.submit(now, ta);
+        ex.submit(now, tb);
+        drain(&mut ex);
+        assert_eq!((a.load(Ordering::SeqCst), b.load(Ordering::SeqCst)), (1, 1));
+    }
+
+    #[test]
+    fn a_standing_reservation_within_the_step_limits_the_grant_to_one() {
+        let mut ex = executor();
+        let now = ex.clock.now_nanos();
+        let camera = ex.class("camera");
+        // A frame every 10 ms, 2 ms each, from 1 ms from now: inside a 5 ms step.
+        ex.reserve_stream(
+            camera,
+            Modality::Image,
+            now + 1_000_000,
+            10_000_000,
+            2_000_000,
+        );
+        let granted = Arc::new(AtomicUsize::new(0));
+        let t = task(&mut ex, now, &granted);
+        ex.submit(now, t);
+        drain(&mut ex);
+        assert_eq!(granted.load(Ordering::SeqCst), 1);
     }
 }

@@ -29,7 +29,7 @@ use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 
-pub use mmsched::{MmschedExecutor, MmschedSetup};
+pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
 mod tests;
 pub use queue::{QueueOrder, SharedQueue};
