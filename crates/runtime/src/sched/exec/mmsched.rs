@@ -439,12 +439,13 @@ mod tests {
         let mut ex = executor();
         let now = ex.clock.now_nanos();
         let camera = ex.class("camera");
-        // A frame every 10 ms, 2 ms each, from 1 ms from now: inside a 5 ms step.
+        // A frame every 4 ms, 2 ms each: whenever the 5 ms step starts, a frame is due
+        // within it.
         ex.reserve_stream(
             camera,
             Modality::Image,
             now + 1_000_000,
-            10_000_000,
+            4_000_000,
             2_000_000,
         );
         let granted = Arc::new(AtomicUsize::new(0));

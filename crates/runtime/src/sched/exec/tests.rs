@@ -232,6 +232,7 @@ fn mmsched(no_shedding: bool) -> (MmschedExecutor<MonotonicClock>, MonotonicCloc
         lanes: layout.lanes,
         record_steps: false,
         no_shedding,
+        max_thread_grant: 1,
     };
     let e = MmschedExecutor::new(
         &Policy::default(),
