@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod model;
+mod source_check;
 mod validate;
 
 pub use model::*;
@@ -80,8 +81,19 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Scenario {
-    /// Parses and checks a scenario document. `source_name` names it in errors.
+    /// Parses and checks a scenario document. `source_name` names it in errors; relative
+    /// source paths are taken from the working directory.
     pub fn from_toml(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
+        Self::from_toml_in(text, source_name, None)
+    }
+
+    /// Like [`Scenario::from_toml`], with relative source paths taken from `base_dir`
+    /// (the scenario file's folder).
+    pub fn from_toml_in(
+        text: &str,
+        source_name: &str,
+        base_dir: Option<&Path>,
+    ) -> Result<Scenario, ScenarioError> {
         let spec: ScenarioSpec = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(1, |s| line_of(text, s.start));
             let mut message = e.message().trim().to_string();
@@ -97,7 +109,7 @@ impl Scenario {
                 message,
             }
         })?;
-        validate::check(spec, text, source_name)
+        validate::check(spec, text, source_name, base_dir)
     }
 
     /// Loads a built-in scenario by name (`car`, `ar-glasses`, `inspection`) or a file.
@@ -113,6 +125,7 @@ impl Scenario {
         }
         let text =
             mmsched_core::bounded::read_capped_text(path, SCENARIO_FILE_CAP, "scenario file")?;
-        Scenario::from_toml(&text, &path.display().to_string())
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+        Scenario::from_toml_in(&text, &path.display().to_string(), base)
     }
 }

@@ -34,13 +34,19 @@ fn field_line(text: &str, offset: usize, field: &str) -> usize {
     entry_line
 }
 
-struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     text: &'a str,
     source: &'a str,
 }
 
 impl Checker<'_> {
-    fn err(&self, offset: usize, field: String, value: String, reason: &str) -> ScenarioError {
+    pub(crate) fn err(
+        &self,
+        offset: usize,
+        field: String,
+        value: String,
+        reason: &str,
+    ) -> ScenarioError {
         ScenarioError::Invalid {
             source_name: self.source.to_string(),
             line: field_line(self.text, offset, &field),
@@ -50,7 +56,7 @@ impl Checker<'_> {
         }
     }
 
-    fn range(
+    pub(crate) fn range(
         &self,
         offset: usize,
         field: String,
@@ -473,9 +479,10 @@ fn check_episode(
 }
 
 pub(crate) fn check(
-    spec: ScenarioSpec,
+    mut spec: ScenarioSpec,
     text: &str,
     source: &str,
+    base_dir: Option<&std::path::Path>,
 ) -> Result<Scenario, ScenarioError> {
     let c = Checker { text, source };
     if let Some(v) = spec.version
@@ -588,6 +595,10 @@ pub(crate) fn check(
     }
     for (i, e) in spec.episodes.iter().enumerate() {
         check_episode(&c, i, e.span().start, e.get_ref(), &stream_names)?;
+    }
+    for (i, s) in spec.streams.iter_mut().enumerate() {
+        let at = s.span().start;
+        crate::source_check::check_source(&c, i, at, s.get_mut(), base_dir)?;
     }
     Ok(Scenario {
         description: spec.description.unwrap_or_default(),
