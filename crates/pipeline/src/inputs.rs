@@ -1,20 +1,27 @@
 //! The scenario's sensors, built for a real-time run: each stream's source on its own
 //! clock, delivered through its transport (latency, jitter, loss) to the device.
 
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
 use mmsched_backends::audio::read_wav_16k;
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
 use mmsched_models::{Artifact, ModelPaths};
-use mmsched_runtime::source::SourceClock;
 use mmsched_runtime::source::camera::{
-    Camera, CameraConfig, Degradation, Episode as CameraEpisode, Scenes, default_texts,
+    Camera, CameraConfig, Degradation, Episode as CameraEpisode, Frame, Scenes, default_texts,
 };
 use mmsched_runtime::source::delivery::Delivered;
+use mmsched_runtime::source::feed::{FeedCamera, FeedConfig, FrameReader, Pace};
+use mmsched_runtime::source::folder::FolderReader;
 use mmsched_runtime::source::imu::{Imu, ImuConfig};
 use mmsched_runtime::source::microphone::{
-    AudioInput, GeneratedSpeech, Microphone, MicrophoneConfig,
+    AudioInput, AudioPacket, GeneratedSpeech, Microphone, MicrophoneConfig,
 };
-use mmsched_runtime::source::text::{TextConfig, TextRequests};
-use mmsched_scenario::{EpisodeKind, Scenario, Stream, StreamKind};
+use mmsched_runtime::source::rtp::{L16Format, RtpConfig, RtpMicrophone};
+use mmsched_runtime::source::text::{Prompt, TextConfig, TextRequests, read_prompts};
+use mmsched_runtime::source::video::{VideoConfig, VideoInput, VideoReader};
+use mmsched_runtime::source::{BoxedSource, SourceClock};
+use mmsched_scenario::{EpisodeKind, Scenario, SourceKind, SourceSpec, Stream, StreamKind};
 use mmsched_sim::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
@@ -59,19 +66,34 @@ impl Clock for Device {
     }
 }
 
-/// The sensors of one run (at most one stream of each kind).
-#[derive(Debug, Default)]
+/// The sensors of one run (at most one stream of each kind). The camera and the
+/// microphone are whichever source their stream names (generated, files, a device, the
+/// network).
+#[derive(Default)]
 pub struct Inputs {
     /// The camera and its stream settings.
-    pub camera: Option<(Delivered<Camera<Device>, Device>, Stream)>,
+    pub camera: Option<(Delivered<BoxedSource<Frame>, Device>, Stream)>,
     /// The microphone and its stream settings.
-    pub mic: Option<(Delivered<Microphone<Device>, Device>, Stream)>,
+    pub mic: Option<(Delivered<BoxedSource<AudioPacket>, Device>, Stream)>,
     /// The IMU and its stream settings.
     pub imu: Option<(Delivered<Imu<Device>, Device>, Stream)>,
     /// Text requests and their stream settings.
     pub text: Option<(Delivered<TextRequests<Device>, Device>, Stream)>,
     /// What was chosen in place of something unavailable, to tell the user once.
     pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for Inputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = |s: Option<&Stream>| s.map(|s| s.name.clone());
+        f.debug_struct("Inputs")
+            .field("camera", &name(self.camera.as_ref().map(|c| &c.1)))
+            .field("mic", &name(self.mic.as_ref().map(|c| &c.1)))
+            .field("imu", &self.imu)
+            .field("text", &self.text)
+            .field("notes", &self.notes)
+            .finish()
+    }
 }
 
 fn injector(s: &Stream, scenario: &Scenario) -> Result<JitterInjector, RunError> {
@@ -149,6 +171,151 @@ fn speech(notes: &mut Vec<String>) -> AudioInput {
     }
 }
 
+/// The path of a checked file source (the scenario crate resolved it).
+fn path_of(src: &SourceSpec) -> PathBuf {
+    PathBuf::from(src.path.as_deref().unwrap_or_default())
+}
+
+/// The camera of stream `s`: generated scenes, or frames from a folder, a video file or a
+/// V4L2 device.
+fn camera(
+    scenario: &Scenario,
+    s: &Stream,
+    device: &Device,
+    start_nanos: Nanos,
+    notes: &mut Vec<String>,
+) -> Result<BoxedSource<Frame>, String> {
+    let fps = s.fps.unwrap_or(5.0);
+    let src = match &s.source {
+        Some(src) if src.kind != SourceKind::Generated => src,
+        _ => {
+            let cam = Camera::new(
+                CameraConfig {
+                    scenes: Scenes::Generated {
+                        texts: default_texts(),
+                        font_path: mmsched_runtime::source::camera::DEFAULT_FONT_PATH.into(),
+                    },
+                    width: FRAME_SIZE.0,
+                    height: FRAME_SIZE.1,
+                    fps: fps.round().max(1.0) as u32,
+                    frames_per_scene: 10,
+                    episodes: camera_episodes(scenario, &s.name),
+                    start_nanos,
+                    limit: None,
+                    clock: clock_of(s),
+                },
+                *device,
+            )
+            .map_err(|e| e.to_string())?;
+            return Ok(Box::new(cam));
+        }
+    };
+    if !camera_episodes(scenario, &s.name).is_empty() {
+        notes.push(format!(
+            "stream {}: blur and dark episodes degrade generated frames only; the {} frames are shown as they are",
+            s.name,
+            src.kind.as_str()
+        ));
+    }
+    let video = |input: VideoInput| VideoConfig {
+        input,
+        fps,
+        width: FRAME_SIZE.0,
+        height: FRAME_SIZE.1,
+    };
+    let (reader, pace): (Box<dyn FrameReader>, Pace) = match src.kind {
+        SourceKind::Frames => (
+            Box::new(FolderReader::open(&path_of(src), src.looped()).map_err(|e| e.to_string())?),
+            Pace::Replay,
+        ),
+        SourceKind::Video => (
+            Box::new(
+                VideoReader::open(&video(VideoInput::File {
+                    path: path_of(src),
+                    looped: src.looped(),
+                }))
+                .map_err(|e| e.to_string())?,
+            ),
+            Pace::Replay,
+        ),
+        _ => (
+            Box::new(
+                VideoReader::open(&video(VideoInput::V4l2 {
+                    device: path_of(src),
+                }))
+                .map_err(|e| e.to_string())?,
+            ),
+            Pace::Live,
+        ),
+    };
+    let config = FeedConfig {
+        fps,
+        pace,
+        start_nanos,
+        limit: None,
+        clock: clock_of(s),
+    };
+    Ok(Box::new(FeedCamera::new(reader, config, *device)))
+}
+
+/// The microphone of stream `s`: generated or recorded speech, a WAV file, or RTP.
+fn microphone(
+    s: &Stream,
+    device: &Device,
+    start_nanos: Nanos,
+    notes: &mut Vec<String>,
+) -> Result<BoxedSource<AudioPacket>, String> {
+    let packet_ms = s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32;
+    let input = match &s.source {
+        Some(src) if src.kind == SourceKind::Rtp => {
+            let ip: IpAddr = src
+                .bind
+                .as_deref()
+                .unwrap_or("127.0.0.1")
+                .parse()
+                .map_err(|e| format!("source.bind: {e}"))?;
+            let format = L16Format::of(
+                src.payload_type.unwrap_or(96),
+                src.sample_rate_hz.unwrap_or(16_000),
+                src.channels.unwrap_or(1),
+            )
+            .map_err(|e| e.to_string())?;
+            let config = RtpConfig {
+                bind: SocketAddr::new(ip, src.port.unwrap_or(0)),
+                format,
+                packet_ms,
+            };
+            let rtp = RtpMicrophone::new(config, *device).map_err(|e| e.to_string())?;
+            notes.push(format!(
+                "stream {}: receiving RTP (L16, payload type {}, {} Hz) on udp://{}",
+                s.name,
+                format.payload_type,
+                format.sample_rate_hz,
+                rtp.local_addr()
+            ));
+            return Ok(Box::new(rtp));
+        }
+        Some(src) if src.kind == SourceKind::Wav => {
+            let audio = read_wav_16k(&path_of(src)).map_err(|e| e.to_string())?;
+            AudioInput::Samples {
+                samples: audio.samples,
+                looped: src.looped(),
+            }
+        }
+        _ => speech(notes),
+    };
+    Ok(Box::new(Microphone::new(
+        MicrophoneConfig {
+            input,
+            packet_ms,
+            start_nanos,
+            limit: None,
+            clock: clock_of(s),
+        },
+        *device,
+    )))
+}
+
 impl Inputs {
     /// Builds the sensors of `scenario`, first events at `start_nanos` on `device`.
     pub fn build(
@@ -177,41 +344,15 @@ impl Inputs {
             };
             match s.kind {
                 StreamKind::Camera => {
-                    let cam = Camera::new(
-                        CameraConfig {
-                            scenes: Scenes::Generated {
-                                texts: default_texts(),
-                                font_path: mmsched_runtime::source::camera::DEFAULT_FONT_PATH
-                                    .into(),
-                            },
-                            width: FRAME_SIZE.0,
-                            height: FRAME_SIZE.1,
-                            fps: s.fps.unwrap_or(5.0).round().max(1.0) as u32,
-                            frames_per_scene: 10,
-                            episodes: camera_episodes(scenario, &s.name),
-                            start_nanos,
-                            limit: None,
-                            clock: clock_of(s),
-                        },
-                        *device,
-                    )
-                    .map_err(|e| bad(e.to_string()))?;
+                    let cam =
+                        camera(scenario, s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
                     inputs.camera = Some((
                         Delivered::new(cam, *device, inj, seed, stream_no),
                         s.clone(),
                     ));
                 }
                 StreamKind::Audio => {
-                    let mic = Microphone::new(
-                        MicrophoneConfig {
-                            input: speech(&mut inputs.notes),
-                            packet_ms: s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32,
-                            start_nanos,
-                            limit: None,
-                            clock: clock_of(s),
-                        },
-                        *device,
-                    );
+                    let mic = microphone(s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
                     inputs.mic = Some((
                         Delivered::new(mic, *device, inj, seed, stream_no),
                         s.clone(),
@@ -237,14 +378,28 @@ impl Inputs {
                     if per_min <= 0.0 {
                         continue;
                     }
+                    let (prompts, as_written, limit) = match &s.source {
+                        Some(src) if src.kind == SourceKind::Prompts => {
+                            let prompts =
+                                read_prompts(&path_of(src)).map_err(|e| bad(e.to_string()))?;
+                            let limit = (!src.looped()).then_some(prompts.len() as u64);
+                            (prompts, true, limit)
+                        }
+                        _ => (
+                            PROMPTS.iter().map(|p| Prompt::from(*p)).collect(),
+                            false,
+                            None,
+                        ),
+                    };
                     let text = TextRequests::new(
                         TextConfig {
-                            prompts: PROMPTS.iter().map(|p| p.to_string()).collect(),
+                            prompts,
                             period_nanos: (60e9 / per_min) as Nanos,
                             max_tokens: s.tokens_per_request.unwrap_or(32),
+                            as_written,
                             // The first request comes after a short warm-up.
                             start_nanos: start_nanos + 2_000_000_000,
-                            limit: None,
+                            limit,
                             clock: clock_of(s),
                         },
                         *device,

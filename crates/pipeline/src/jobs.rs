@@ -28,6 +28,8 @@ pub enum Output {
         tag: u64,
         /// Text read, lines joined by ` | `.
         text: String,
+        /// The lines read, top to bottom.
+        lines: Vec<String>,
         /// Stage timing.
         timing: StageTiming,
     },
@@ -105,12 +107,14 @@ pub fn vision(
         };
         match run_timed(&mut *ocr, &frame, &clock) {
             Ok((lines, timing)) => {
-                let text = lines
-                    .iter()
-                    .map(|l| l.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                let _ = out.send(Output::Vision { tag, text, timing });
+                let lines: Vec<String> = lines.into_iter().map(|l| l.text).collect();
+                let text = lines.join(" | ");
+                let _ = out.send(Output::Vision {
+                    tag,
+                    text,
+                    lines,
+                    timing,
+                });
                 Ok(StepOutcome::Finished)
             }
             Err(e) => fail(&out, tag, e),

@@ -19,6 +19,7 @@
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`nack`]: retransmission requests for missing audio and the delay they need;
 //! - [`stats`]: per-modality counts and latencies;
+//! - [`results`]: one record per result, handed out while the run goes;
 //! - [`load`]: background CPU load of the scenario's episodes;
 //! - [`platform`]: the executor and the resource groups the run asks the OS for;
 //! - [`run`](mod@run): the main loop;
@@ -34,6 +35,7 @@ pub mod jobs;
 pub mod load;
 pub mod nack;
 pub mod platform;
+pub mod results;
 pub mod run;
 pub mod stats;
 pub mod summary;

@@ -117,12 +117,13 @@ impl TraceOut {
         }
     }
 
-    /// A finished step: a job span with its queueing and execution stages.
-    pub fn job(&mut self, j: JobSpan<'_>) {
-        if self.writer.is_none() {
-            return;
-        }
+    /// A finished step: a job span with its queueing and execution stages. Returns the
+    /// span's trace id (drawn even when no file is written, so results carry one).
+    pub fn job(&mut self, j: JobSpan<'_>) -> TraceId {
         let trace = self.ids.trace_id();
+        if self.writer.is_none() {
+            return trace;
+        }
         let mut job = self.base(RecordKind::Span, stage::JOB, j.track, j.release_nanos);
         job.trace_id = trace;
         job.job = Some(j.job);
@@ -155,6 +156,7 @@ impl TraceOut {
                 .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
             self.write(&m);
         }
+        trace
     }
 
     /// An instant (skip, shed, health action) on `track`.

@@ -272,7 +272,7 @@ fn check_rtp(
         _ => src.sample_rate_hz.unwrap_or(16_000),
     };
     let ms = packet_ms.unwrap_or(20.0).round() as u64;
-    if u64::from(rate) * ms % 1000 != 0 {
+    if !(u64::from(rate) * ms).is_multiple_of(1000) {
         return Err(c.err(
             at,
             f("sample_rate_hz"),

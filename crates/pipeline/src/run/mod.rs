@@ -20,6 +20,7 @@
 
 mod monitor;
 mod observer;
+mod results;
 mod sources;
 
 use std::collections::{HashMap, VecDeque};
@@ -95,6 +96,8 @@ pub struct RunOutcome {
 #[derive(Debug, Clone, Copy)]
 struct JobRec {
     kind: Kind,
+    /// When its input was captured (for results).
+    capture: Nanos,
     release: Nanos,
     deadline: Nanos,
     /// VAD: the chunk number.
@@ -106,6 +109,8 @@ struct LlmRequest {
     arrival: Nanos,
     first_token_at: Option<Nanos>,
     last_token_at: Option<Nanos>,
+    /// The answer so far (for results).
+    answer: String,
     tokens: u32,
 }
 
@@ -135,7 +140,8 @@ struct Run<'o> {
     router: ImageRouter,
     audio: Option<AudioPath>,
     ingest: Vec<(String, StreamIngest)>,
-    asr_queue: VecDeque<(Nanos, Nanos, Vec<f32>)>,
+    /// Utterances waiting: release, deadline, start of speech, samples.
+    asr_queue: VecDeque<(Nanos, Nanos, Nanos, Vec<f32>)>,
     asr_busy: bool,
     llm_queue: VecDeque<(Nanos, String, u32)>,
     llm: Option<LlmRequest>,
@@ -253,7 +259,10 @@ impl Run<'_> {
         // Alignment is the runtime's own work: it counts as scheduler overhead.
         let t0 = ThreadCpu::now();
         let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
-        ingest.record_truth(placed, a.event.capture_device_nanos);
+        // A live source's capture time is an estimate, not ground truth to check against.
+        if a.event.received_nanos.is_none() {
+            ingest.record_truth(placed, a.event.capture_device_nanos);
+        }
         self.overhead_nanos += t0.elapsed_nanos();
         placed.device_nanos
     }
@@ -305,7 +314,7 @@ impl Run<'_> {
 
     fn start_asr_and_llm(&mut self, now: Nanos) {
         if !self.asr_busy
-            && let Some((release, deadline, samples)) = self.asr_queue.pop_front()
+            && let Some((release, deadline, capture, samples)) = self.asr_queue.pop_front()
         {
             if self.remedies().breaker_open && self.heaviest_branch() == Kind::Asr {
                 self.answer_from_cache(Kind::Asr, now);
@@ -319,6 +328,7 @@ impl Run<'_> {
                     tag,
                     JobRec {
                         kind: Kind::Asr,
+                        capture,
                         release,
                         deadline,
                         chunk: 0,
@@ -348,6 +358,7 @@ impl Run<'_> {
                 arrival,
                 first_token_at: None,
                 last_token_at: None,
+                answer: String::new(),
                 tokens: 0,
             });
             self.submit(
@@ -355,6 +366,7 @@ impl Run<'_> {
                 tag,
                 JobRec {
                     kind: Kind::Llm,
+                    capture: arrival,
                     release: arrival,
                     deadline: arrival + sla,
                     chunk: 0,
@@ -380,7 +392,7 @@ impl Run<'_> {
                 .saturating_sub(u.start_nanos)
                 .max(ASR_MIN_BUDGET_NANOS);
             self.asr_queue
-                .push_back((now, now + sla + length, u.samples));
+                .push_back((now, now + sla + length, u.start_nanos, u.samples));
         }
     }
 
@@ -420,7 +432,7 @@ impl Run<'_> {
                         (Kind::Llm, _) => stage::DECODE,
                         _ => stage::EXEC,
                     };
-                    self.trace.job(JobSpan {
+                    let trace_id = self.trace.job(JobSpan {
                         job: job.0,
                         modality: info.modality,
                         model: rec.kind.as_str(),
@@ -443,7 +455,7 @@ impl Run<'_> {
                                 self.close_request();
                             }
                         }
-                        Ok(_) => self.on_finished(now, rec, started_nanos, ended_nanos, output),
+                        Ok(_) => self.on_finished(now, rec, started_nanos, ended_nanos, output, trace_id),
                         Err(_) => {
                             self.stats.failed(rec.kind, now);
                             self.release_branch(rec, now);
@@ -490,6 +502,7 @@ impl Run<'_> {
             Kind::Vad => {
                 if let Some(a) = &mut self.audio {
                     let u = a.on_vad(rec.chunk, 0.0);
+                    self.report_segments(&rec, now, None, &u);
                     self.on_utterances(now, u);
                 }
             }
@@ -502,6 +515,7 @@ impl Run<'_> {
         let (
             Some(r),
             Some(Output::Llm {
+                token,
                 tokens,
                 first_token_after_nanos,
                 ..
@@ -516,6 +530,9 @@ impl Run<'_> {
             r.last_token_at = Some(ended);
             r.first_token_at
                 .get_or_insert(started + first_token_after_nanos);
+            if let Some(t) = token {
+                r.answer.push_str(t);
+            }
         }
     }
 
@@ -579,12 +596,14 @@ impl Run<'_> {
         started: Nanos,
         end: Nanos,
         output: Option<Output>,
+        trace_id: mmsched_trace::ids::TraceId,
     ) {
+        if rec.kind == Kind::Llm {
+            self.on_llm_step(started, end, output.as_ref());
+        }
+        self.report_result(&rec, end, output.as_ref(), trace_id);
         match rec.kind {
-            Kind::Llm => {
-                self.on_llm_step(started, end, output.as_ref());
-                self.close_request();
-            }
+            Kind::Llm => self.close_request(),
             Kind::Asr => {
                 self.asr_busy = false;
                 if let Some(Output::Asr { text, .. }) = output
@@ -600,6 +619,7 @@ impl Run<'_> {
                 };
                 if let Some(a) = &mut self.audio {
                     let u = a.on_vad(rec.chunk, prob);
+                    self.report_segments(&rec, end, Some(trace_id), &u);
                     self.on_utterances(now, u);
                 }
             }

@@ -1,7 +1,10 @@
-//! How a run reports as it goes: progress once a second, every job, skip, shed and health
-//! evaluation, to an [`Observer`] (the command line's display, the metrics endpoint).
+//! How a run reports as it goes: progress once a second, every job, skip, shed, health
+//! evaluation and result, to an [`Observer`] (the command line's display, the metrics
+//! endpoint, the `--results` stream).
 
 use mmsched_core::ldti::Level;
+
+use crate::results::ResultRecord;
 
 /// What the loop reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +37,9 @@ pub trait Observer {
     fn shed(&mut self, _kind: &str) {}
     /// A health evaluation.
     fn ldti(&mut self, _value: f64, _level: Level) {}
+    /// A result: OCR lines, a speech segment, a transcript, an answer (see
+    /// [`crate::results`]).
+    fn result(&mut self, _record: &ResultRecord) {}
     /// The resource groups exist: clean them up if the process is interrupted.
     #[cfg(target_os = "linux")]
     fn cgroups(&mut self, _handle: mmsched_runtime::platform::cgroup::CgroupHandle) {}

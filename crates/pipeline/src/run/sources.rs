@@ -69,6 +69,7 @@ impl Run<'_> {
                 tag,
                 JobRec {
                     kind: Kind::Vision,
+                    capture,
                     release,
                     deadline: release + sla,
                     chunk: 0,
@@ -85,6 +86,7 @@ impl Run<'_> {
         };
         if self.remedies().use_cache && cached {
             self.stale_answers += 1;
+            self.report_stale(kind, now);
         }
         self.drop_input(kind, now, DropAction::CircuitBreaker);
     }
@@ -140,6 +142,7 @@ impl Run<'_> {
                 tag,
                 JobRec {
                     kind: Kind::Vad,
+                    capture: c.ready_nanos,
                     release: c.ready_nanos,
                     deadline: c.ready_nanos + sla,
                     chunk: c.index,
@@ -164,7 +167,7 @@ impl Run<'_> {
             // Every other request asks about what was just heard, when there is a
             // transcript (not in a comparison: the transcript depends on the scheduler).
             let prompt = match &self.last_transcript {
-                Some(t) if a.event.seq % 2 == 0 && !self.config.fixed_prompts => {
+                Some(t) if a.event.seq % 2 == 0 && !self.config.fixed_prompts && !a.event.payload.as_written => {
                     format!("In one sentence, what is this about: {t}")
                 }
                 _ => a.event.payload.prompt,

@@ -100,11 +100,13 @@ pub fn parse_prompts(text: &str) -> Result<Vec<Prompt>, (usize, String)> {
 pub struct TextConfig {
     /// The prompts, used in turn (must not be empty; see also
     /// [`TextRequests::with_prompts`]).
-    pub prompts: Vec<String>,
+    pub prompts: Vec<Prompt>,
     /// Time between two requests, in nanoseconds (≥ 1).
     pub period_nanos: Nanos,
     /// Tokens to generate per request, unless the prompt says.
     pub max_tokens: u32,
+    /// The prompts are the user's own: ask them as written (see [`TextRequest::as_written`]).
+    pub as_written: bool,
     /// Device time of the first request.
     pub start_nanos: Nanos,
     /// Stop after this many requests (`None`: never).
@@ -166,13 +168,9 @@ impl<C: Clock> TextRequests<C> {
             device,
             cadence,
             clock: config.clock,
-            prompts: config
-                .prompts
-                .iter()
-                .map(|p| Prompt::from(p.as_str()))
-                .collect(),
+            prompts: config.prompts,
             max_tokens: config.max_tokens,
-            as_written: false,
+            as_written: config.as_written,
         })
     }
 
@@ -236,6 +234,7 @@ mod tests {
             prompts: vec!["unused".into()],
             period_nanos: 5 * NANOS_PER_SEC,
             max_tokens: 16,
+            as_written: false,
             start_nanos: NANOS_PER_SEC,
             limit: Some(3),
             clock: SourceClock::new(-1_000, -2_000),
@@ -279,6 +278,7 @@ mod tests {
             prompts: vec!["x".into()],
             period_nanos: 1,
             max_tokens: 1,
+            as_written: true,
             start_nanos: 0,
             limit: None,
             clock: SourceClock::default(),

@@ -3,6 +3,7 @@
 
 pub(crate) mod interrupt;
 mod observe;
+mod results_out;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use mmsched_scenario::Scenario;
 
 pub use interrupt::interrupted;
 use observe::Console;
+use results_out::ResultsOut;
 
 use crate::policy_file;
 
@@ -109,8 +111,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     policy_url: Option<String>,
     /// Print summary.json on stdout instead of the table (progress goes to stderr).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "results")]
     json: bool,
+    /// Write one NDJSON line per result while running — OCR lines, speech segments,
+    /// transcripts, answers, with trace id, times, latency and on-time/stale flags — to
+    /// FILE, or to stdout with `-` (the table then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    results: Option<PathBuf>,
 }
 
 /// Makes sure every model the runtime uses is in the cache, fetching what is missing.
@@ -171,6 +178,21 @@ pub fn run_one(
     metrics: Option<Arc<mmsched_server::Metrics>>,
     adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
+    run_one_with(p, a, kind, report_dir, policy_updates, metrics, adjust, None)
+}
+
+/// [`run_one`], also writing every result to `results`.
+#[allow(clippy::too_many_arguments)]
+fn run_one_with(
+    p: &Prepared,
+    a: &ScenarioArgs,
+    kind: SchedulerKind,
+    report_dir: &Path,
+    policy_updates: Option<std::sync::mpsc::Receiver<Policy>>,
+    metrics: Option<Arc<mmsched_server::Metrics>>,
+    adjust: &dyn Fn(&mut RunConfig),
+    results: Option<ResultsOut>,
+) -> Result<RunOutcome> {
     let mut config = RunConfig::new(p.scenario.clone(), p.policy.clone(), kind);
     if let Some(d) = a.duration {
         config.duration_nanos = (d * 1e9) as u64;
@@ -190,9 +212,12 @@ pub fn run_one(
     config.policy_updates = policy_updates;
     config.stop = interrupt::stop_flag()?;
     adjust(&mut config);
-    let mut console = Console::new(kind, metrics);
+    let mut console = Console::new(kind, metrics).with_results(results);
     let outcome = mmsched_pipeline::run(config, &mut console);
-    console.finish();
+    if let Some(out) = console.finish() {
+        let written = out.finish()?;
+        eprintln!("results: {written} record(s)");
+    }
     Ok(outcome?)
 }
 
@@ -290,7 +315,8 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         p.scenario.description(),
         a.scenario.duration.unwrap_or(p.scenario.duration_s())
     );
-    let outcome = run_one(
+    let results = a.results.as_deref().map(ResultsOut::open).transpose()?;
+    let outcome = run_one_with(
         &p,
         &a.scenario,
         kind,
@@ -298,20 +324,30 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         feeds.updates,
         feeds.metrics,
         &|_| {},
+        results,
     )?;
     let files = write_report(&a.report, &outcome.summary, &outcome.series)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
     } else {
-        println!("{}", render_table(&outcome.summary));
-        println!("report: {}", files.report_html.display());
-        println!("summary: {}", files.summary_json.display());
+        // With `--results -`, stdout carries only the results.
+        let to_stdout = a.results.as_deref() != Some(Path::new("-"));
+        let say = |line: String| {
+            if to_stdout {
+                println!("{line}");
+            } else {
+                eprintln!("{line}");
+            }
+        };
+        say(render_table(&outcome.summary));
+        say(format!("report: {}", files.report_html.display()));
+        say(format!("summary: {}", files.summary_json.display()));
         if let Some(t) = &outcome.trace_file {
-            println!(
+            say(format!(
                 "trace: {} (mmsched trace view {})",
                 t.display(),
                 t.display()
-            );
+            ));
         }
     }
     drop(feeds.watcher);

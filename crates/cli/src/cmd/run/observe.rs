@@ -6,15 +6,19 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 use mmsched_core::Modality;
 use mmsched_core::ldti::Level;
+use mmsched_pipeline::results::ResultRecord;
 use mmsched_pipeline::run::{Observer, Progress};
 use mmsched_runtime::sched::SchedulerKind;
 use mmsched_server::Metrics;
+
+use super::results_out::ResultsOut;
 
 /// Progress line and metrics.
 pub struct Console {
     bar: ProgressBar,
     metrics: Option<Arc<Metrics>>,
     kind: SchedulerKind,
+    results: Option<ResultsOut>,
 }
 
 fn modality_of(kind: &str) -> Modality {
@@ -44,12 +48,24 @@ impl Console {
                 m.register_class(modality_of(k), c);
             }
         }
-        Self { bar, metrics, kind }
+        Self {
+            bar,
+            metrics,
+            kind,
+            results: None,
+        }
     }
 
-    /// Clears the progress line.
-    pub fn finish(&self) {
+    /// Also writes every result to `out` (`--results`).
+    pub fn with_results(mut self, out: Option<ResultsOut>) -> Self {
+        self.results = out;
+        self
+    }
+
+    /// Clears the progress line; hands back the results output, if any.
+    pub fn finish(&mut self) -> Option<ResultsOut> {
         self.bar.finish_and_clear();
+        self.results.take()
     }
 }
 
@@ -108,6 +124,12 @@ impl Observer for Console {
     fn shed(&mut self, kind: &str) {
         if let Some(m) = &self.metrics {
             m.record_shed(modality_of(kind), kind);
+        }
+    }
+
+    fn result(&mut self, record: &ResultRecord) {
+        if let Some(out) = &mut self.results {
+            out.write(record);
         }
     }
 

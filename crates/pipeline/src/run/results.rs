@@ -1,0 +1,105 @@
+//! Results out while running: each finished OCR, transcript and answer, each speech
+//! segment and each stale answer from the cache, as a [`ResultRecord`] to the observer.
+
+use mmsched_core::time::Nanos;
+use mmsched_runtime::router::speech::Utterance;
+use mmsched_trace::ids::TraceId;
+
+use super::{JobRec, Run};
+use crate::jobs::Output;
+use crate::results::{ResultRecord, Times};
+use crate::stats::Kind;
+
+impl Run<'_> {
+    fn stream_name(&self, kind: Kind) -> String {
+        self.inputs
+            .stream(kind)
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    }
+
+    fn times(&self, capture: Nanos, release: Nanos, done: Nanos, deadline: Nanos) -> Times {
+        Times {
+            start: self.start,
+            capture,
+            release,
+            done,
+            deadline,
+        }
+    }
+
+    /// A finished OCR, transcript or text request. VAD chunks are not results on their
+    /// own: the segments they close are ([`Run::report_segments`]).
+    pub(super) fn report_result(
+        &mut self,
+        rec: &JobRec,
+        end: Nanos,
+        output: Option<&Output>,
+        trace_id: TraceId,
+    ) {
+        let mut lines = None;
+        let mut tokens = None;
+        let text = match (rec.kind, output) {
+            (Kind::Vision, Some(Output::Vision { text, lines: l, .. })) => {
+                lines = Some(l.clone());
+                text.clone()
+            }
+            (Kind::Asr, Some(Output::Asr { text, .. })) => text.clone(),
+            (Kind::Llm, _) => {
+                let Some(r) = &self.llm else { return };
+                tokens = Some(r.tokens);
+                r.answer.trim().to_string()
+            }
+            _ => return,
+        };
+        let t = self.times(rec.capture, rec.release, end, rec.deadline);
+        let mut r = ResultRecord::new(
+            trace_id.to_hex(),
+            &self.stream_name(rec.kind),
+            rec.kind,
+            t,
+            text,
+        );
+        r.lines = lines;
+        r.tokens = tokens;
+        self.observer.result(&r);
+    }
+
+    /// Speech segments closed by the VAD chunk `rec` (done at `end`; `trace_id` none when
+    /// the chunk was shed and its silence assumed).
+    pub(super) fn report_segments(
+        &mut self,
+        rec: &JobRec,
+        end: Nanos,
+        trace_id: Option<TraceId>,
+        segments: &[Utterance],
+    ) {
+        for u in segments {
+            let t = self.times(u.start_nanos, rec.release, end, rec.deadline);
+            let mut r = ResultRecord::new(
+                trace_id.map(TraceId::to_hex).unwrap_or_default(),
+                &self.stream_name(Kind::Vad),
+                Kind::Vad,
+                t,
+                String::new(),
+            );
+            let ms = |at: Nanos| (at as f64 - self.start as f64) / 1e6;
+            r.segment_ms = Some([ms(u.start_nanos), ms(u.end_nanos)]);
+            self.observer.result(&r);
+        }
+    }
+
+    /// An input answered from the cache while the circuit breaker is open: the last result
+    /// of its kind, marked stale.
+    pub(super) fn report_stale(&mut self, kind: Kind, now: Nanos) {
+        let cached = match kind {
+            Kind::Vision => self.last_ocr.clone(),
+            _ => self.last_transcript.clone(),
+        };
+        let Some(text) = cached else { return };
+        let t = self.times(now, now, now, now + self.sla_nanos(kind));
+        let mut r = ResultRecord::new(String::new(), &self.stream_name(kind), kind, t, text);
+        r.stale = true;
+        self.observer.result(&r);
+    }
+}
