@@ -40,6 +40,12 @@ OTLP_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-otlp"
 "$OTLP_VENV/bin/python" -c 'import opentelemetry.proto' 2>/dev/null \
   || { python3 -m venv "$OTLP_VENV" && "$OTLP_VENV/bin/pip" install -q opentelemetry-proto==1.45.2; }
 
+# The OpenAI-compatible server test drives `mmsched serve --models` with the official
+# `openai` Python client, in a virtual environment of its own.
+OPENAI_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-openai"
+"$OPENAI_VENV/bin/python" -c 'import openai' 2>/dev/null \
+  || { python3 -m venv "$OPENAI_VENV" && "$OPENAI_VENV/bin/pip" install -q openai==3.51.0; }
+
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.
 cargo test --workspace --no-run

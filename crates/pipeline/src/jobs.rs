@@ -56,7 +56,7 @@ pub enum Output {
     Llm {
         /// The main loop's job number.
         tag: u64,
-        /// The (last) token produced, if the step produced one.
+        /// The text of the tokens the step produced, if it produced any.
         token: Option<String>,
         /// Tokens the step produced.
         tokens: u32,
@@ -225,7 +225,8 @@ impl Work for LlmWork {
         let t0 = clock.now_nanos();
         let mut tokens = 0u32;
         let mut first_token_after_nanos = 0;
-        let mut last = None;
+        // The text of this step's tokens (several when the request is not preemptible).
+        let mut text: Option<String> = None;
         let mut stages = StepStages::default();
         let done = loop {
             let mut session = lock(&self.model);
@@ -255,7 +256,7 @@ impl Work for LlmWork {
                         first_token_after_nanos = clock.now_nanos().saturating_sub(t0);
                     }
                     tokens += 1;
-                    last = Some(t.text);
+                    text.get_or_insert_with(String::new).push_str(&t.text);
                     stages = t.stages;
                     t.stop
                 }
@@ -269,7 +270,7 @@ impl Work for LlmWork {
         let nanos = clock.now_nanos().saturating_sub(t0);
         let _ = out.send(Output::Llm {
             tag,
-            token: last,
+            token: text,
             tokens,
             first_token_after_nanos,
             done,

@@ -37,6 +37,7 @@ pub mod nack;
 pub mod platform;
 pub mod results;
 pub mod run;
+pub mod service;
 pub mod stats;
 pub mod summary;
 mod trace_out;

@@ -29,6 +29,7 @@ pub mod etag;
 pub mod host;
 pub mod listen;
 pub mod metrics;
+pub mod multipart;
 mod server;
 pub mod status;
 pub mod store;

@@ -52,6 +52,10 @@ pub struct ServerConfig {
     pub limits: ConnectionLimits,
     /// Which `Host` headers are answered (others get 421): by default the bound address.
     pub hosts: HostCheck,
+    /// More routes served next to the built-in ones (e.g. the OpenAI-compatible model
+    /// endpoints of `mmsched serve --models`), behind the same `Host` check and connection
+    /// limits; they set their own body limits.
+    pub extra: Option<axum::Router>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -66,6 +70,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("body_timeout_millis", &self.body_timeout_millis)
             .field("limits", &self.limits)
             .field("hosts", &self.hosts)
+            .field("extra", &self.extra.is_some())
             .finish()
     }
 }
@@ -82,6 +87,7 @@ impl Default for ServerConfig {
             body_timeout_millis: DEFAULT_BODY_TIMEOUT_MILLIS,
             limits: ConnectionLimits::default(),
             hosts: HostCheck::default(),
+            extra: None,
         }
     }
 }

@@ -230,6 +230,18 @@ impl LlmSession {
         &self.options
     }
 
+    /// Sets the sampling of the sequences started from now on: `temperature` `None` (or
+    /// 0) is greedy decoding, otherwise sampling seeded with `seed`.
+    pub fn set_sampling(&mut self, temperature: Option<f64>, seed: u64) {
+        self.options.temperature = temperature;
+        self.options.seed = seed;
+    }
+
+    /// Longest sequence (prompt + generated tokens) the session holds.
+    pub fn max_seq_len(&self) -> usize {
+        self.model.max_seq_len()
+    }
+
     /// Tokens currently in the KV cache.
     pub fn position(&self) -> usize {
         self.position

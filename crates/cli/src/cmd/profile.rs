@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
 use mmsched_backends::audio::read_wav;
-use mmsched_backends::llm::{LlmJob, LlmOptions, LlmSession};
+use mmsched_backends::llm::{LlmEngine, LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
 use mmsched_backends::profile::{
     DeviceProfile, EntryLabel, MeasureOptions, profile_backend, this_device,
@@ -150,7 +150,7 @@ fn derive_jobs(p: &mut DeviceProfile, engine: &str) -> Vec<String> {
         // and 16 tokens).
         (
             "llm",
-            ("gemma3-270m", "candle", "prompt8+16tok"),
+            ("gemma3-270m", LlmEngine::default().as_str(), "prompt8+16tok"),
             (1, 17),
             "one generation step (prefill or token)",
         ),

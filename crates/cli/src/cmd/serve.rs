@@ -36,6 +36,32 @@ pub struct ServeArgs {
     json: bool,
     #[command(flatten)]
     exposure: ExposureArgs,
+    #[command(flatten)]
+    models: ModelArgs,
+}
+
+/// `serve --models`: the OpenAI-compatible model endpoints, scheduled with deadlines.
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// Load the models from the cache (Gemma-3, Whisper tiny.en, PP-OCRv4) and serve
+    /// POST /v1/chat/completions, /v1/completions, /v1/audio/transcriptions, /api/v1/ocr
+    /// and GET /v1/models: every request a scheduled job with a deadline.
+    #[arg(long)]
+    pub models: bool,
+    /// The scheduler the requests share the device under.
+    #[arg(long, value_enum, default_value_t = crate::cmd::run::SchedulerArg::Mmsched, requires = "models")]
+    pub scheduler: crate::cmd::run::SchedulerArg,
+    /// Default deadline per class when a request has no X-Deadline-Ms header, as
+    /// CLASS=MS (classes: text, asr, vision); repeatable.
+    #[arg(long, value_name = "CLASS=MS", value_delimiter = ',', requires = "models")]
+    pub deadline_ms: Vec<String>,
+    /// Requests per class at once (running or waiting for the model), as CLASS=N; more
+    /// get 503 with Retry-After. Defaults: text=4, asr=2, vision=4.
+    #[arg(long, value_name = "CLASS=N", value_delimiter = ',', requires = "models")]
+    pub max_concurrent: Vec<String>,
+    /// Largest upload (audio file, image), in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 25, requires = "models")]
+    pub upload_limit_mib: usize,
 }
 
 /// Who may reach a server, and its connection limits (`serve`, `run --serve`).
@@ -117,7 +143,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         anyhow::bail!("--body-limit-kib must be at least 1");
     }
     let writes = token.is_some();
-    let shared = Shared::new(policy, Arc::new(MonotonicClock::new()), &source);
+    let shared = Shared::new(policy.clone(), Arc::new(MonotonicClock::new()), &source);
     let mut config = ServerConfig {
         addr: a.addr,
         token,
@@ -125,6 +151,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         assets: Some(mmsched_trace::viewer::asset),
         ..ServerConfig::default()
     };
+    if a.models.models {
+        config.extra = Some(crate::cmd::openai::router(std::sync::Arc::new(
+            crate::cmd::serve_models::load(&a.models, &policy)?,
+        )));
+    }
     a.exposure.apply(&mut config, writes)?;
     let wait_for_ctrl_c = crate::cmd::run::interrupt::install(
         "stopping: open requests get a few seconds (Ctrl-C again to quit now)",
@@ -150,6 +181,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             snap.etag
         );
         println!("  GET/PUT http://{addr}/api/v1/policy   GET /api/v1/status   GET /metrics");
+        if a.models.models {
+            println!(
+                "  POST http://{addr}/v1/chat/completions   /v1/completions   /v1/audio/transcriptions   /api/v1/ocr   GET /v1/models"
+            );
+        }
         if !writes {
             eprintln!(
                 "note: policy writes are disabled; pass --token-file FILE or set MMSCHED_API_TOKEN to allow PUT"

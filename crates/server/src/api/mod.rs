@@ -51,6 +51,7 @@ pub(crate) fn router(
     }));
     let hosts = state.config.hosts.clone();
     let bound = state.config.addr;
+    let extra = state.config.extra.clone();
     let routes = Router::new()
         .route("/", get(assets::index))
         .route("/assets/{*path}", get(assets::asset))
@@ -66,6 +67,11 @@ pub(crate) fn router(
         .layer(DefaultBodyLimit::max(limit))
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .with_state(state);
+    // The extra routes keep their own body limits (uploads are larger than policies).
+    let routes = match extra {
+        Some(extra) => routes.merge(extra.layer(RequestBodyTimeoutLayer::new(body_timeout))),
+        None => routes,
+    };
     crate::host::guard(routes, hosts, bound)
 }
 

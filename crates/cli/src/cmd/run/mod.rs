@@ -110,8 +110,9 @@ pub struct RunArgs {
     /// Follow the policy served at this URL (another mmsched's API) and apply updates.
     #[arg(long, value_name = "URL")]
     policy_url: Option<String>,
-    /// Print summary.json on stdout instead of the table (progress goes to stderr).
-    #[arg(long, conflicts_with = "results")]
+    /// Print summary.json on stdout instead of the table (progress goes to stderr). Not
+    /// with `--results -`, which has stdout to itself.
+    #[arg(long)]
     json: bool,
     /// Write one NDJSON line per result while running — OCR lines, speech segments,
     /// transcripts, answers, with trace id, times, latency and on-time/stale flags — to
@@ -305,6 +306,11 @@ fn forward_store(mut sub: mmsched_server::PolicySubscription, tx: Sender<Policy>
 
 /// Runs `run`.
 pub fn run(a: RunArgs) -> Result<ExitCode> {
+    if a.json && a.results.as_deref() == Some(Path::new("-")) {
+        bail!(
+            "--json and --results - both write to stdout: give --results a file, or drop --json (summary.json is also written to the report directory)"
+        );
+    }
     ensure_models(a.json)?;
     let p = prepare(&a.scenario)?;
     let feeds = policy_feeds(&a, &p.policy)?;

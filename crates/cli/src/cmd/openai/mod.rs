@@ -1,0 +1,314 @@
+//! The OpenAI-compatible model endpoints of `mmsched serve --models`, with deadlines.
+//!
+//! Every request becomes a scheduled job on the one executor the service drives
+//! ([`mmsched_pipeline::service`]): a chat or completion request is one job of the `text`
+//! class stepped token by token (so a due frame or transcription can run between two
+//! tokens), a transcription one `asr` job, an OCR request one `vision` job. Each gets a
+//! deadline — the `X-Deadline-Ms` header, else the class default (`--deadline-ms`) — and
+//! the class's importance from the policy. A job the scheduler sheds answers `503` with
+//! `Retry-After`; a late answer is still returned, with `X-Deadline-Missed: true`.
+//!
+//! Limits protect the device: a cap on concurrent requests per class (beyond it `503`
+//! naming the cap), an upload size cap, and `max_tokens` bounded by the model's context.
+//! Errors on `/v1/…` have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`.
+
+mod chat;
+mod media;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use mmsched_core::time::Nanos;
+use mmsched_pipeline::engines::Engines;
+use mmsched_pipeline::inputs::Device;
+use mmsched_pipeline::service::{JobEvent, JobRequest, Service};
+
+/// Model ids as `/v1/models` lists them.
+pub const LLM_ID: &str = "gemma-3-270m";
+pub const ASR_ID: &str = "whisper-tiny.en";
+pub const OCR_ID: &str = "pp-ocrv4";
+
+/// Longest deadline a request may ask for.
+const MAX_DEADLINE_MS: u64 = 600_000;
+
+/// The classes a request can be, with their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ApiClass {
+    /// Chat and completions.
+    Text,
+    /// Transcriptions.
+    Asr,
+    /// OCR.
+    Vision,
+}
+
+impl ApiClass {
+    /// The scheduling class name (the policy's importance key).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiClass::Text => "text",
+            ApiClass::Asr => "asr",
+            ApiClass::Vision => "vision",
+        }
+    }
+
+    fn modality(self) -> mmsched_core::Modality {
+        match self {
+            ApiClass::Text => mmsched_core::Modality::Text,
+            ApiClass::Asr => mmsched_core::Modality::Audio,
+            ApiClass::Vision => mmsched_core::Modality::Image,
+        }
+    }
+
+    /// Parses `text`, `asr` or `vision`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "text" => Some(ApiClass::Text),
+            "asr" => Some(ApiClass::Asr),
+            "vision" => Some(ApiClass::Vision),
+            _ => None,
+        }
+    }
+}
+
+/// Per-class settings.
+#[derive(Debug, Clone)]
+pub struct ClassSettings {
+    /// Deadline when the request gives none, milliseconds.
+    pub deadline_ms: u64,
+    /// Requests of the class at once (running or waiting); more get 503.
+    pub max_concurrent: usize,
+    /// Importance from the policy.
+    pub importance: f64,
+    /// Cost of one step to assume until measured, nanoseconds.
+    pub prior_cost_nanos: Nanos,
+}
+
+/// Everything the handlers share.
+pub struct ModelApi {
+    pub service: Service<Device>,
+    pub engines: Engines,
+    pub classes: BTreeMap<ApiClass, ClassSettings>,
+    /// Largest accepted upload (audio file, image), bytes.
+    pub upload_limit_bytes: usize,
+    /// Requests in flight per class.
+    active: BTreeMap<ApiClass, AtomicUsize>,
+    /// The LLM session holds one request's KV cache at a time.
+    llm_turn: Arc<tokio::sync::Mutex<()>>,
+    /// Round-robin over the OCR pipelines.
+    next_ocr: AtomicUsize,
+}
+
+impl ModelApi {
+    pub fn new(
+        service: Service<Device>,
+        engines: Engines,
+        classes: BTreeMap<ApiClass, ClassSettings>,
+        upload_limit_bytes: usize,
+    ) -> Self {
+        let active = classes.keys().map(|&c| (c, AtomicUsize::new(0))).collect();
+        Self {
+            service,
+            engines,
+            classes,
+            upload_limit_bytes,
+            active,
+            llm_turn: Arc::new(tokio::sync::Mutex::new(())),
+            next_ocr: AtomicUsize::new(0),
+        }
+    }
+
+    fn settings(&self, class: ApiClass) -> &ClassSettings {
+        &self.classes[&class]
+    }
+
+    /// Takes a place among the class's concurrent requests, or the 503 that says which
+    /// limit was hit.
+    fn admit(self: &Arc<Self>, class: ApiClass) -> Result<Slot, Response> {
+        let max = self.settings(class).max_concurrent;
+        let counter = &self.active[&class];
+        let now = counter.fetch_add(1, Ordering::SeqCst);
+        if now >= max {
+            counter.fetch_sub(1, Ordering::SeqCst);
+            return Err(overloaded(format!(
+                "{max} {} request(s) are already in progress, the limit (--max-concurrent {}={max}); retry later",
+                class.as_str(),
+                class.as_str()
+            )));
+        }
+        Ok(Slot {
+            api: self.clone(),
+            class,
+        })
+    }
+
+    /// The request's deadline as device time: `X-Deadline-Ms` or the class default.
+    fn deadline(&self, class: ApiClass, headers: &HeaderMap) -> Result<(Nanos, u64), Response> {
+        let ms = match headers.get("x-deadline-ms") {
+            None => self.settings(class).deadline_ms,
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .filter(|&ms| (1..=MAX_DEADLINE_MS).contains(&ms))
+                .ok_or_else(|| {
+                    invalid(
+                        format!(
+                            "X-Deadline-Ms must be a whole number of milliseconds from 1 to {MAX_DEADLINE_MS}, not {v:?}"
+                        ),
+                        Some("X-Deadline-Ms"),
+                    )
+                })?,
+        };
+        Ok((self.service.now_nanos() + ms * 1_000_000, ms))
+    }
+
+    /// A job of `class` due at `deadline_nanos`.
+    fn job(
+        &self,
+        class: ApiClass,
+        deadline_nanos: Nanos,
+        work: Box<dyn mmsched_runtime::sched::Work>,
+    ) -> JobRequest {
+        let s = self.settings(class);
+        JobRequest {
+            class: class.as_str().into(),
+            modality: class.modality(),
+            deadline_nanos,
+            prior_cost_nanos: s.prior_cost_nanos,
+            importance: s.importance,
+            work,
+        }
+    }
+
+    /// Runs a one-step job and waits for its end.
+    async fn run_once(&self, job: JobRequest) -> JobEvent {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut tx = Some(tx);
+        let sink = Box::new(move |e: JobEvent| {
+            if !matches!(e, JobEvent::Step { .. })
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(e);
+            }
+        });
+        if self.service.submit_to(job, sink).is_err() {
+            return JobEvent::Failed("the scheduler has stopped".into());
+        }
+        rx.await
+            .unwrap_or_else(|_| JobEvent::Failed("the scheduler dropped the job".into()))
+    }
+}
+
+/// A place among a class's concurrent requests, given back when dropped.
+struct Slot {
+    api: Arc<ModelApi>,
+    class: ApiClass,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.api.active[&self.class].fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The routes, for [`mmsched_server::ServerConfig::extra`].
+pub fn router(api: Arc<ModelApi>) -> Router {
+    let upload = api.upload_limit_bytes;
+    Router::new()
+        .route("/v1/models", get(chat::models))
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/completions", post(chat::completions))
+        .route(
+            "/v1/audio/transcriptions",
+            post(media::transcriptions).layer(DefaultBodyLimit::max(upload)),
+        )
+        .route(
+            "/api/v1/ocr",
+            post(media::ocr).layer(DefaultBodyLimit::max(upload)),
+        )
+        .layer(DefaultBodyLimit::max(chat::CHAT_BODY_LIMIT))
+        .with_state(api)
+}
+
+/// An OpenAI-shaped error answer.
+fn api_error(status: StatusCode, kind: &str, message: String, param: Option<&str>) -> Response {
+    let body = serde_json::json!({
+        "error": { "message": message, "type": kind, "param": param, "code": kind }
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn invalid(message: String, param: Option<&str>) -> Response {
+    api_error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        message,
+        param,
+    )
+}
+
+/// 503 with `Retry-After`: the device is busy; the request did not run.
+fn overloaded(message: String) -> Response {
+    let mut r = api_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        message,
+        None,
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+fn shed_answer(class: ApiClass, deadline_ms: u64) -> Response {
+    overloaded(format!(
+        "the scheduler shed this {} request: it could not finish within its {deadline_ms} ms deadline without making more important work late; retry later or give a longer X-Deadline-Ms",
+        class.as_str()
+    ))
+}
+
+fn failed_answer(why: String) -> Response {
+    api_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        format!("the model failed: {why}"),
+        None,
+    )
+}
+
+/// Marks a response late or on time.
+fn mark_deadline(mut r: Response, on_time: bool) -> Response {
+    r.headers_mut().insert(
+        "x-deadline-missed",
+        HeaderValue::from_static(if on_time { "false" } else { "true" }),
+    );
+    r
+}
+
+fn json_ok(body: serde_json::Value) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Seconds since the Unix epoch, for `created`.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,109 @@
+//! Sets up `serve --models`: the models, the executor on the standard worker layout, the
+//! service that drives it, and each class's deadline, importance, cost prior and cap.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use mmsched_core::policy::Policy;
+use mmsched_core::time::Nanos;
+use mmsched_pipeline::engines::Engines;
+use mmsched_pipeline::inputs::Device;
+use mmsched_pipeline::service::Service;
+use mmsched_scenario::Scenario;
+
+use crate::cmd::openai::{ApiClass, ClassSettings, ModelApi};
+use crate::cmd::serve::ModelArgs;
+
+/// General workers (the standard layout adds the voice-activity worker).
+const WORKERS: usize = 2;
+
+/// Class defaults: deadline (ms), concurrent requests, cost prior when the profile has
+/// none (ns).
+const DEFAULTS: [(ApiClass, u64, usize, Nanos); 3] = [
+    (ApiClass::Text, 30_000, 4, 40_000_000),
+    (ApiClass::Asr, 10_000, 2, 1_000_000_000),
+    (ApiClass::Vision, 2_000, 4, 100_000_000),
+];
+
+/// Parses `CLASS=N` settings into `apply`.
+fn overrides(flag: &str, items: &[String], mut apply: impl FnMut(ApiClass, u64)) -> Result<()> {
+    for item in items {
+        let Some((class, n)) = item.split_once('=') else {
+            bail!("--{flag} {item:?}: write CLASS=N, e.g. text=20000");
+        };
+        let Some(class) = ApiClass::parse(class.trim()) else {
+            bail!("--{flag} {item:?}: the class must be text, asr or vision");
+        };
+        let Some(n) = n.trim().parse::<u64>().ok().filter(|&n| n >= 1) else {
+            bail!("--{flag} {item:?}: the value must be a whole number of at least 1");
+        };
+        apply(class, n);
+    }
+    Ok(())
+}
+
+/// Loads the models and starts the service.
+pub fn load(a: &ModelArgs, policy: &Policy) -> Result<ModelApi> {
+    if a.upload_limit_mib == 0 {
+        bail!("--upload-limit-mib must be at least 1");
+    }
+    // The model set: the shipped ar-glasses scenario uses all four models.
+    let scenario = Scenario::load("ar-glasses").context("loading the model set")?;
+    let profile = mmsched_sim::profile::Profile::resolve(
+        None,
+        Some(&mmsched_backends::paths::mmsched_home()),
+    )
+    .context("reading the device profile for cost priors")?;
+    let mut classes = BTreeMap::new();
+    for (class, deadline_ms, max_concurrent, prior) in DEFAULTS {
+        let kind = match class {
+            ApiClass::Text => "llm",
+            ApiClass::Asr => "asr",
+            ApiClass::Vision => "vision",
+        };
+        let prior_cost_nanos = profile
+            .latency(kind)
+            .map_or(prior, |l| (l.p99_ms * 1e6) as Nanos);
+        classes.insert(
+            class,
+            ClassSettings {
+                deadline_ms,
+                max_concurrent,
+                importance: policy.importance(class.as_str()),
+                prior_cost_nanos,
+            },
+        );
+    }
+    overrides("deadline-ms", &a.deadline_ms, |c, n| {
+        if let Some(s) = classes.get_mut(&c) {
+            s.deadline_ms = n;
+        }
+    })?;
+    overrides("max-concurrent", &a.max_concurrent, |c, n| {
+        if let Some(s) = classes.get_mut(&c) {
+            s.max_concurrent = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+    })?;
+    eprintln!("loading models (cost priors from {})", profile.source);
+    let mut engines = Engines::load(&scenario, WORKERS, |name| eprintln!("  loading {name}"))?;
+    engines.warm_up()?;
+    let clock = Device::new();
+    let exec = mmsched_pipeline::platform::executor(
+        a.scheduler.into(),
+        policy,
+        WORKERS,
+        clock,
+        false,
+        false,
+        false,
+        #[cfg(target_os = "linux")]
+        None,
+    )?;
+    let service = Service::start(exec, clock).context("starting the scheduler thread")?;
+    Ok(ModelApi::new(
+        service,
+        engines,
+        classes,
+        a.upload_limit_mib.saturating_mul(1024 * 1024),
+    ))
+}

@@ -1,0 +1,222 @@
+//! `mmsched serve --models` driven by clients nobody here wrote: the `openai` Python package
+//! (installed into `$MMSCHED_HOME/venv-openai` by `scripts/setup.sh`) streams a chat
+//! completion and transcribes an espeak-ng sentence; `curl` posts an image for OCR; an
+//! overload of concurrent chat requests gets `503` with `Retry-After`. Needs the models
+//! (`mmsched models fetch`), espeak-ng, ffmpeg and curl; fails when any is missing.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args(["serve", "--models", "--addr", "127.0.0.1:0", "--json"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("a startup line");
+    let v: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("startup line is not JSON ({e}): {line:?}"));
+    let url = v["url"].as_str().expect("url").to_string();
+    Server { child, url }
+}
+
+fn python() -> PathBuf {
+    let python = mmsched_models::cache_dir().join("venv-openai/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh (it installs the openai package there)",
+        python.display()
+    );
+    python
+}
+
+fn speak(dir: &Path, text: &str) -> PathBuf {
+    let wav = dir.join("speech.wav");
+    let ok = Command::new("espeak-ng")
+        .args(["-s", "150", "-w"])
+        .arg(&wav)
+        .arg(text)
+        .status()
+        .expect("espeak-ng runs (scripts/setup.sh installs it)");
+    assert!(ok.success());
+    wav
+}
+
+/// Runs `script` with the openai client pointed at `url`; returns its stdout.
+fn client(url: &str, script: &str, args: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const STREAM_AND_TRANSCRIBE: &str = r#"
+import sys, openai
+c = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="unused")
+models = [m.id for m in c.models.list()]
+print("models", " ".join(models))
+stream = c.chat.completions.create(
+    model="gemma-3-270m",
+    messages=[{"role": "user", "content": "Name three colours."}],
+    max_tokens=8, stream=True, seed=1)
+chunks = 0
+text = ""
+for ev in stream:
+    if ev.choices and ev.choices[0].delta.content:
+        chunks += 1
+        text += ev.choices[0].delta.content
+print("chunks", chunks)
+print("chat", text.replace("\n", " "))
+with open(sys.argv[2], "rb") as f:
+    t = c.audio.transcriptions.create(model="whisper-tiny.en", file=f)
+print("transcript", t.text)
+"#;
+
+#[test]
+fn the_openai_client_streams_a_chat_and_transcribes_speech() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = speak(dir.path(), "The red train leaves from platform seven.");
+    let server = serve(&[]);
+    let out = client(
+        &server.url,
+        STREAM_AND_TRANSCRIBE,
+        &[wav.to_str().expect("utf-8")],
+    );
+    let line = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line in {out}"))
+            .to_string()
+    };
+    assert!(line("models").contains("gemma-3-270m"), "{out}");
+    let chunks: usize = line("chunks").parse().expect("a count");
+    assert!(chunks >= 2, "a streamed answer comes in several chunks: {out}");
+    let transcript = line("transcript").to_lowercase();
+    for word in ["red", "train", "platform"] {
+        assert!(transcript.contains(word), "{word} missing from {transcript:?}");
+    }
+    assert!(
+        transcript.contains("seven") || transcript.contains('7'),
+        "{transcript:?}"
+    );
+}
+
+#[test]
+fn curl_gets_an_images_text_and_limits_answer_with_json_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sign = dir.path().join("sign.png");
+    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    let ok = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("color=c=white:s=640x360")
+        .arg("-vf")
+        .arg(format!(
+            "drawtext=fontfile={font}:text='EXIT 12':fontsize=72:fontcolor=black:x=(w-tw)/2:y=(h-th)/2"
+        ))
+        .args(["-frames:v", "1"])
+        .arg(&sign)
+        .status()
+        .expect("ffmpeg runs (scripts/setup.sh installs it)");
+    assert!(ok.success());
+    let server = serve(&[]);
+    let curl = |args: &[&str]| {
+        let out = Command::new("curl")
+            .args(["-sS", "-i"])
+            .args(args)
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ocr = curl(&[
+        "--data-binary",
+        &format!("@{}", sign.display()),
+        "-H",
+        "X-Deadline-Ms: 5000",
+        &format!("{}/api/v1/ocr", server.url),
+    ]);
+    assert!(ocr.starts_with("HTTP/1.1 200"), "{ocr}");
+    assert!(ocr.to_lowercase().contains("x-deadline-missed:"), "{ocr}");
+    assert!(ocr.contains("EXIT 12"), "{ocr}");
+    // Bad inputs: JSON errors that name the problem.
+    let bad = curl(&[
+        "--data-binary",
+        "not an image",
+        &format!("{}/api/v1/ocr", server.url),
+    ]);
+    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    assert!(bad.contains("PNG or JPEG"), "{bad}");
+    let too_long = curl(&[
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"model":"gemma-3-270m","prompt":"Hello","max_tokens":100000}"#,
+        &format!("{}/v1/completions", server.url),
+    ]);
+    assert!(too_long.starts_with("HTTP/1.1 400"), "{too_long}");
+    assert!(too_long.contains("context"), "{too_long}");
+}
+
+const OVERLOAD: &str = r#"
+import sys, json, threading, urllib.request, urllib.error
+url = sys.argv[1] + "/v1/chat/completions"
+results = []
+def ask():
+    body = json.dumps({"model": "gemma-3-270m", "max_tokens": 24,
+                       "messages": [{"role": "user", "content": "Tell me a story."}]}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            results.append((r.status, None))
+    except urllib.error.HTTPError as e:
+        results.append((e.code, e.headers.get("Retry-After")))
+threads = [threading.Thread(target=ask) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+for status, retry in results:
+    print(status, retry)
+"#;
+
+#[test]
+fn an_overload_of_chat_requests_gets_503_with_retry_after() {
+    let server = serve(&["--max-concurrent", "text=2"]);
+    let out = client(&server.url, OVERLOAD, &[]);
+    let answers: Vec<(&str, &str)> = out
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    assert_eq!(answers.len(), 6, "{out}");
+    let served = answers.iter().filter(|(s, _)| *s == "200").count();
+    let refused: Vec<_> = answers.iter().filter(|(s, _)| *s == "503").collect();
+    assert!(served >= 1, "{out}");
+    assert!(!refused.is_empty(), "{out}");
+    assert!(refused.iter().all(|(_, r)| *r == "1"), "{out}");
+}
