@@ -119,10 +119,16 @@ fn the_openai_client_streams_a_chat_and_transcribes_speech() {
     };
     assert!(line("models").contains("gemma-3-270m"), "{out}");
     let chunks: usize = line("chunks").parse().expect("a count");
-    assert!(chunks >= 2, "a streamed answer comes in several chunks: {out}");
+    assert!(
+        chunks >= 2,
+        "a streamed answer comes in several chunks: {out}"
+    );
     let transcript = line("transcript").to_lowercase();
     for word in ["red", "train", "platform"] {
-        assert!(transcript.contains(word), "{word} missing from {transcript:?}");
+        assert!(
+            transcript.contains(word),
+            "{word} missing from {transcript:?}"
+        );
     }
     assert!(
         transcript.contains("seven") || transcript.contains('7'),
@@ -209,10 +215,7 @@ for status, retry in results:
 fn an_overload_of_chat_requests_gets_503_with_retry_after() {
     let server = serve(&["--max-concurrent", "text=2"]);
     let out = client(&server.url, OVERLOAD, &[]);
-    let answers: Vec<(&str, &str)> = out
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .collect();
+    let answers: Vec<(&str, &str)> = out.lines().filter_map(|l| l.split_once(' ')).collect();
     assert_eq!(answers.len(), 6, "{out}");
     let served = answers.iter().filter(|(s, _)| *s == "200").count();
     let refused: Vec<_> = answers.iter().filter(|(s, _)| *s == "503").collect();

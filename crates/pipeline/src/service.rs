@@ -363,7 +363,7 @@ mod tests {
         let exec = MmschedExecutor::new(
             &Policy::default(),
             &setup,
-            clock.clone(),
+            clock,
             #[cfg(target_os = "linux")]
             None,
         )
@@ -415,7 +415,10 @@ mod tests {
         let ev = events(&rx);
         assert_eq!(ev.len(), 3, "{ev:?}");
         assert!(matches!(ev[0], JobEvent::Step { .. }));
-        assert!(matches!(ev[2], JobEvent::Done { on_time: true, .. }), "{ev:?}");
+        assert!(
+            matches!(ev[2], JobEvent::Done { on_time: true, .. }),
+            "{ev:?}"
+        );
     }
 
     #[test]
@@ -425,14 +428,17 @@ mod tests {
         let exec = SharedQueue::new(
             QueueOrder::Fifo,
             &layout,
-            clock.clone(),
+            clock,
             #[cfg(target_os = "linux")]
             None,
         );
         let s = Service::start(Box::new(exec), clock).expect("service");
         // A FIFO baseline never sheds: 30 ms of work due in 5 ms ends late.
         let rx = s.submit(job(&s, 5, steps(1, 30))).expect("submitted");
-        assert!(matches!(events(&rx)[..], [JobEvent::Done { on_time: false, .. }]));
+        assert!(matches!(
+            events(&rx)[..],
+            [JobEvent::Done { on_time: false, .. }]
+        ));
         let failing: Box<dyn Work> = Box::new(|| Err(WorkError("engine broke".into())));
         let rx = s.submit(job(&s, 1_000, failing)).expect("submitted");
         assert_eq!(events(&rx), vec![JobEvent::Failed("engine broke".into())]);

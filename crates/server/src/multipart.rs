@@ -75,8 +75,8 @@ pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, MultipartError> {
             return Ok(parts);
         }
         // Past the boundary line's end.
-        let line_end =
-            find(body, b"\r\n", at).ok_or(MultipartError::Malformed("a boundary line has no end"))?;
+        let line_end = find(body, b"\r\n", at)
+            .ok_or(MultipartError::Malformed("a boundary line has no end"))?;
         let headers_end = find(body, b"\r\n\r\n", line_end)
             .ok_or(MultipartError::Malformed("a part's headers have no end"))?;
         let head = std::str::from_utf8(&body[line_end + 2..headers_end])
@@ -84,8 +84,9 @@ pub fn parse(body: &[u8], boundary: &str) -> Result<Vec<Part>, MultipartError> {
         let data_start = headers_end + 4;
         let mut next_delim = b"\r\n".to_vec();
         next_delim.extend_from_slice(&delimiter);
-        let data_end = find(body, &next_delim, data_start)
-            .ok_or(MultipartError::Malformed("the last part has no closing boundary"))?;
+        let data_end = find(body, &next_delim, data_start).ok_or(MultipartError::Malformed(
+            "the last part has no closing boundary",
+        ))?;
         let mut name = None;
         let mut filename = None;
         let mut content_type = None;
@@ -117,7 +118,9 @@ mod tests {
 
     fn form() -> Vec<u8> {
         let mut b = Vec::new();
-        b.extend_from_slice(b"--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n");
+        b.extend_from_slice(
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n",
+        );
         b.extend_from_slice(b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\n");
         b.extend_from_slice(&[0, 1, 2, b'\r', b'\n', 3]);
         b.extend_from_slice(b"\r\n--XyZ--\r\n");

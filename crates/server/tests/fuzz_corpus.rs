@@ -1,5 +1,5 @@
-//! Replays the seed corpus of the `policy_http_body` fuzz target
-//! (fuzz/corpus/policy_http_body) with the target's own checks.
+//! Replays the seed corpora of the `policy_http_body` and `multipart_form` fuzz targets
+//! (fuzz/corpus/…) with each target's own checks.
 
 use mmsched_core::policy::Policy;
 use mmsched_server::body::{PolicyBodyError, parse_policy_body};
@@ -31,4 +31,21 @@ fn the_policy_body_corpus_gives_a_policy_or_an_error() {
         files >= 4 && accepted >= 2,
         "{files} files, {accepted} accepted"
     );
+}
+
+/// Replays fuzz/corpus/multipart_form with the `multipart_form` target's checks.
+#[test]
+fn the_multipart_corpus_gives_parts_inside_the_body_or_an_error() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/multipart_form");
+    let (mut files, mut parsed) = (0, 0);
+    for entry in std::fs::read_dir(dir).expect("the corpus exists") {
+        let data = std::fs::read(entry.expect("listable").path()).expect("readable");
+        files += 1;
+        if let Ok(parts) = mmsched_server::multipart::parse(&data, "XyZ") {
+            let total: usize = parts.iter().map(|p| p.data.len()).sum();
+            assert!(total <= data.len());
+            parsed += 1;
+        }
+    }
+    assert!(files >= 4 && parsed >= 2, "{files} files, {parsed} parsed");
 }

@@ -150,7 +150,11 @@ fn derive_jobs(p: &mut DeviceProfile, engine: &str) -> Vec<String> {
         // and 16 tokens).
         (
             "llm",
-            ("gemma3-270m", LlmEngine::default().as_str(), "prompt8+16tok"),
+            (
+                "gemma3-270m",
+                LlmEngine::default().as_str(),
+                "prompt8+16tok",
+            ),
             (1, 17),
             "one generation step (prefill or token)",
         ),

@@ -53,11 +53,21 @@ pub struct ModelArgs {
     pub scheduler: crate::cmd::run::SchedulerArg,
     /// Default deadline per class when a request has no X-Deadline-Ms header, as
     /// CLASS=MS (classes: text, asr, vision); repeatable.
-    #[arg(long, value_name = "CLASS=MS", value_delimiter = ',', requires = "models")]
+    #[arg(
+        long,
+        value_name = "CLASS=MS",
+        value_delimiter = ',',
+        requires = "models"
+    )]
     pub deadline_ms: Vec<String>,
     /// Requests per class at once (running or waiting for the model), as CLASS=N; more
     /// get 503 with Retry-After. Defaults: text=4, asr=2, vision=4.
-    #[arg(long, value_name = "CLASS=N", value_delimiter = ',', requires = "models")]
+    #[arg(
+        long,
+        value_name = "CLASS=N",
+        value_delimiter = ',',
+        requires = "models"
+    )]
     pub max_concurrent: Vec<String>,
     /// Largest upload (audio file, image), in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 25, requires = "models")]

@@ -455,7 +455,9 @@ impl Run<'_> {
                                 self.close_request();
                             }
                         }
-                        Ok(_) => self.on_finished(now, rec, started_nanos, ended_nanos, output, trace_id),
+                        Ok(_) => {
+                            self.on_finished(now, rec, started_nanos, ended_nanos, output, trace_id)
+                        }
                         Err(_) => {
                             self.stats.failed(rec.kind, now);
                             self.release_branch(rec, now);

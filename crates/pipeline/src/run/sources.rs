@@ -167,7 +167,11 @@ impl Run<'_> {
             // Every other request asks about what was just heard, when there is a
             // transcript (not in a comparison: the transcript depends on the scheduler).
             let prompt = match &self.last_transcript {
-                Some(t) if a.event.seq % 2 == 0 && !self.config.fixed_prompts && !a.event.payload.as_written => {
+                Some(t)
+                    if a.event.seq % 2 == 0
+                        && !self.config.fixed_prompts
+                        && !a.event.payload.as_written =>
+                {
                     format!("In one sentence, what is this about: {t}")
                 }
                 _ => a.event.payload.prompt,

@@ -39,9 +39,7 @@ pub async fn transcriptions(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let parts = match multipart::boundary(content_type)
-        .and_then(|b| multipart::parse(&body, &b))
-    {
+    let parts = match multipart::boundary(content_type).and_then(|b| multipart::parse(&body, &b)) {
         Ok(p) => p,
         Err(e) => return invalid(e.to_string(), None),
     };
@@ -59,7 +57,9 @@ pub async fn transcriptions(
         return api_error(
             StatusCode::NOT_FOUND,
             "model_not_found",
-            format!("model {model:?} is not served here; use \"{ASR_ID}\" (GET /v1/models lists the models)"),
+            format!(
+                "model {model:?} is not served here; use \"{ASR_ID}\" (GET /v1/models lists the models)"
+            ),
             Some("model"),
         );
     }
@@ -112,7 +112,10 @@ pub async fn transcriptions(
             let r = match format.as_str() {
                 "text" => (
                     StatusCode::OK,
-                    [(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))],
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; charset=utf-8"),
+                    )],
                     format!("{text}\n"),
                 )
                     .into_response(),
@@ -173,16 +176,21 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
         );
     }
     let bytes = body.to_vec();
-    let frame = match tokio::task::spawn_blocking(move || RgbFrame::decode(&bytes, "the request body")).await {
-        Ok(Ok(f)) => f,
-        Ok(Err(e)) => {
-            return invalid(
-                format!("{e}; send the image bytes as the body, e.g. curl --data-binary @sign.png"),
-                None,
-            );
-        }
-        Err(e) => return failed_answer(e.to_string()),
-    };
+    let frame =
+        match tokio::task::spawn_blocking(move || RgbFrame::decode(&bytes, "the request body"))
+            .await
+        {
+            Ok(Ok(f)) => f,
+            Ok(Err(e)) => {
+                return invalid(
+                    format!(
+                        "{e}; send the image bytes as the body, e.g. curl --data-binary @sign.png"
+                    ),
+                    None,
+                );
+            }
+            Err(e) => return failed_answer(e.to_string()),
+        };
     let _slot = match api.admit(ApiClass::Vision) {
         Ok(s) => s,
         Err(r) => return r,
@@ -192,8 +200,11 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
         Err(r) => return r,
     };
     let n = api.engines.ocr.len();
-    let pipeline =
-        api.engines.ocr[api.next_ocr.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % n].clone();
+    let pipeline = api.engines.ocr[api
+        .next_ocr
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        % n]
+        .clone();
     let (tx, rx) = std::sync::mpsc::channel();
     let work = Box::new(move || {
         let clock = MonotonicClock::new();
@@ -202,7 +213,10 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
         let _ = tx.send(out);
         Ok(StepOutcome::Finished)
     });
-    match api.run_once(api.job(ApiClass::Vision, deadline, work)).await {
+    match api
+        .run_once(api.job(ApiClass::Vision, deadline, work))
+        .await
+    {
         JobEvent::Done { on_time, .. } => {
             let Ok((lines, timing)) = rx.try_recv() else {
                 return failed_answer("the OCR job gave no output".into());

@@ -179,7 +179,16 @@ pub fn run_one(
     metrics: Option<Arc<mmsched_server::Metrics>>,
     adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
-    run_one_with(p, a, kind, report_dir, policy_updates, metrics, adjust, None)
+    run_one_with(
+        p,
+        a,
+        kind,
+        report_dir,
+        policy_updates,
+        metrics,
+        adjust,
+        None,
+    )
 }
 
 /// [`run_one`], also writing every result to `results`.
