@@ -223,3 +223,138 @@ fn an_overload_of_chat_requests_gets_503_with_retry_after() {
     assert!(!refused.is_empty(), "{out}");
     assert!(refused.iter().all(|(_, r)| *r == "1"), "{out}");
 }
+
+const CHAT_AND_OVERLOAD: &str = r#"
+import sys, json, threading, urllib.request, urllib.error, openai
+base = sys.argv[1]
+c = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+text = ""
+for ev in c.chat.completions.create(model="gemma-3-270m", stream=True, max_tokens=6,
+        messages=[{"role": "user", "content": "Say hello."}]):
+    if ev.choices and ev.choices[0].delta.content:
+        text += ev.choices[0].delta.content
+print("chat", len(text) > 0)
+with open(sys.argv[2], "rb") as f:
+    print("transcript", c.audio.transcriptions.create(model="whisper-tiny.en", file=f).text)
+results = []
+def ask():
+    body = json.dumps({"model": "gemma-3-270m", "max_tokens": 16,
+                       "messages": [{"role": "user", "content": "Tell me a story."}]}).encode()
+    req = urllib.request.Request(base + "/v1/chat/completions", body,
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            results.append((r.status, None))
+    except urllib.error.HTTPError as e:
+        results.append((e.code, e.headers.get("Retry-After")))
+threads = [threading.Thread(target=ask) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("served", sum(1 for s, _ in results if s == 200))
+print("refused", sum(1 for s, r in results if s == 503 and r == "1"))
+"#;
+
+#[test]
+fn requests_share_the_device_with_a_scenarios_frames_and_microphone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let frames = dir.path().join("frames");
+    std::fs::create_dir_all(&frames).expect("mkdir");
+    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    for (i, text) in ["EXIT 12", "GATE B7"].iter().enumerate() {
+        let ok = Command::new("ffmpeg")
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("color=c=white:s=640x360")
+            .arg("-vf")
+            .arg(format!(
+                "drawtext=fontfile={font}:text='{text}':fontsize=72:fontcolor=black:x=(w-tw)/2:y=(h-th)/2"
+            ))
+            .args(["-frames:v", "1"])
+            .arg(frames.join(format!("{i:02}.png")))
+            .status()
+            .expect("ffmpeg runs");
+        assert!(ok.success());
+    }
+    let wav = speak(dir.path(), "The red train leaves from platform seven.");
+    let scenario = dir.path().join("sensors.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "sensors"
+duration_s = 60
+
+[[models]]
+name = "ocr"
+kind = "vision"
+
+[[models]]
+name = "vad"
+kind = "vad"
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["ocr"]
+fps = 2
+sla_ms = 1500
+importance = 0.9
+source = { kind = "frames", path = "frames", at_end = "loop" }
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad"]
+packet_ms = 20
+sla_ms = 200
+importance = 1.0
+source = { kind = "wav", path = "speech.wav", at_end = "loop" }
+"#,
+    )
+    .expect("write scenario");
+    let report = dir.path().join("report");
+    let server = serve(&[
+        "--scenario",
+        scenario.to_str().expect("utf-8"),
+        "--report",
+        report.to_str().expect("utf-8"),
+        "--max-concurrent",
+        "text=2",
+    ]);
+    let out = client(
+        &server.url,
+        CHAT_AND_OVERLOAD,
+        &[wav.to_str().expect("utf-8")],
+    );
+    assert!(out.contains("chat True"), "{out}");
+    assert!(out.to_lowercase().contains("platform"), "{out}");
+    let count = |key: &str| -> usize {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} count in {out}"))
+    };
+    assert!(count("served") >= 1, "{out}");
+    assert!(count("refused") >= 1, "{out}");
+    // Ctrl-C: the server stops and the scenario's report is written.
+    let mut server = server;
+    let pid = server.child.id().to_string();
+    let ok = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let _ = server.child.wait();
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(report.join("summary.json")).expect("the report is written"),
+    )
+    .expect("summary.json is JSON");
+    let vad = &summary["vad"];
+    let offered = vad["offered"].as_f64().unwrap_or(0.0);
+    let on_time = vad["on_time"].as_f64().unwrap_or(0.0);
+    assert!(offered > 100.0, "{summary}");
+    // The audio stream keeps its deadlines while the chat requests pile up.
+    assert!(on_time / offered >= 0.95, "vad {vad}");
+    assert!(
+        summary["vision"]["on_time"].as_f64().unwrap_or(0.0) > 0.0,
+        "{summary}"
+    );
+}

@@ -43,15 +43,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None,
     )?;
     let service = Service::start(exec, clock)?;
+    let jobs = service.submitter();
     for (i, path) in images.iter().enumerate() {
         let frame = RgbFrame::load(std::path::Path::new(path))?;
         let ocr = engines.ocr[i % engines.ocr.len()].clone();
         let (tx, rx) = mpsc::channel();
         let submitted = Instant::now();
-        let events = service.submit(JobRequest {
+        let events = jobs.submit(JobRequest {
             class: "vision".into(),
             modality: Modality::Image,
-            deadline_nanos: service.now_nanos() + 500_000_000,
+            deadline_nanos: jobs.now_nanos() + 500_000_000,
             prior_cost_nanos: 100_000_000,
             importance: 0.8,
             work: Box::new(move || {

@@ -45,6 +45,21 @@ pub struct RunConfig {
     /// The device latency profile the cost priors come from (see
     /// [`RunConfig::resolve_profile`]).
     pub profile: Option<PathBuf>,
+    /// Jobs submitted from outside the run (the HTTP endpoints of `serve --models
+    /// --scenario`), scheduled beside the scenario's streams on the same executor.
+    pub external: Option<External>,
+    /// Models already loaded (shared with a server): the run loads none itself.
+    pub engines: Option<crate::engines::Engines>,
+}
+
+/// Where a run takes outside jobs from, and the clock their deadlines are on (the run's
+/// device clock: give the same one to the [`crate::service::Submitter`]).
+#[derive(Debug)]
+pub struct External {
+    /// The submissions.
+    pub inbox: Receiver<crate::service::Submission>,
+    /// The run's device clock.
+    pub clock: crate::inputs::Device,
 }
 
 /// mmsched's mechanisms beyond what a baseline does (all on by default).
@@ -139,6 +154,8 @@ impl RunConfig {
             fixed_prompts: false,
             mechanisms: Mechanisms::default(),
             profile: None,
+            external: None,
+            engines: None,
         }
     }
 

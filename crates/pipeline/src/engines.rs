@@ -36,8 +36,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The loaded models (only those the scenario's streams use).
-#[derive(Default)]
+/// The loaded models (only those the scenario's streams use). A clone shares them.
+#[derive(Default, Clone)]
 pub struct Engines {
     /// One OCR pipeline per worker.
     pub ocr: Vec<Shared<OcrPipeline>>,

@@ -42,5 +42,5 @@ pub mod stats;
 pub mod summary;
 mod trace_out;
 
-pub use config::{Mechanisms, RunConfig, RunError};
+pub use config::{External, Mechanisms, RunConfig, RunError};
 pub use run::{Progress, RunOutcome, run};

@@ -11,6 +11,9 @@
 //! The loop reads the device clock it is given ([`Clock`]), so it runs the same under a
 //! manual clock in tests.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -98,42 +101,51 @@ pub enum ServiceError {
     Stopped,
 }
 
-enum Command {
-    Submit(JobRequest, EventSink),
-    Stop,
+/// A job and where its events go, as the service's loop (or `mmsched run`'s loop, which
+/// takes the same submissions through [`crate::config::External`]) receives them.
+pub struct Submission {
+    /// The job.
+    pub job: JobRequest,
+    /// Its events (called on the loop's thread: it must not block).
+    pub sink: EventSink,
 }
 
-/// A running service; dropping it stops the loop after the jobs in flight.
-pub struct Service<C: Clock + Clone + Send + 'static> {
-    tx: Sender<Command>,
-    clock: C,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl<C: Clock + Clone + Send + 'static> std::fmt::Debug for Service<C> {
+impl std::fmt::Debug for Submission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service").finish_non_exhaustive()
+        self.job.fmt(f)
     }
 }
 
-impl<C: Clock + Clone + Send + 'static> Service<C> {
-    /// Starts the loop thread over `exec`, reading time from `clock`.
-    pub fn start(exec: Box<dyn Executor>, clock: C) -> std::io::Result<Self> {
+/// Submits jobs to a loop (the service's or a run's) on the loop's device clock.
+#[derive(Clone)]
+pub struct Submitter {
+    tx: Sender<Submission>,
+    clock: Arc<dyn Clock + Send + Sync>,
+}
+
+impl std::fmt::Debug for Submitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Submitter").finish_non_exhaustive()
+    }
+}
+
+impl Submitter {
+    /// A submitter and the inbox the loop drains; `clock` must be the loop's clock.
+    pub fn channel(clock: Arc<dyn Clock + Send + Sync>) -> (Self, Receiver<Submission>) {
         let (tx, rx) = mpsc::channel();
-        let loop_clock = clock.clone();
-        let thread = std::thread::Builder::new()
-            .name("mmsched-service".into())
-            .spawn(move || Loop::new(exec, loop_clock).run(&rx))?;
-        Ok(Self {
-            tx,
-            clock,
-            thread: Some(thread),
-        })
+        (Self { tx, clock }, rx)
     }
 
-    /// The device time the service schedules on.
+    /// The device time the loop schedules on.
     pub fn now_nanos(&self) -> Nanos {
         self.clock.now_nanos()
+    }
+
+    /// Submits a job whose events go to `sink`.
+    pub fn submit_to(&self, job: JobRequest, sink: EventSink) -> Result<(), ServiceError> {
+        self.tx
+            .send(Submission { job, sink })
+            .map_err(|_| ServiceError::Stopped)
     }
 
     /// Submits a job; its events arrive on the returned channel, the last one being
@@ -148,186 +160,245 @@ impl<C: Clock + Clone + Send + 'static> Service<C> {
         )?;
         Ok(rx)
     }
+}
 
-    /// Submits a job whose events go to `events` (called on the service's thread: it
-    /// must not block).
-    pub fn submit_to(&self, job: JobRequest, events: EventSink) -> Result<(), ServiceError> {
-        self.tx
-            .send(Command::Submit(job, events))
-            .map_err(|_| ServiceError::Stopped)
+/// A running service: a loop thread of its own over one executor. Dropping it stops the
+/// loop after the jobs in flight.
+pub struct Service {
+    submitter: Submitter,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service").finish_non_exhaustive()
     }
 }
 
-impl<C: Clock + Clone + Send + 'static> Drop for Service<C> {
+impl Service {
+    /// Starts the loop thread over `exec`, reading time from `clock`.
+    pub fn start<C: Clock + Clone + Send + Sync + 'static>(
+        mut exec: Box<dyn Executor>,
+        clock: C,
+    ) -> std::io::Result<Self> {
+        let (submitter, rx) = Submitter::channel(Arc::new(clock.clone()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("mmsched-service".into())
+            .spawn(move || {
+                let mut jobs = ExternalJobs::default();
+                let mut events = Vec::new();
+                loop {
+                    let stop = stopping.load(Ordering::Relaxed);
+                    // Block briefly for new jobs only when nothing is in flight.
+                    let wait = if jobs.is_empty() && !stop {
+                        IDLE_WAIT
+                    } else {
+                        Duration::ZERO
+                    };
+                    match rx.recv_timeout(wait) {
+                        Ok(first) => {
+                            for s in std::iter::once(first).chain(rx.try_iter()) {
+                                let tag = jobs.next_tag();
+                                jobs.submit(&mut *exec, clock.now_nanos(), tag, s);
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => {
+                            stopping.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    let now = clock.now_nanos();
+                    jobs.retry_deferred(&mut *exec, now);
+                    exec.poll(now, &mut events);
+                    for ev in events.drain(..) {
+                        jobs.on_event(&mut *exec, now, ev);
+                    }
+                    if stop && jobs.is_empty() {
+                        return;
+                    }
+                    if !jobs.is_empty() {
+                        exec.wait(BUSY_WAIT);
+                    }
+                }
+            })?;
+        Ok(Self {
+            submitter,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// A handle that submits jobs to this service.
+    pub fn submitter(&self) -> Submitter {
+        self.submitter.clone()
+    }
+}
+
+impl Drop for Service {
     fn drop(&mut self) {
-        let _ = self.tx.send(Command::Stop);
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// The loop's state: the executor and where each job's events go.
-struct Loop<C: Clock> {
-    exec: Box<dyn Executor>,
-    clock: C,
-    cost: CostModel,
+/// The jobs submitted from outside a loop and where their events go: the one place that
+/// turns executor events into [`JobEvent`]s, used by the service's loop and by
+/// `mmsched run`'s loop alike.
+#[derive(Default)]
+pub struct ExternalJobs {
+    cost: Option<CostModel>,
     /// Classes whose prior cost is set.
-    priors: std::collections::HashSet<ClassId>,
-    next_tag: u64,
-    jobs: std::collections::HashMap<u64, Job>,
+    priors: HashSet<ClassId>,
+    jobs: HashMap<u64, Job>,
     /// Shed steps of started jobs waiting to compete again: (tag, due time, info, work).
     deferred: Vec<(u64, Nanos, TaskInfo, Box<dyn Work>)>,
-    events: Vec<ExecEvent>,
+    /// Tags this book hands out (when the loop has no tags of its own).
+    last_tag: u64,
 }
 
-/// A job in the service.
+impl std::fmt::Debug for ExternalJobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalJobs")
+            .field("jobs", &self.jobs.len())
+            .field("deferred", &self.deferred.len())
+            .finish()
+    }
+}
+
+/// A job in the book.
 struct Job {
     sink: EventSink,
     /// Steps it has run.
     steps: u32,
 }
 
-impl<C: Clock> Loop<C> {
-    fn new(exec: Box<dyn Executor>, clock: C) -> Self {
-        Self {
-            exec,
-            clock,
-            cost: CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS),
-            priors: std::collections::HashSet::new(),
-            next_tag: 0,
-            jobs: std::collections::HashMap::new(),
-            deferred: Vec::new(),
-            events: Vec::new(),
-        }
+impl ExternalJobs {
+    fn cost(&mut self) -> &mut CostModel {
+        self.cost.get_or_insert_with(|| {
+            CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS)
+        })
     }
 
-    fn run(mut self, rx: &Receiver<Command>) {
-        let mut stopping = false;
-        loop {
-            // Take every command waiting; block briefly only when there is nothing to do.
-            let wait = if self.jobs.is_empty() && !stopping {
-                IDLE_WAIT
-            } else {
-                Duration::ZERO
-            };
-            match rx.recv_timeout(wait) {
-                Ok(cmd) => {
-                    stopping |= self.command(cmd);
-                    while let Ok(cmd) = rx.try_recv() {
-                        stopping |= self.command(cmd);
+    /// A fresh tag, for a loop without tags of its own.
+    pub fn next_tag(&mut self) -> u64 {
+        self.last_tag += 1;
+        self.last_tag
+    }
+
+    /// No job in flight or waiting.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Submits `s` to `exec` under `tag`.
+    pub fn submit(&mut self, exec: &mut dyn Executor, now: Nanos, tag: u64, s: Submission) {
+        let job = s.job;
+        let class = exec.class(&job.class);
+        if self.priors.insert(class) {
+            self.cost().set_prior(class, job.prior_cost_nanos);
+        }
+        let info = TaskInfo {
+            class,
+            modality: job.modality,
+            deadline_nanos: job.deadline_nanos,
+            predicted_cost_nanos: self.cost().predict(class, now),
+            importance: job.importance,
+            tag,
+        };
+        self.jobs.insert(
+            tag,
+            Job {
+                sink: s.sink,
+                steps: 0,
+            },
+        );
+        exec.submit(
+            now,
+            Task {
+                info,
+                work: job.work,
+            },
+        );
+    }
+
+    /// Takes `ev` if it is about one of these jobs (`None`), else gives it back.
+    pub fn on_event(
+        &mut self,
+        exec: &mut dyn Executor,
+        now: Nanos,
+        ev: ExecEvent,
+    ) -> Option<ExecEvent> {
+        let tag = match &ev {
+            ExecEvent::Done { info, .. }
+            | ExecEvent::Shed { info, .. }
+            | ExecEvent::Pruned { info, .. } => info.tag,
+        };
+        if !self.jobs.contains_key(&tag) {
+            return Some(ev);
+        }
+        match ev {
+            ExecEvent::Done {
+                mut info,
+                outcome,
+                work,
+                started_nanos,
+                ended_nanos,
+                ..
+            } => {
+                self.cost()
+                    .record(info.class, ended_nanos.saturating_sub(started_nanos), now);
+                let predicted = self.cost().predict(info.class, now);
+                let job = self.jobs.get_mut(&tag)?;
+                job.steps += 1;
+                match outcome {
+                    Ok(StepOutcome::Yield) => {
+                        (job.sink)(JobEvent::Step {
+                            started_nanos,
+                            ended_nanos,
+                        });
+                        info.predicted_cost_nanos = predicted;
+                        exec.submit(now, Task { info, work });
                     }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => stopping = true,
-            }
-            self.poll();
-            if stopping && self.jobs.is_empty() {
-                return;
-            }
-            if !self.jobs.is_empty() {
-                self.exec.wait(BUSY_WAIT);
-            }
-        }
-    }
-
-    /// Handles one command; `true` when it asks the loop to stop.
-    fn command(&mut self, cmd: Command) -> bool {
-        match cmd {
-            Command::Submit(job, sink) => {
-                self.next_tag += 1;
-                let tag = self.next_tag;
-                let class = self.exec.class(&job.class);
-                if self.priors.insert(class) {
-                    self.cost.set_prior(class, job.prior_cost_nanos);
-                }
-                let now = self.clock.now_nanos();
-                let info = TaskInfo {
-                    class,
-                    modality: job.modality,
-                    deadline_nanos: job.deadline_nanos,
-                    predicted_cost_nanos: self.cost.predict(class, now),
-                    importance: job.importance,
-                    tag,
-                };
-                self.jobs.insert(tag, Job { sink, steps: 0 });
-                self.exec.submit(
-                    now,
-                    Task {
-                        info,
-                        work: job.work,
-                    },
-                );
-                false
-            }
-            Command::Stop => true,
-        }
-    }
-
-    fn poll(&mut self) {
-        let now = self.clock.now_nanos();
-        self.retry_deferred(now);
-        self.exec.poll(now, &mut self.events);
-        for ev in std::mem::take(&mut self.events) {
-            match ev {
-                ExecEvent::Done {
-                    mut info,
-                    outcome,
-                    work,
-                    started_nanos,
-                    ended_nanos,
-                    ..
-                } => {
-                    let Some(job) = self.jobs.get_mut(&info.tag) else {
-                        continue;
-                    };
-                    job.steps += 1;
-                    self.cost
-                        .record(info.class, ended_nanos.saturating_sub(started_nanos), now);
-                    match outcome {
-                        Ok(StepOutcome::Yield) => {
-                            (job.sink)(JobEvent::Step {
-                                started_nanos,
-                                ended_nanos,
-                            });
-                            info.predicted_cost_nanos = self.cost.predict(info.class, now);
-                            self.exec.submit(now, Task { info, work });
-                        }
-                        Ok(StepOutcome::Finished) => {
-                            (job.sink)(JobEvent::Done {
-                                started_nanos,
-                                ended_nanos,
-                                on_time: ended_nanos <= info.deadline_nanos,
-                            });
-                            self.jobs.remove(&info.tag);
-                        }
-                        Err(e) => {
-                            (job.sink)(JobEvent::Failed(e.to_string()));
-                            self.jobs.remove(&info.tag);
-                        }
+                    Ok(StepOutcome::Finished) => {
+                        (job.sink)(JobEvent::Done {
+                            started_nanos,
+                            ended_nanos,
+                            on_time: ended_nanos <= info.deadline_nanos,
+                        });
+                        self.jobs.remove(&tag);
                     }
-                }
-                ExecEvent::Shed {
-                    info,
-                    work: Some(work),
-                    ..
-                } if now < info.deadline_nanos
-                    && self.jobs.get(&info.tag).is_some_and(|j| j.steps > 0) =>
-                {
-                    self.deferred
-                        .push((info.tag, now + RETRY_NANOS, info, work));
-                }
-                ExecEvent::Shed { info, .. } | ExecEvent::Pruned { info, .. } => {
-                    if let Some(mut job) = self.jobs.remove(&info.tag) {
-                        (job.sink)(JobEvent::Shed);
+                    Err(e) => {
+                        (job.sink)(JobEvent::Failed(e.to_string()));
+                        self.jobs.remove(&tag);
                     }
                 }
             }
+            ExecEvent::Shed {
+                info,
+                work: Some(work),
+                ..
+            } if now < info.deadline_nanos && self.jobs.get(&tag).is_some_and(|j| j.steps > 0) => {
+                self.deferred.push((tag, now + RETRY_NANOS, info, work));
+            }
+            ExecEvent::Shed { .. } | ExecEvent::Pruned { .. } => {
+                if let Some(mut job) = self.jobs.remove(&tag) {
+                    (job.sink)(JobEvent::Shed);
+                }
+            }
         }
+        None
     }
 
     /// Submits the deferred steps whose retry is due; past its deadline a step is shed.
-    fn retry_deferred(&mut self, now: Nanos) {
+    pub fn retry_deferred(&mut self, exec: &mut dyn Executor, now: Nanos) {
+        if self.deferred.is_empty() {
+            return;
+        }
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
             .into_iter()
             .partition(|(_, at, info, _)| now >= *at || now >= info.deadline_nanos);
@@ -338,9 +409,17 @@ impl<C: Clock> Loop<C> {
                     (job.sink)(JobEvent::Shed);
                 }
             } else {
-                info.predicted_cost_nanos = self.cost.predict(info.class, now);
-                self.exec.submit(now, Task { info, work });
+                info.predicted_cost_nanos = self.cost().predict(info.class, now);
+                exec.submit(now, Task { info, work });
             }
+        }
+    }
+
+    /// Ends every job left (the loop is stopping): each gets `Failed` saying why.
+    pub fn close(&mut self, why: &str) {
+        self.deferred.clear();
+        for (_, mut job) in self.jobs.drain() {
+            (job.sink)(JobEvent::Failed(why.to_string()));
         }
     }
 }
@@ -354,7 +433,7 @@ mod tests {
     use mmsched_runtime::sched::lanes::standard_lanes;
     use mmsched_runtime::sched::{LaneConfig, WorkError};
 
-    fn mmsched() -> Service<MonotonicClock> {
+    fn mmsched() -> (Service, Submitter) {
         let clock = MonotonicClock::new();
         let setup = MmschedSetup {
             lanes: vec![LaneConfig::default(), LaneConfig::default()],
@@ -368,10 +447,12 @@ mod tests {
             None,
         )
         .expect("executor");
-        Service::start(Box::new(exec), clock).expect("service")
+        let s = Service::start(Box::new(exec), clock).expect("service");
+        let submitter = s.submitter();
+        (s, submitter)
     }
 
-    fn job(service: &Service<MonotonicClock>, deadline_ms: u64, work: Box<dyn Work>) -> JobRequest {
+    fn job(service: &Submitter, deadline_ms: u64, work: Box<dyn Work>) -> JobRequest {
         JobRequest {
             class: "text".into(),
             modality: Modality::Text,
@@ -410,7 +491,7 @@ mod tests {
 
     #[test]
     fn a_yielding_job_runs_every_step_and_ends_on_time() {
-        let s = mmsched();
+        let (_service, s) = mmsched();
         let rx = s.submit(job(&s, 5_000, steps(3, 1))).expect("submitted");
         let ev = events(&rx);
         assert_eq!(ev.len(), 3, "{ev:?}");
@@ -432,7 +513,8 @@ mod tests {
             #[cfg(target_os = "linux")]
             None,
         );
-        let s = Service::start(Box::new(exec), clock).expect("service");
+        let service = Service::start(Box::new(exec), clock).expect("service");
+        let s = service.submitter();
         // A FIFO baseline never sheds: 30 ms of work due in 5 ms ends late.
         let rx = s.submit(job(&s, 5, steps(1, 30))).expect("submitted");
         assert!(matches!(
@@ -446,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_job_that_cannot_make_its_deadline_is_shed_by_mmsched() {
-        let s = mmsched();
+        let (_service, s) = mmsched();
         // Teach the cost model that a step takes 50 ms, then ask for one due in 1 ms.
         for _ in 0..3 {
             let rx = s.submit(job(&s, 5_000, steps(1, 50))).expect("submitted");

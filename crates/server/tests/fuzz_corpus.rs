@@ -36,7 +36,10 @@ fn the_policy_body_corpus_gives_a_policy_or_an_error() {
 /// Replays fuzz/corpus/multipart_form with the `multipart_form` target's checks.
 #[test]
 fn the_multipart_corpus_gives_parts_inside_the_body_or_an_error() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/multipart_form");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/corpus/multipart_form"
+    );
     let (mut files, mut parsed) = (0, 0);
     for entry in std::fs::read_dir(dir).expect("the corpus exists") {
         let data = std::fs::read(entry.expect("listable").path()).expect("readable");

@@ -72,6 +72,19 @@ pub struct ModelArgs {
     /// Largest upload (audio file, image), in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 25, requires = "models")]
     pub upload_limit_mib: usize,
+    /// Also run this scenario's streams (a built-in name or a file, e.g. a folder of frames
+    /// and a WAV microphone) until Ctrl-C, on the same scheduler as the requests; its
+    /// report (summary.json, report.html) goes to --report when the server stops.
+    #[arg(long, value_name = "NAME|FILE", requires = "models")]
+    pub scenario: Option<String>,
+    /// Where the scenario's report goes.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "mmsched-report/serve",
+        requires = "scenario"
+    )]
+    pub report: std::path::PathBuf,
 }
 
 /// Who may reach a server, and its connection limits (`serve`, `run --serve`).
@@ -161,10 +174,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         assets: Some(mmsched_trace::viewer::asset),
         ..ServerConfig::default()
     };
+    let mut streams = None;
     if a.models.models {
-        config.extra = Some(crate::cmd::openai::router(std::sync::Arc::new(
-            crate::cmd::serve_models::load(&a.models, &policy)?,
-        )));
+        let (api, run) = crate::cmd::serve_models::load(&a.models, &policy)?;
+        config.extra = Some(crate::cmd::openai::router(std::sync::Arc::new(api)));
+        streams = run;
     }
     a.exposure.apply(&mut config, writes)?;
     let wait_for_ctrl_c = crate::cmd::run::interrupt::install(
@@ -206,6 +220,10 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     std::io::stdout().flush().ok();
     wait_for_ctrl_c();
     handle.stop();
+    if let Some(run) = streams {
+        let dir = run.finish()?;
+        eprintln!("scenario report: {}", dir.display());
+    }
     if !a.json {
         eprintln!("stopped");
     }

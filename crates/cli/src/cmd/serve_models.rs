@@ -8,7 +8,8 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 use mmsched_pipeline::engines::Engines;
 use mmsched_pipeline::inputs::Device;
-use mmsched_pipeline::service::Service;
+use mmsched_pipeline::service::{Service, Submitter};
+use mmsched_pipeline::{External, RunConfig, RunOutcome};
 use mmsched_scenario::Scenario;
 
 use crate::cmd::openai::{ApiClass, ClassSettings, ModelApi};
@@ -42,8 +43,66 @@ fn overrides(flag: &str, items: &[String], mut apply: impl FnMut(ApiClass, u64))
     Ok(())
 }
 
-/// Loads the models and starts the service.
-pub fn load(a: &ModelArgs, policy: &Policy) -> Result<ModelApi> {
+/// A scenario's streams running beside the server.
+pub struct StreamsRun {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<RunOutcome, mmsched_pipeline::RunError>>,
+    report: std::path::PathBuf,
+}
+
+impl StreamsRun {
+    /// Stops the streams, waits for the run to end and writes its report; returns where.
+    pub fn finish(self) -> Result<std::path::PathBuf> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let outcome = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the scenario's run stopped with a panic"))??;
+        mmsched_report::write_report(&self.report, &outcome.summary, &outcome.series)?;
+        Ok(self.report)
+    }
+}
+
+/// Starts `scenario`'s run until stopped, taking outside jobs; returns their submitter.
+fn start_streams(
+    scenario: &str,
+    policy: &Policy,
+    a: &ModelArgs,
+) -> Result<(Submitter, StreamsRun)> {
+    let scenario = Scenario::load(scenario)?;
+    std::fs::create_dir_all(&a.report).with_context(|| {
+        format!(
+            "cannot create the report directory {}: pass --report with a writable directory",
+            a.report.display()
+        )
+    })?;
+    let clock = Device::new();
+    let (submitter, inbox) = Submitter::channel(std::sync::Arc::new(clock));
+    let mut config = RunConfig::new(scenario, policy.clone(), a.scheduler.into());
+    // Until the server stops (about 30 years of device time).
+    config.duration_nanos = 1 << 60;
+    config.platform = false;
+    config.external = Some(External { inbox, clock });
+    let stop = config.stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("mmsched-streams".into())
+        .spawn(move || {
+            let mut quiet = mmsched_pipeline::run::Quiet;
+            mmsched_pipeline::run(config, &mut quiet)
+        })
+        .context("starting the scenario's run")?;
+    Ok((
+        submitter,
+        StreamsRun {
+            stop,
+            thread,
+            report: a.report.clone(),
+        },
+    ))
+}
+
+/// Loads the models and starts the service (or the scenario's run the requests join).
+pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsRun>)> {
     if a.upload_limit_mib == 0 {
         bail!("--upload-limit-mib must be at least 1");
     }
@@ -87,6 +146,16 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<ModelApi> {
     eprintln!("loading models (cost priors from {})", profile.source);
     let mut engines = Engines::load(&scenario, WORKERS, |name| eprintln!("  loading {name}"))?;
     engines.warm_up()?;
+    let upload = a.upload_limit_mib.saturating_mul(1024 * 1024);
+    if let Some(name) = &a.scenario {
+        // The run loads the models its streams use for itself: a request and a stream
+        // never share a model's state (the LLM's KV cache above all).
+        let (submitter, run) = start_streams(name, policy, a)?;
+        return Ok((
+            ModelApi::new(submitter, None, engines, classes, upload),
+            Some(run),
+        ));
+    }
     let clock = Device::new();
     let exec = mmsched_pipeline::platform::executor(
         a.scheduler.into(),
@@ -100,10 +169,8 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<ModelApi> {
         None,
     )?;
     let service = Service::start(exec, clock).context("starting the scheduler thread")?;
-    Ok(ModelApi::new(
-        service,
-        engines,
-        classes,
-        a.upload_limit_mib.saturating_mul(1024 * 1024),
+    Ok((
+        ModelApi::new(service.submitter(), Some(service), engines, classes, upload),
+        None,
     ))
 }

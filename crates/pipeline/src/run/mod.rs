@@ -179,6 +179,11 @@ struct Run<'o> {
     power: Option<mmsched_runtime::platform::power::LinuxPower<Device>>,
     power_calls: u64,
     power_over_budget: u64,
+    /// Jobs from outside the run (see [`crate::config::External`]): their inbox and book.
+    external: Option<(
+        Receiver<crate::service::Submission>,
+        crate::service::ExternalJobs,
+    )>,
 }
 
 impl Run<'_> {
@@ -403,6 +408,13 @@ impl Run<'_> {
         self.outputs
             .extend(self.outputs_rx.try_iter().map(|o| (tag_of(&o), o)));
         for ev in std::mem::take(&mut self.events) {
+            let ev = match &mut self.external {
+                Some((_, ext)) => match ext.on_event(&mut *self.exec, now, ev) {
+                    Some(ev) => ev,
+                    None => continue,
+                },
+                None => ev,
+            };
             match ev {
                 ExecEvent::Done {
                     info,
@@ -673,6 +685,24 @@ impl Run<'_> {
         }
     }
 
+    /// Submits the jobs waiting in the external inbox (tags from the run's own counter),
+    /// and the deferred steps of external jobs whose retry is due.
+    fn take_external(&mut self, now: Nanos) {
+        let Some((inbox, _)) = &self.external else {
+            return;
+        };
+        let waiting: Vec<_> = inbox.try_iter().collect();
+        for s in waiting {
+            let tag = self.new_tag();
+            if let Some((_, ext)) = &mut self.external {
+                ext.submit(&mut *self.exec, now, tag, s);
+            }
+        }
+        if let Some((_, ext)) = &mut self.external {
+            ext.retry_deferred(&mut *self.exec, now);
+        }
+    }
+
     fn main_loop(&mut self) {
         loop {
             let now = self.clock.now_nanos();
@@ -680,6 +710,7 @@ impl Run<'_> {
                 break;
             }
             self.apply_policy_updates(now);
+            self.take_external(now);
             self.poll_camera(now);
             self.poll_mic(now);
             self.poll_imu_and_text(now);
@@ -786,11 +817,18 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
     }
     let scenario = config.scenario.clone();
     let workers = scenario.device().workers.unwrap_or(2).max(1) as usize;
-    let mut engines = Engines::load(&scenario, workers, |m| {
-        observer.status(&format!("loading {m}"))
-    })?;
-    observer.status("warming up the models");
-    engines.warm_up()?;
+    let engines = match config.engines.take() {
+        Some(shared) => shared,
+        None => {
+            let mut engines = Engines::load(&scenario, workers, |m| {
+                observer.status(&format!("loading {m}"))
+            })?;
+            observer.status("warming up the models");
+            engines.warm_up()?;
+            engines
+        }
+    };
+    let external = config.external.take();
     let mut platform_notes = Vec::new();
     #[cfg(target_os = "linux")]
     let cgroup_set = if config.platform {
@@ -798,7 +836,7 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
     } else {
         None
     };
-    let clock = Device::new();
+    let clock = external.as_ref().map_or_else(Device::new, |e| e.clock);
     let mut exec = platform::executor(
         config.scheduler,
         &config.policy,
@@ -945,6 +983,7 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         power,
         power_calls: 0,
         power_over_budget: 0,
+        external: external.map(|e| (e.inbox, crate::service::ExternalJobs::default())),
         config,
     };
     r.rebook_camera(start, false);
@@ -962,6 +1001,9 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         a.flush();
     }
     r.drain();
+    if let Some((_, ext)) = &mut r.external {
+        ext.close("the run ended before this request finished");
+    }
     r.close_request();
     r.count_unfinished();
     if r.power_calls > 0 {

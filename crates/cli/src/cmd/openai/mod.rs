@@ -30,8 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use mmsched_core::time::Nanos;
 use mmsched_pipeline::engines::Engines;
-use mmsched_pipeline::inputs::Device;
-use mmsched_pipeline::service::{JobEvent, JobRequest, Service};
+use mmsched_pipeline::service::{JobEvent, JobRequest, Service, Submitter};
 
 /// Model ids as `/v1/models` lists them.
 pub const LLM_ID: &str = "gemma-3-270m";
@@ -96,7 +95,10 @@ pub struct ClassSettings {
 
 /// Everything the handlers share.
 pub struct ModelApi {
-    pub service: Service<Device>,
+    /// Where the jobs go: a service of the server's own, or a run's loop.
+    pub service: Submitter,
+    /// The service thread, when the server has its own (kept alive with the API).
+    _own: Option<Service>,
     pub engines: Engines,
     pub classes: BTreeMap<ApiClass, ClassSettings>,
     /// Largest accepted upload (audio file, image), bytes.
@@ -111,7 +113,8 @@ pub struct ModelApi {
 
 impl ModelApi {
     pub fn new(
-        service: Service<Device>,
+        service: Submitter,
+        own: Option<Service>,
         engines: Engines,
         classes: BTreeMap<ApiClass, ClassSettings>,
         upload_limit_bytes: usize,
@@ -119,6 +122,7 @@ impl ModelApi {
         let active = classes.keys().map(|&c| (c, AtomicUsize::new(0))).collect();
         Self {
             service,
+            _own: own,
             engines,
             classes,
             upload_limit_bytes,
