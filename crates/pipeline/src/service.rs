@@ -8,8 +8,9 @@
 //! with [`JobEvent::Shed`]; one that finishes late is still reported, with
 //! `on_time: false`: the caller decides what a late answer is worth.
 //!
-//! The loop reads the device clock it is given ([`Clock`]), so it runs the same under a
-//! manual clock in tests.
+//! The loop reads the device clock it is given ([`Clock`]); deadlines are times on that
+//! clock, so a [`Submitter`] carries it. `mmsched run`'s loop takes outside jobs through
+//! the same [`ExternalJobs`] book (see [`crate::config::External`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

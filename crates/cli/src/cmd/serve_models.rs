@@ -68,6 +68,7 @@ fn start_streams(
     scenario: &str,
     policy: &Policy,
     a: &ModelArgs,
+    feed: tokio::sync::broadcast::Sender<String>,
 ) -> Result<(Submitter, StreamsRun)> {
     let scenario = Scenario::load(scenario)?;
     std::fs::create_dir_all(&a.report).with_context(|| {
@@ -87,8 +88,8 @@ fn start_streams(
     let thread = std::thread::Builder::new()
         .name("mmsched-streams".into())
         .spawn(move || {
-            let mut quiet = mmsched_pipeline::run::Quiet;
-            mmsched_pipeline::run(config, &mut quiet)
+            let mut publish = crate::cmd::openai::results::Publish(feed);
+            mmsched_pipeline::run(config, &mut publish)
         })
         .context("starting the scenario's run")?;
     Ok((
@@ -147,12 +148,13 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
     let mut engines = Engines::load(&scenario, WORKERS, |name| eprintln!("  loading {name}"))?;
     engines.warm_up()?;
     let upload = a.upload_limit_mib.saturating_mul(1024 * 1024);
+    let (feed, _) = tokio::sync::broadcast::channel(crate::cmd::openai::results::FEED_CAPACITY);
     if let Some(name) = &a.scenario {
         // The run loads the models its streams use for itself: a request and a stream
         // never share a model's state (the LLM's KV cache above all).
-        let (submitter, run) = start_streams(name, policy, a)?;
+        let (submitter, run) = start_streams(name, policy, a, feed.clone())?;
         return Ok((
-            ModelApi::new(submitter, None, engines, classes, upload),
+            ModelApi::new(submitter, None, engines, classes, upload, feed),
             Some(run),
         ));
     }
@@ -170,7 +172,14 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
     )?;
     let service = Service::start(exec, clock).context("starting the scheduler thread")?;
     Ok((
-        ModelApi::new(service.submitter(), Some(service), engines, classes, upload),
+        ModelApi::new(
+            service.submitter(),
+            Some(service),
+            engines,
+            classes,
+            upload,
+            feed,
+        ),
         None,
     ))
 }

@@ -22,7 +22,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::{
     ASR_ID, ApiClass, LLM_ID, ModelApi, OCR_ID, api_error, failed_answer, invalid, json_ok,
-    mark_deadline, shed_answer, unix_now,
+    mark_deadline, publish, shed_answer, unix_now,
 };
 
 /// Largest chat or completion request body.
@@ -288,6 +288,7 @@ async fn run_generation(
     default_max: bool,
     chat: bool,
 ) -> Response {
+    let started = std::time::Instant::now();
     let slot = match api.admit(ApiClass::Text) {
         Ok(s) => s,
         Err(r) => return r,
@@ -356,6 +357,8 @@ async fn run_generation(
                 chat,
                 prompt_tokens: n_prompt,
                 deadline_ms,
+                started,
+                feed: api.results.clone(),
             };
             if g.stream {
                 stream_answer(out, first, rx, (slot, turn))
@@ -374,9 +377,24 @@ struct Output {
     chat: bool,
     prompt_tokens: usize,
     deadline_ms: u64,
+    /// When the request arrived.
+    started: std::time::Instant,
+    feed: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Output {
+    fn publish(&self, on_time: bool, text: &str) {
+        let kind = if self.chat { "chat" } else { "completion" };
+        publish(
+            &self.feed,
+            kind,
+            self.deadline_ms,
+            self.started,
+            on_time,
+            text,
+        );
+    }
+
     fn usage(&self, completion: usize) -> Value {
         json!({
             "prompt_tokens": self.prompt_tokens,
@@ -436,6 +454,7 @@ async fn whole_answer(out: &Output, first: Msg, rx: &mut UnboundedReceiver<Msg>)
         }
         msg = rx.recv().await;
     };
+    out.publish(on_time, &text);
     let body = if out.chat {
         json!({
             "id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
@@ -469,6 +488,7 @@ fn stream_answer<H: Send + 'static>(
         first: bool,
         finish: &'static str,
         tokens: usize,
+        text: String,
         done: bool,
         _held: H,
     }
@@ -479,6 +499,7 @@ fn stream_answer<H: Send + 'static>(
         first: true,
         finish: "length",
         tokens: 0,
+        text: String::new(),
         done: false,
         _held: held,
     };
@@ -515,6 +536,7 @@ fn stream_answer<H: Send + 'static>(
             let mut last = s.out.chunk(None, Some(s.finish), s.first);
             last["usage"] = s.out.usage(s.tokens);
             last["mmsched"] = s.out.mmsched(on_time);
+            s.out.publish(on_time, &s.text);
             s.done = true;
             let text = format!("{}data: [DONE]\n\n", sse(&last));
             return Some((Ok(text), s));

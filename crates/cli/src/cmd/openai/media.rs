@@ -17,7 +17,7 @@ use mmsched_server::multipart;
 use serde_json::json;
 
 use super::{
-    ASR_ID, ApiClass, ModelApi, api_error, failed_answer, invalid, json_ok, mark_deadline,
+    ASR_ID, ApiClass, ModelApi, api_error, failed_answer, invalid, json_ok, mark_deadline, publish,
     shed_answer,
 };
 
@@ -27,6 +27,7 @@ pub async fn transcriptions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let started = std::time::Instant::now();
     let Some(asr) = api.engines.asr.clone() else {
         return api_error(
             StatusCode::NOT_FOUND,
@@ -109,6 +110,14 @@ pub async fn transcriptions(
         JobEvent::Done { on_time, .. } => {
             let text = rx.try_recv().unwrap_or_default();
             let text = text.trim().to_string();
+            publish(
+                &api.results,
+                "transcription",
+                deadline_ms,
+                started,
+                on_time,
+                &text,
+            );
             let r = match format.as_str() {
                 "text" => (
                     StatusCode::OK,
@@ -167,6 +176,7 @@ fn decode_audio(data: &[u8], name: &str) -> Result<AudioClip, String> {
 
 /// `POST /api/v1/ocr`: the body is a PNG or JPEG image.
 pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
     if api.engines.ocr.is_empty() {
         return api_error(
             StatusCode::NOT_FOUND,
@@ -221,6 +231,15 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
             let Ok((lines, timing)) = rx.try_recv() else {
                 return failed_answer("the OCR job gave no output".into());
             };
+            let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+            publish(
+                &api.results,
+                "ocr",
+                deadline_ms,
+                started,
+                on_time,
+                &text.join(" | "),
+            );
             let ms = |n: u64| n as f64 / 1e6;
             let r = json_ok(json!({
                 "lines": lines,

@@ -18,6 +18,7 @@
 
 mod chat;
 mod media;
+pub mod results;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -109,6 +110,8 @@ pub struct ModelApi {
     llm_turn: Arc<tokio::sync::Mutex<()>>,
     /// Round-robin over the OCR pipelines.
     next_ocr: AtomicUsize,
+    /// Every result, for `GET /api/v1/results`.
+    pub results: tokio::sync::broadcast::Sender<String>,
 }
 
 impl ModelApi {
@@ -118,6 +121,7 @@ impl ModelApi {
         engines: Engines,
         classes: BTreeMap<ApiClass, ClassSettings>,
         upload_limit_bytes: usize,
+        results: tokio::sync::broadcast::Sender<String>,
     ) -> Self {
         let active = classes.keys().map(|&c| (c, AtomicUsize::new(0))).collect();
         Self {
@@ -129,6 +133,7 @@ impl ModelApi {
             active,
             llm_turn: Arc::new(tokio::sync::Mutex::new(())),
             next_ocr: AtomicUsize::new(0),
+            results,
         }
     }
 
@@ -214,6 +219,28 @@ impl ModelApi {
     }
 }
 
+/// Publishes one answered request to the results feed (`kind`: chat, completion,
+/// transcription, ocr).
+fn publish(
+    feed: &tokio::sync::broadcast::Sender<String>,
+    kind: &str,
+    deadline_ms: u64,
+    started: std::time::Instant,
+    on_time: bool,
+    text: &str,
+) {
+    let line = serde_json::json!({
+        "stream": "http",
+        "kind": kind,
+        "latency_ms": started.elapsed().as_secs_f64() * 1e3,
+        "deadline_ms": deadline_ms,
+        "on_time": on_time,
+        "text": text,
+    });
+    // No subscriber is not an error: the feed is for whoever listens.
+    let _ = feed.send(line.to_string());
+}
+
 /// A place among a class's concurrent requests, given back when dropped.
 struct Slot {
     api: Arc<ModelApi>,
@@ -231,6 +258,7 @@ pub fn router(api: Arc<ModelApi>) -> Router {
     let upload = api.upload_limit_bytes;
     Router::new()
         .route("/v1/models", get(chat::models))
+        .route("/api/v1/results", get(results::feed))
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(chat::completions))
         .route(
