@@ -341,7 +341,13 @@ async fn run_generation(
     if api.service.submit_to(job, sink).is_err() {
         return failed_answer("the scheduler has stopped".into());
     }
-    let id = format!("{}-{}", if chat { "chatcmpl" } else { "cmpl" }, unix_now());
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = format!(
+        "{}-{}-{}",
+        if chat { "chatcmpl" } else { "cmpl" },
+        unix_now(),
+        NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let created = unix_now();
     // Nothing is sent before the first token: a shed request still gets its 503.
     let first = rx.recv().await;
@@ -515,11 +521,14 @@ fn stream_answer<H: Send + 'static>(
             let on_time = match msg {
                 Some(Msg::Token(t)) => {
                     s.tokens += 1;
-                    let text = if s.first {
+                    // A chat answer starts after "Assistant:"; a completion continues the
+                    // prompt, where a leading space is part of the text.
+                    let text = if s.first && s.out.chat {
                         t.trim_start().to_string()
                     } else {
                         t
                     };
+                    s.text.push_str(&text);
                     let chunk = s.out.chunk(Some(&text), None, s.first);
                     s.first = false;
                     return Some((Ok::<_, std::convert::Infallible>(sse(&chunk)), s));
