@@ -432,7 +432,7 @@ mod tests {
     use mmsched_core::time::MonotonicClock;
     use mmsched_runtime::sched::exec::{MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue};
     use mmsched_runtime::sched::lanes::standard_lanes;
-    use mmsched_runtime::sched::{LaneConfig, WorkError};
+    use mmsched_runtime::sched::{LaneConfig, SchedulerKind, WorkError};
 
     fn mmsched() -> (Service, Submitter) {
         let clock = MonotonicClock::new();
@@ -537,5 +537,180 @@ mod tests {
         }
         let rx = s.submit(job(&s, 1, steps(1, 50))).expect("submitted");
         assert_eq!(events(&rx), vec![JobEvent::Shed]);
+    }
+
+    /// An executor in virtual time: it runs one queued step per `poll`, taking `step_nanos`
+    /// of device time, or sheds every job while `shedding` is set.
+    struct Stepper {
+        queue: std::collections::VecDeque<Task>,
+        step_nanos: Nanos,
+        shedding: bool,
+        next: u64,
+    }
+
+    impl Executor for Stepper {
+        fn kind(&self) -> SchedulerKind {
+            SchedulerKind::Fifo
+        }
+        fn class(&mut self, _name: &str) -> ClassId {
+            ClassId(0)
+        }
+        fn submit(&mut self, _now: Nanos, task: Task) -> mmsched_core::arbiter::JobId {
+            self.next += 1;
+            self.queue.push_back(task);
+            mmsched_core::arbiter::JobId(self.next)
+        }
+        fn poll(&mut self, now: Nanos, out: &mut Vec<ExecEvent>) {
+            let Some(mut task) = self.queue.pop_front() else {
+                return;
+            };
+            let job = mmsched_core::arbiter::JobId(self.next);
+            if self.shedding {
+                out.push(ExecEvent::Shed {
+                    job,
+                    info: task.info,
+                    work: Some(task.work),
+                });
+                return;
+            }
+            let outcome = task.work.step();
+            out.push(ExecEvent::Done {
+                job,
+                info: task.info,
+                worker: 0,
+                outcome,
+                work: task.work,
+                started_nanos: now,
+                ended_nanos: now + self.step_nanos,
+            });
+        }
+        fn wait(&mut self, _timeout: Duration) {}
+        fn in_flight(&self) -> usize {
+            self.queue.len()
+        }
+        fn occupancy(&self, _now: Nanos) -> Vec<f64> {
+            Vec::new()
+        }
+        fn decision_nanos(&self) -> u64 {
+            0
+        }
+        fn notes(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    /// Work of `n` steps that never sleeps.
+    fn instant_steps(n: u32) -> Box<dyn Work> {
+        let mut left = n;
+        Box::new(move || {
+            left -= 1;
+            Ok(if left == 0 {
+                StepOutcome::Finished
+            } else {
+                StepOutcome::Yield
+            })
+        })
+    }
+
+    fn submission(deadline_nanos: Nanos, work: Box<dyn Work>) -> (Submission, Receiver<JobEvent>) {
+        let (tx, rx) = mpsc::channel();
+        let job = JobRequest {
+            class: "text".into(),
+            modality: Modality::Text,
+            deadline_nanos,
+            prior_cost_nanos: 1_000_000,
+            importance: 0.5,
+            work,
+        };
+        let sink: EventSink = Box::new(move |e| {
+            let _ = tx.send(e);
+        });
+        (Submission { job, sink }, rx)
+    }
+
+    /// Drives `book` over `exec` from `now` in steps of `tick` until `until`.
+    fn drive(
+        book: &mut ExternalJobs,
+        exec: &mut Stepper,
+        mut now: Nanos,
+        tick: Nanos,
+        until: Nanos,
+    ) {
+        let mut events = Vec::new();
+        while now < until {
+            book.retry_deferred(exec, now);
+            exec.poll(now, &mut events);
+            for ev in events.drain(..) {
+                assert!(
+                    book.on_event(exec, now, ev).is_none(),
+                    "an outside job's event"
+                );
+            }
+            now += tick;
+        }
+    }
+
+    fn stepper(step_ms: u64) -> Stepper {
+        Stepper {
+            queue: Default::default(),
+            step_nanos: step_ms * 1_000_000,
+            shedding: false,
+            next: 0,
+        }
+    }
+
+    #[test]
+    fn in_virtual_time_a_yielding_job_competes_again_and_ends_late_past_its_deadline() {
+        let mut book = ExternalJobs::default();
+        let mut exec = stepper(10);
+        // Three steps of 10 ms, due at 25 ms: the last one ends at 30 ms or later.
+        let (s, rx) = submission(25_000_000, instant_steps(3));
+        book.submit(&mut exec, 0, 1, s);
+        drive(&mut book, &mut exec, 0, 10_000_000, 100_000_000);
+        let ev: Vec<_> = rx.try_iter().collect();
+        assert_eq!(ev.len(), 3, "{ev:?}");
+        assert!(matches!(ev[0], JobEvent::Step { .. }));
+        assert!(
+            matches!(ev[2], JobEvent::Done { on_time: false, .. }),
+            "{ev:?}"
+        );
+        assert!(book.is_empty());
+    }
+
+    #[test]
+    fn in_virtual_time_a_shed_step_of_a_started_job_retries_until_its_deadline() {
+        let mut book = ExternalJobs::default();
+        let mut exec = stepper(1);
+        let (s, rx) = submission(100_000_000, instant_steps(5));
+        book.submit(&mut exec, 0, 1, s);
+        // One step runs, then the executor sheds everything: the job waits and retries
+        // every 20 ms instead of losing its tokens, until its 100 ms deadline.
+        drive(&mut book, &mut exec, 0, 1_000_000, 1_000_000);
+        exec.shedding = true;
+        drive(&mut book, &mut exec, 1_000_000, 1_000_000, 99_000_000);
+        assert!(!book.is_empty(), "still waiting before the deadline");
+        let steps: Vec<_> = rx.try_iter().collect();
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        drive(&mut book, &mut exec, 99_000_000, 1_000_000, 130_000_000);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![JobEvent::Shed]);
+        assert!(book.is_empty());
+    }
+
+    #[test]
+    fn in_virtual_time_a_job_shed_before_its_first_step_is_shed_at_once_and_close_fails_the_rest() {
+        let mut book = ExternalJobs::default();
+        let mut exec = stepper(1);
+        exec.shedding = true;
+        let (s, rx) = submission(100_000_000, instant_steps(2));
+        book.submit(&mut exec, 0, 1, s);
+        drive(&mut book, &mut exec, 0, 1_000_000, 2_000_000);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![JobEvent::Shed]);
+        let (s, rx) = submission(100_000_000, instant_steps(2));
+        book.submit(&mut exec, 2_000_000, 2, s);
+        book.close("stopping");
+        assert_eq!(
+            rx.try_iter().collect::<Vec<_>>(),
+            vec![JobEvent::Failed("stopping".into())]
+        );
     }
 }
