@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use mmsched_backends::Backend;
 use mmsched_backends::llm::LlmSession;
 use mmsched_pipeline::engines::{Shared, lock};
@@ -551,14 +551,7 @@ fn stream_answer<H: Send + 'static>(
             return Some((Ok(text), s));
         }
     });
-    let mut r = Body::from_stream(events).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    super::event_stream(Body::from_stream(events))
 }
 
 fn sse(v: &Value) -> String {

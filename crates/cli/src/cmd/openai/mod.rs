@@ -343,6 +343,18 @@ fn json_ok(body: serde_json::Value) -> Response {
         .into_response()
 }
 
+/// A server-sent-events answer with `body` as its stream.
+fn event_stream(body: axum::body::Body) -> Response {
+    let mut r = body.into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
 /// Seconds since the Unix epoch, for `created`.
 fn unix_now() -> u64 {
     std::time::SystemTime::now()

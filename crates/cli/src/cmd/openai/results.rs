@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use mmsched_pipeline::results::ResultRecord;
 use mmsched_pipeline::run::Observer;
 use tokio::sync::broadcast;
@@ -41,12 +40,5 @@ pub async fn feed(State(api): State<Arc<ModelApi>>) -> Response {
         };
         Some((Ok::<_, std::convert::Infallible>(event), rx))
     });
-    let mut r = Body::from_stream(events).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    super::event_stream(Body::from_stream(events))
 }
