@@ -8,6 +8,11 @@ use mmsched_core::policy::{Policy, PolicySpec};
 /// The largest policy file read (a policy document is a few KiB).
 pub const POLICY_FILE_CAP: u64 = 1 << 20;
 
+/// The policy in `path`, or the built-in defaults when no file is given.
+pub fn load_or_default(path: Option<&Path>) -> Result<Policy> {
+    path.map_or_else(|| Ok(Policy::default()), load)
+}
+
 /// Parses and validates a policy file. Errors carry the path, the line and column for
 /// syntax or unknown-field problems, and every invalid field with its allowed range.
 pub fn load(path: &Path) -> Result<Policy> {

@@ -63,15 +63,21 @@ fn touch(path: &Path) {
     std::fs::write(path, "").expect("tempdir writable");
 }
 
-#[test]
-fn sigint_on_a_mimic_tree_removes_every_group() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
+/// A cgroup hierarchy under `root` as the mimic mode reads it: v2 unified plus v1 cpu and
+/// memory controllers.
+fn mimic_tree(root: &Path) {
     touch(&root.join("unified/cgroup.controllers"));
     for f in ["tasks", "cpu.cfs_quota_us", "cpu.rt_runtime_us"] {
         touch(&root.join("cpu").join(f));
     }
     touch(&root.join("memory/tasks"));
+}
+
+#[test]
+fn sigint_on_a_mimic_tree_removes_every_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    mimic_tree(root);
     let (mut child, first) = spawn(Some(root));
     assert_eq!(first["active"], true, "{first}");
     let created = dirs(&first);
@@ -119,11 +125,7 @@ fn sigint_on_the_real_cgroup_filesystem_removes_every_group() {
 fn groups_left_by_sigkill_are_removed_at_the_next_start() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    touch(&root.join("unified/cgroup.controllers"));
-    for f in ["tasks", "cpu.cfs_quota_us", "cpu.rt_runtime_us"] {
-        touch(&root.join("cpu").join(f));
-    }
-    touch(&root.join("memory/tasks"));
+    mimic_tree(root);
     let (mut killed, first) = spawn(Some(root));
     let left = dirs(&first);
     killed.kill().expect("SIGKILL");

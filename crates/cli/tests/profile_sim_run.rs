@@ -1,20 +1,11 @@
 //! One device profile end to end: `mmsched profile` writes it, `sim soak` and `sim run` draw
 //! job costs from it, and `run` takes its cost priors from it.
 
+mod common;
+
 use std::process::Command;
 
-fn mmsched(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
-        .args(args)
-        .output()
-        .expect("run mmsched");
-    assert!(
-        out.status.success(),
-        "mmsched {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
-}
+use common::mmsched;
 
 #[test]
 fn profile_then_sim_soak_then_run_read_the_same_profile() {

@@ -15,6 +15,23 @@ fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&text).expect("summary.json is JSON")
 }
 
+/// Drains a `run --serve` child's stderr (progress lines) on a thread and returns the
+/// address it serves on.
+fn served_address(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.split("on http://").nth(1) {
+                let _ = tx.send(url.trim().to_string());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("run prints the served address")
+}
+
 #[test]
 fn a_short_run_writes_summary_report_and_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -183,7 +200,6 @@ fn metric_sum(page: &str, metric: &str) -> f64 {
 
 #[test]
 fn serve_during_a_run_exports_metrics_and_applies_a_policy_put() {
-    use std::io::{BufRead, BufReader};
     const TOKEN: &str = "run-serve-token-0123456789";
     let dir = tempfile::tempdir().expect("tempdir");
     let mut child = mmsched()
@@ -202,19 +218,7 @@ fn serve_during_a_run_exports_metrics_and_applies_a_policy_put() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts");
-    // Drain stderr (progress lines) on a thread; hand the served address over.
-    let stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.split("on http://").nth(1) {
-                let _ = tx.send(url.trim().to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("run prints the served address");
+    let addr = served_address(&mut child);
 
     // Jobs show up in /metrics while the run goes on.
     let start = Instant::now();
@@ -278,18 +282,7 @@ fn run_serve_exits_soon_after_its_report_despite_an_open_request() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts");
-    let stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.split("on http://").nth(1) {
-                let _ = tx.send(url.trim().to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("run prints the served address");
+    let addr = served_address(&mut child);
     let mut open = std::net::TcpStream::connect(&addr).expect("connects");
     // Half a request head: the server waits for the rest (--header-timeout-secs 120).
     write!(open, "GET /api/v1/status HTTP/1.1\r\nHost: {addr}\r\n").expect("writes");

@@ -14,8 +14,13 @@ use mmsched_core::policy::PolicySpec;
 const TOKEN: &str = "cli-serve-token-0123456789";
 
 fn start(args: &[&str]) -> (Child, serde_json::Value) {
+    start_on("127.0.0.1:0", args)
+}
+
+/// `mmsched serve --addr ADDR --json ARGS`, and its startup line.
+fn start_on(addr: &str, args: &[&str]) -> (Child, serde_json::Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--json"])
+        .args(["serve", "--addr", addr, "--json"])
         .args(args)
         .env_remove("MMSCHED_API_TOKEN")
         .stdout(Stdio::piped())
@@ -199,17 +204,7 @@ fn an_address_beyond_loopback_needs_allow_remote_and_then_warns() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--allow-remote"), "{err}");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
-        .args(["serve", "--addr", "0.0.0.0:0", "--allow-remote", "--json"])
-        .env_remove("MMSCHED_API_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut child, _) = start_on("0.0.0.0:0", &["--allow-remote"]);
     sigint(&child);
     let status = wait_at_most(&mut child, Duration::from_secs(15)).expect("stops");
     assert!(status.success());

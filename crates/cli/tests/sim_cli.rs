@@ -1,19 +1,10 @@
 //! `mmsched sim …` end to end: the JSON keys scripts rely on, and the files a soak writes.
 
+mod common;
+
 use std::process::Command;
 
-fn mmsched(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
-        .args(args)
-        .output()
-        .expect("run mmsched");
-    assert!(
-        out.status.success(),
-        "mmsched {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
-}
+use common::mmsched;
 
 fn soak_args<'a>(scenario: &'a str, out: &'a str, hours: &'a str) -> Vec<&'a str> {
     vec![

@@ -5,9 +5,6 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 use mmsched_core::ldti::{self, LdtiInputs};
-use mmsched_core::policy::Policy;
-
-use crate::policy_file;
 
 #[derive(Debug, Args)]
 pub struct LdtiArgs {
@@ -42,10 +39,7 @@ fn ms_to_nanos(name: &str, ms: f64) -> Result<u64> {
 }
 
 pub fn run(a: LdtiArgs) -> Result<ExitCode> {
-    let policy = match &a.policy {
-        Some(f) => policy_file::load(f)?,
-        None => Policy::default(),
-    };
+    let policy = crate::policy_file::load_or_default(a.policy.as_deref())?;
     if !(a.latency_ref_ms.is_finite() && a.latency_ref_ms > 0.0) {
         bail!(
             "--latency-ref-ms must be greater than 0 (it is the reference latency L₀), got {}",

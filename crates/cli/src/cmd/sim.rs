@@ -213,10 +213,7 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
     use mmsched_sim::soak::{self, Arm, SoakConfig};
     let scenario = mmsched_scenario::Scenario::load(&a.scenario)?;
     let profile = resolve_profile(a.profile.as_deref(), &scenario)?;
-    let policy = match &a.policy {
-        Some(f) => crate::policy_file::load(f)?,
-        None => mmsched_core::policy::Policy::default(),
-    };
+    let policy = crate::policy_file::load_or_default(a.policy.as_deref())?;
     if !(a.hours.is_finite() && a.hours > 0.0) {
         anyhow::bail!(
             "--hours must be a positive number of hours, got {}",
@@ -328,10 +325,7 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
     use mmsched_sim::health_loop::HealthLoop;
     let scenario = mmsched_scenario::Scenario::load(&a.scenario)?;
     let profile = resolve_profile(a.profile.as_deref(), &scenario)?;
-    let policy = match &a.policy {
-        Some(f) => crate::policy_file::load(f)?,
-        None => mmsched_core::policy::Policy::default(),
-    };
+    let policy = crate::policy_file::load_or_default(a.policy.as_deref())?;
     let secs = a.duration.unwrap_or_else(|| scenario.duration_s());
     if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
         anyhow::bail!("--duration must be between 0 and 86400 seconds, got {secs}");

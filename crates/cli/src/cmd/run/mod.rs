@@ -25,8 +25,6 @@ pub use interrupt::interrupted;
 use observe::Console;
 use results_out::ResultsOut;
 
-use crate::policy_file;
-
 /// The scheduler to run the jobs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchedulerArg {
@@ -161,10 +159,7 @@ pub struct Prepared {
 /// Loads scenario and policy.
 pub fn prepare(a: &ScenarioArgs) -> Result<Prepared> {
     let scenario = Scenario::load(&a.scenario)?;
-    let policy = match &a.policy {
-        Some(f) => policy_file::load(f)?,
-        None => Policy::default(),
-    };
+    let policy = crate::policy_file::load_or_default(a.policy.as_deref())?;
     Ok(Prepared { scenario, policy })
 }
 
