@@ -100,7 +100,12 @@ fn client(url: &str, script: &str, args: &[&str]) -> String {
 
 const STREAM_AND_TRANSCRIBE: &str = r#"
 import sys, openai
-c = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="unused")
+try:
+    openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="sk-unknown").models.list()
+    print("wrong_key accepted")
+except openai.AuthenticationError as e:
+    print("wrong_key refused", e.status_code)
+c = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key=sys.argv[3])
 models = [m.id for m in c.models.list()]
 print("models", " ".join(models))
 stream = c.chat.completions.create(
@@ -124,11 +129,14 @@ print("transcript", t.text)
 fn the_openai_client_streams_a_chat_and_transcribes_speech() {
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = speak(dir.path(), "The red train leaves from platform seven.");
-    let server = serve(&[]);
+    // With API keys, the client's api_key is its key and sets its requests' importance.
+    let keys = dir.path().join("keys");
+    std::fs::write(&keys, "# the dashboard\nsk-dash=0.9\n").expect("keys file");
+    let server = serve(&["--api-keys", keys.to_str().expect("utf-8")]);
     let out = client(
         &server.url,
         STREAM_AND_TRANSCRIBE,
-        &[wav.to_str().expect("utf-8")],
+        &[wav.to_str().expect("utf-8"), "sk-dash"],
     );
     let line = |key: &str| {
         out.lines()
@@ -136,6 +144,7 @@ fn the_openai_client_streams_a_chat_and_transcribes_speech() {
             .unwrap_or_else(|| panic!("no {key} line in {out}"))
             .to_string()
     };
+    assert_eq!(line("wrong_key"), "refused 401", "{out}");
     assert!(line("models").contains("gemma-3-270m"), "{out}");
     let chunks: usize = line("chunks").parse().expect("a count");
     assert!(

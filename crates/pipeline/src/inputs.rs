@@ -69,21 +69,21 @@ impl Clock for Device {
 /// The sensors of one run (at most one stream of each kind). The camera and the
 /// microphone are whichever source their stream names (generated, files, a device, the
 /// network).
-#[derive(Default)]
-pub struct Inputs {
+/// Sources read the device clock `C`: [`Device`] in a real run, a virtual clock in tests.
+pub struct Inputs<C: Clock = Device> {
     /// The camera and its stream settings.
-    pub camera: Option<(Delivered<BoxedSource<Frame>, Device>, Stream)>,
+    pub camera: Option<(Delivered<BoxedSource<Frame>, C>, Stream)>,
     /// The microphone and its stream settings.
-    pub mic: Option<(Delivered<BoxedSource<AudioPacket>, Device>, Stream)>,
+    pub mic: Option<(Delivered<BoxedSource<AudioPacket>, C>, Stream)>,
     /// The IMU and its stream settings.
-    pub imu: Option<(Delivered<Imu<Device>, Device>, Stream)>,
+    pub imu: Option<(Delivered<Imu<C>, C>, Stream)>,
     /// Text requests and their stream settings.
-    pub text: Option<(Delivered<TextRequests<Device>, Device>, Stream)>,
+    pub text: Option<(Delivered<TextRequests<C>, C>, Stream)>,
     /// What was chosen in place of something unavailable, to tell the user once.
     pub notes: Vec<String>,
 }
 
-impl std::fmt::Debug for Inputs {
+impl<C: Clock> std::fmt::Debug for Inputs<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = |s: Option<&Stream>| s.map(|s| s.name.clone());
         f.debug_struct("Inputs")
@@ -178,10 +178,10 @@ fn path_of(src: &SourceSpec) -> PathBuf {
 
 /// The camera of stream `s`: generated scenes, or frames from a folder, a video file or a
 /// V4L2 device.
-fn camera(
+fn camera<C: Clock + Clone + Send + 'static>(
     scenario: &Scenario,
     s: &Stream,
-    device: &Device,
+    device: &C,
     start_nanos: Nanos,
     notes: &mut Vec<String>,
 ) -> Result<BoxedSource<Frame>, String> {
@@ -204,7 +204,7 @@ fn camera(
                     limit: None,
                     clock: clock_of(s),
                 },
-                *device,
+                device.clone(),
             )
             .map_err(|e| e.to_string())?;
             return Ok(Box::new(cam));
@@ -255,13 +255,13 @@ fn camera(
         limit: None,
         clock: clock_of(s),
     };
-    Ok(Box::new(FeedCamera::new(reader, config, *device)))
+    Ok(Box::new(FeedCamera::new(reader, config, device.clone())))
 }
 
 /// The microphone of stream `s`: generated or recorded speech, a WAV file, or RTP.
-fn microphone(
+fn microphone<C: Clock + Clone + Send + 'static>(
     s: &Stream,
-    device: &Device,
+    device: &C,
     start_nanos: Nanos,
     notes: &mut Vec<String>,
 ) -> Result<BoxedSource<AudioPacket>, String> {
@@ -285,7 +285,7 @@ fn microphone(
                 format,
                 packet_ms,
             };
-            let rtp = RtpMicrophone::new(config, *device).map_err(|e| e.to_string())?;
+            let rtp = RtpMicrophone::new(config, device.clone()).map_err(|e| e.to_string())?;
             notes.push(format!(
                 "stream {}: receiving RTP (L16, payload type {}, {} Hz) on udp://{}",
                 s.name,
@@ -312,19 +312,25 @@ fn microphone(
             limit: None,
             clock: clock_of(s),
         },
-        *device,
+        device.clone(),
     )))
 }
 
-impl Inputs {
+impl<C: Clock + Clone + Send + 'static> Inputs<C> {
     /// Builds the sensors of `scenario`, first events at `start_nanos` on `device`.
     pub fn build(
         scenario: &Scenario,
-        device: &Device,
+        device: &C,
         start_nanos: Nanos,
         seed: u64,
     ) -> Result<Self, RunError> {
-        let mut inputs = Inputs::default();
+        let mut inputs = Inputs {
+            camera: None,
+            mic: None,
+            imu: None,
+            text: None,
+            notes: Vec::new(),
+        };
         let mut seen = Vec::new();
         for (i, s) in scenario.streams().iter().enumerate() {
             if seen.contains(&s.kind) {
@@ -347,14 +353,14 @@ impl Inputs {
                     let cam =
                         camera(scenario, s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
                     inputs.camera = Some((
-                        Delivered::new(cam, *device, inj, seed, stream_no),
+                        Delivered::new(cam, device.clone(), inj, seed, stream_no),
                         s.clone(),
                     ));
                 }
                 StreamKind::Audio => {
                     let mic = microphone(s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
                     inputs.mic = Some((
-                        Delivered::new(mic, *device, inj, seed, stream_no),
+                        Delivered::new(mic, device.clone(), inj, seed, stream_no),
                         s.clone(),
                     ));
                 }
@@ -366,10 +372,10 @@ impl Inputs {
                             limit: None,
                             clock: clock_of(s),
                         },
-                        *device,
+                        device.clone(),
                     );
                     inputs.imu = Some((
-                        Delivered::new(imu, *device, inj, seed, stream_no),
+                        Delivered::new(imu, device.clone(), inj, seed, stream_no),
                         s.clone(),
                     ));
                 }
@@ -402,11 +408,11 @@ impl Inputs {
                             limit,
                             clock: clock_of(s),
                         },
-                        *device,
+                        device.clone(),
                     )
                     .map_err(|e| bad(e.to_string()))?;
                     inputs.text = Some((
-                        Delivered::new(text, *device, inj, seed, stream_no),
+                        Delivered::new(text, device.clone(), inj, seed, stream_no),
                         s.clone(),
                     ));
                 }

@@ -87,6 +87,11 @@ fn fail(out: &Sender<Output>, tag: u64, e: impl ToString) -> Result<StepOutcome,
     Err(WorkError(error))
 }
 
+/// A job whose model is not loaded: its step fails, naming the model.
+pub fn missing(model: &'static str, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
+    Box::new(move || fail(&out, tag, format!("no {model} model loaded")))
+}
+
 /// OCR on one frame, on whichever of the pipelines is free.
 pub fn vision(
     pool: Vec<Shared<mmsched_backends::ocr::OcrPipeline>>,

@@ -12,9 +12,11 @@
 //! The scheduler is one of four behind [`mmsched_runtime::sched::Executor`], so the same
 //! inputs can be run under mmsched and under the usual alternatives.
 //!
+//! - [`api`]: the runtime as a library, one call per input (frame, audio, prompt);
 //! - [`config`]: what to run;
 //! - [`engines`]: the loaded models;
 //! - [`jobs`]: one job's work per model, as the workers run it;
+//! - [`models`]: what the run loop asks of the models (the engines, or fakes in tests);
 //! - [`audio`]: microphone packets to VAD chunks and utterances;
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`nack`]: retransmission requests for missing audio and the delay they need;
@@ -26,6 +28,7 @@
 //! - [`summary`]: the report of a run.
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod audio;
 pub mod config;
 pub mod engines;
@@ -33,6 +36,7 @@ pub mod health;
 pub mod inputs;
 pub mod jobs;
 pub mod load;
+pub mod models;
 pub mod nack;
 pub mod platform;
 pub mod results;
@@ -43,4 +47,4 @@ pub mod summary;
 mod trace_out;
 
 pub use config::{External, Mechanisms, RunConfig, RunError};
-pub use run::{Progress, RunOutcome, run};
+pub use run::{Progress, RunOutcome, RunParts, run, run_with};

@@ -6,7 +6,7 @@ use mmsched_core::policy::Policy;
 use mmsched_runtime::sched::exec::{
     MmschedExecutor, MmschedSetup, QueueOrder, SharedQueue, ThreadPerModel,
 };
-use mmsched_runtime::sched::lanes::{class_lane, standard_lanes};
+use mmsched_runtime::sched::lanes::{LaneLayout, class_lane, standard_lanes};
 use mmsched_runtime::sched::{Executor, SchedulerKind};
 
 use crate::config::RunError;
@@ -66,6 +66,23 @@ fn max_thread_grant() -> usize {
         .map_or(cores, |n| n.clamp(1, cores))
 }
 
+/// mmsched's executor set-up on `layout`: its lanes, the workers restricted to some
+/// classes (the voice-activity worker), step recording, shedding and thread grants. The
+/// one constructor for the real executor and the one in virtual time.
+pub fn mmsched_setup(layout: &LaneLayout, record_steps: bool, no_shedding: bool) -> MmschedSetup {
+    MmschedSetup {
+        restricted: layout
+            .restricted
+            .iter()
+            .map(|(w, c)| (*w as u32, c.clone()))
+            .collect(),
+        lanes: layout.lanes.clone(),
+        record_steps,
+        no_shedding,
+        max_thread_grant: max_thread_grant(),
+    }
+}
+
 /// Builds the executor of `kind` on the worker layout every scheduler gets
 /// ([`standard_lanes`]: `workers` general workers and a voice-activity worker; with
 /// `platform`, pinned, in resource groups, the audio worker real time): the comparison is
@@ -88,17 +105,7 @@ pub fn executor(
     let layout = standard_lanes(workers, platform, &cpus);
     Ok(match kind {
         SchedulerKind::Mmsched => {
-            let setup = MmschedSetup {
-                restricted: layout
-                    .restricted
-                    .iter()
-                    .map(|(w, c)| (*w as u32, c.clone()))
-                    .collect(),
-                lanes: layout.lanes,
-                record_steps,
-                no_shedding,
-                max_thread_grant: max_thread_grant(),
-            };
+            let setup = mmsched_setup(&layout, record_steps, no_shedding);
             Box::new(
                 MmschedExecutor::new(
                     policy,

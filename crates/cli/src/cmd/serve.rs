@@ -72,6 +72,12 @@ pub struct ModelArgs {
     /// Largest upload (audio file, image), in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 25, requires = "models")]
     pub upload_limit_mib: usize,
+    /// API keys, one KEY=IMPORTANCE per line (importance 0 to 1): the model endpoints then
+    /// want `Authorization: Bearer KEY` (401 without a listed key), and each key's requests
+    /// are scheduled with its importance. Without, the endpoints are open and each class
+    /// has the policy's importance.
+    #[arg(long, value_name = "FILE", requires = "models")]
+    pub api_keys: Option<std::path::PathBuf>,
     /// Also run this scenario's streams (a built-in name or a file, e.g. a folder of frames
     /// and a WAV microphone) until Ctrl-C, on the same scheduler as the requests; its
     /// report (summary.json, report.html) goes to --report when the server stops.

@@ -144,6 +144,11 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
             s.max_concurrent = usize::try_from(n).unwrap_or(usize::MAX);
         }
     })?;
+    let keys = a
+        .api_keys
+        .as_deref()
+        .map(crate::cmd::openai::keys::ApiKeys::load)
+        .transpose()?;
     eprintln!("loading models (cost priors from {})", profile.source);
     let mut engines = Engines::load(&scenario, WORKERS, |name| eprintln!("  loading {name}"))?;
     engines.warm_up()?;
@@ -154,7 +159,7 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
         // never share a model's state (the LLM's KV cache above all).
         let (submitter, run) = start_streams(name, policy, a, feed.clone())?;
         return Ok((
-            ModelApi::new(submitter, None, engines, classes, upload, feed),
+            ModelApi::new(submitter, None, engines, classes, upload, feed, keys),
             Some(run),
         ));
     }
@@ -179,6 +184,7 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
             classes,
             upload,
             feed,
+            keys,
         ),
         None,
     ))

@@ -1,7 +1,7 @@
 //! Results out while running: each finished OCR, transcript and answer, each speech
 //! segment and each stale answer from the cache, as a [`ResultRecord`] to the observer.
 
-use mmsched_core::time::Nanos;
+use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::speech::Utterance;
 use mmsched_trace::ids::TraceId;
 
@@ -10,7 +10,7 @@ use crate::jobs::Output;
 use crate::results::{ResultRecord, Times};
 use crate::stats::Kind;
 
-impl Run<'_> {
+impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     fn stream_name(&self, kind: Kind) -> String {
         self.inputs
             .stream(kind)
@@ -46,7 +46,9 @@ impl Run<'_> {
             }
             (Kind::Asr, Some(Output::Asr { text, .. })) => text.clone(),
             (Kind::Llm, _) => {
-                let Some(r) = &self.llm else { return };
+                let Some(r) = &self.text.request else {
+                    return;
+                };
                 tokens = Some(r.tokens);
                 r.answer.trim().to_string()
             }
@@ -93,8 +95,8 @@ impl Run<'_> {
     /// of its kind, marked stale.
     pub(super) fn report_stale(&mut self, kind: Kind, now: Nanos) {
         let cached = match kind {
-            Kind::Vision => self.last_ocr.clone(),
-            _ => self.last_transcript.clone(),
+            Kind::Vision => self.vision.last_ocr.clone(),
+            _ => self.speech.last_transcript.clone(),
         };
         let Some(text) = cached else { return };
         let t = self.times(now, now, now, now + self.sla_nanos(kind));

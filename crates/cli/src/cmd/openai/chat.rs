@@ -293,10 +293,11 @@ async fn run_generation(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let (deadline, deadline_ms) = match api.deadline(ApiClass::Text, &headers) {
-        Ok(d) => d,
+    let terms = match api.terms(ApiClass::Text, &headers) {
+        Ok(t) => t,
         Err(r) => return r,
     };
+    let deadline_ms = terms.deadline_ms;
     // The context bounds prompt + answer.
     let (prompt_tokens, context) = {
         let s = lock(&llm);
@@ -332,7 +333,7 @@ async fn run_generation(
         filter: StopFilter::new(std::mem::take(&mut g.stop)),
         tx: tx.clone(),
     };
-    let job = api.job(ApiClass::Text, deadline, Box::new(work));
+    let job = api.job(ApiClass::Text, terms, Box::new(work));
     let sink = Box::new(move |e: JobEvent| {
         if !matches!(e, JobEvent::Step { .. }) {
             let _ = tx.send(Msg::Event(e));

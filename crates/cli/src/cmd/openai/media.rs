@@ -93,10 +93,11 @@ pub async fn transcriptions(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let (deadline, deadline_ms) = match api.deadline(ApiClass::Asr, &headers) {
-        Ok(d) => d,
+    let terms = match api.terms(ApiClass::Asr, &headers) {
+        Ok(t) => t,
         Err(r) => return r,
     };
+    let deadline_ms = terms.deadline_ms;
     let (tx, rx) = std::sync::mpsc::channel();
     let work = Box::new(move || {
         let clock = MonotonicClock::new();
@@ -106,7 +107,7 @@ pub async fn transcriptions(
         let _ = tx.send(text);
         Ok(StepOutcome::Finished)
     });
-    match api.run_once(api.job(ApiClass::Asr, deadline, work)).await {
+    match api.run_once(api.job(ApiClass::Asr, terms, work)).await {
         JobEvent::Done { on_time, .. } => {
             let text = rx.try_recv().unwrap_or_default();
             let text = text.trim().to_string();
@@ -205,10 +206,11 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
         Ok(s) => s,
         Err(r) => return r,
     };
-    let (deadline, deadline_ms) = match api.deadline(ApiClass::Vision, &headers) {
-        Ok(d) => d,
+    let terms = match api.terms(ApiClass::Vision, &headers) {
+        Ok(t) => t,
         Err(r) => return r,
     };
+    let deadline_ms = terms.deadline_ms;
     let n = api.engines.ocr.len();
     let pipeline = api.engines.ocr[api
         .next_ocr
@@ -223,10 +225,7 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
         let _ = tx.send(out);
         Ok(StepOutcome::Finished)
     });
-    match api
-        .run_once(api.job(ApiClass::Vision, deadline, work))
-        .await
-    {
+    match api.run_once(api.job(ApiClass::Vision, terms, work)).await {
         JobEvent::Done { on_time, .. } => {
             let Ok((lines, timing)) = rx.try_recv() else {
                 return failed_answer("the OCR job gave no output".into());

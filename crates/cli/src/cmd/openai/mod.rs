@@ -5,7 +5,8 @@
 //! class stepped token by token (so a due frame or transcription can run between two
 //! tokens), a transcription one `asr` job, an OCR request one `vision` job. Each gets a
 //! deadline — the `X-Deadline-Ms` header, else the class default (`--deadline-ms`) — and
-//! the class's importance from the policy. A job the scheduler sheds answers `503` with
+//! an importance: its API key's (`--api-keys`, see [`keys`]), else the class's from the
+//! policy. A job the scheduler sheds answers `503` with
 //! `Retry-After`; a late answer is still returned, with `X-Deadline-Missed: true`.
 //!
 //! Limits protect the device: a cap on concurrent requests per class (beyond it `503`
@@ -17,6 +18,7 @@
 #![allow(clippy::result_large_err)]
 
 mod chat;
+pub mod keys;
 mod media;
 pub mod results;
 
@@ -25,8 +27,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use mmsched_core::time::Nanos;
@@ -112,6 +115,18 @@ pub struct ModelApi {
     next_ocr: AtomicUsize,
     /// Every result, for `GET /api/v1/results`.
     pub results: tokio::sync::broadcast::Sender<String>,
+    /// The accepted API keys and their importance (none: open endpoints).
+    keys: Option<keys::ApiKeys>,
+}
+
+/// What a request is scheduled with: its deadline and importance.
+#[derive(Debug, Clone, Copy)]
+struct Terms {
+    /// Due time on the device clock.
+    deadline_nanos: Nanos,
+    /// The deadline as given, ms from arrival.
+    deadline_ms: u64,
+    importance: f64,
 }
 
 impl ModelApi {
@@ -122,6 +137,7 @@ impl ModelApi {
         classes: BTreeMap<ApiClass, ClassSettings>,
         upload_limit_bytes: usize,
         results: tokio::sync::broadcast::Sender<String>,
+        keys: Option<keys::ApiKeys>,
     ) -> Self {
         let active = classes.keys().map(|&c| (c, AtomicUsize::new(0))).collect();
         Self {
@@ -134,6 +150,7 @@ impl ModelApi {
             llm_turn: Arc::new(tokio::sync::Mutex::new(())),
             next_ocr: AtomicUsize::new(0),
             results,
+            keys,
         }
     }
 
@@ -161,8 +178,14 @@ impl ModelApi {
         })
     }
 
-    /// The request's deadline as device time: `X-Deadline-Ms` or the class default.
-    fn deadline(&self, class: ApiClass, headers: &HeaderMap) -> Result<(Nanos, u64), Response> {
+    /// The request's deadline (`X-Deadline-Ms` or the class default) and importance (its
+    /// API key's, else the class's).
+    fn terms(&self, class: ApiClass, headers: &HeaderMap) -> Result<Terms, Response> {
+        let importance = match &self.keys {
+            // The router's key check already let the request in.
+            Some(keys) => keys.importance(headers).map_err(unauthorized)?,
+            None => self.settings(class).importance,
+        };
         let ms = match headers.get("x-deadline-ms") {
             None => self.settings(class).deadline_ms,
             Some(v) => v
@@ -179,23 +202,26 @@ impl ModelApi {
                     )
                 })?,
         };
-        Ok((self.service.now_nanos() + ms * 1_000_000, ms))
+        Ok(Terms {
+            deadline_nanos: self.service.now_nanos() + ms * 1_000_000,
+            deadline_ms: ms,
+            importance,
+        })
     }
 
-    /// A job of `class` due at `deadline_nanos`.
+    /// A job of `class` on `terms`.
     fn job(
         &self,
         class: ApiClass,
-        deadline_nanos: Nanos,
+        terms: Terms,
         work: Box<dyn mmsched_runtime::sched::Work>,
     ) -> JobRequest {
-        let s = self.settings(class);
         JobRequest {
             class: class.as_str().into(),
             modality: class.modality(),
-            deadline_nanos,
-            prior_cost_nanos: s.prior_cost_nanos,
-            importance: s.importance,
+            deadline_nanos: terms.deadline_nanos,
+            prior_cost_nanos: self.settings(class).prior_cost_nanos,
+            importance: terms.importance,
             work,
         }
     }
@@ -270,7 +296,34 @@ pub fn router(api: Arc<ModelApi>) -> Router {
             post(media::ocr).layer(DefaultBodyLimit::max(upload)),
         )
         .layer(DefaultBodyLimit::max(chat::CHAT_BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            require_key,
+        ))
         .with_state(api)
+}
+
+/// With `--api-keys`, refuses a request without a listed key before anything is read.
+async fn require_key(State(api): State<Arc<ModelApi>>, req: Request, next: Next) -> Response {
+    if let Some(keys) = &api.keys
+        && let Err(why) = keys.importance(req.headers())
+    {
+        return unauthorized(why);
+    }
+    next.run(req).await
+}
+
+/// 401 in OpenAI's shape, asking for a bearer key.
+fn unauthorized(why: &str) -> Response {
+    let mut r = api_error(
+        StatusCode::UNAUTHORIZED,
+        "invalid_api_key",
+        why.to_string(),
+        None,
+    );
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
 }
 
 /// An OpenAI-shaped error answer.

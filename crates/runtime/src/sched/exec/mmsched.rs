@@ -1,7 +1,6 @@
 //! mmsched's executor: the core's shared decision step carried out on worker threads.
 
 use std::collections::HashMap;
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use mmsched_core::Modality;
@@ -11,10 +10,9 @@ use mmsched_core::scheduler::{Decision, LogEntry, SchedEvent, Scheduler, Schedul
 use mmsched_core::slots::SlotState;
 use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 
-use super::{
-    Completions, ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event,
-};
-use crate::sched::worker::{LaneConfig, WorkerPool};
+use super::steps::{StepLanes, ThreadLanes};
+use super::{ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event};
+use crate::sched::worker::LaneConfig;
 
 /// How far ahead slot occupancy is measured, in nanoseconds.
 const OCCUPANCY_WINDOW_NANOS: Nanos = 200_000_000;
@@ -58,11 +56,11 @@ struct Entry {
 
 use crate::sched::work::Work;
 
-/// The unified scheduler on real threads. See the [module docs](super).
-pub struct MmschedExecutor<C: Clock> {
+/// The unified scheduler, running its steps on `L`: worker threads by default, lanes in
+/// virtual time for tests ([`crate::sched::virtual_time`]). See the [module docs](super).
+pub struct MmschedExecutor<C: Clock, L: StepLanes = ThreadLanes> {
     sched: Scheduler,
-    pool: WorkerPool,
-    done: Completions,
+    lanes: L,
     jobs: HashMap<JobId, Entry>,
     arrivals: Vec<SchedEvent>,
     decisions: Vec<Decision>,
@@ -74,7 +72,7 @@ pub struct MmschedExecutor<C: Clock> {
     max_thread_grant: usize,
 }
 
-impl<C: Clock> std::fmt::Debug for MmschedExecutor<C> {
+impl<C: Clock, L: StepLanes> std::fmt::Debug for MmschedExecutor<C, L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MmschedExecutor")
             .field("workers", &self.sched.workers())
@@ -91,6 +89,25 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
         clock: C,
         #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
     ) -> Result<Self, SchedulerError> {
+        let lanes = ThreadLanes::start(
+            &setup.lanes,
+            clock.clone(),
+            #[cfg(target_os = "linux")]
+            cgroups,
+        );
+        Self::with_lanes(policy, setup, clock, lanes)
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
+    /// The scheduler of `setup` under `policy` running its steps on `lanes` (one per entry
+    /// of `setup.lanes`, at least one), with slot tables from `clock`'s now.
+    pub fn with_lanes(
+        policy: &Policy,
+        setup: &MmschedSetup,
+        clock: C,
+        lanes: L,
+    ) -> Result<Self, SchedulerError> {
         let workers = u32::try_from(setup.lanes.len().max(1)).unwrap_or(u32::MAX);
         let mut sched = Scheduler::new(policy, workers, clock.now_nanos())?;
         if setup.record_steps {
@@ -103,23 +120,9 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
             let ids: Vec<ClassId> = classes.iter().map(|c| sched.class(c)).collect();
             sched.restrict_worker(*worker, &ids)?;
         }
-        let (tx, done) = channel();
-        let lanes = if setup.lanes.is_empty() {
-            vec![LaneConfig::default()]
-        } else {
-            setup.lanes.clone()
-        };
-        let pool = WorkerPool::start(
-            &lanes,
-            clock.clone(),
-            tx,
-            #[cfg(target_os = "linux")]
-            cgroups,
-        );
         Ok(Self {
             sched,
-            pool,
-            done: Completions::new(done),
+            lanes,
             jobs: HashMap::new(),
             arrivals: Vec::new(),
             decisions: Vec::new(),
@@ -156,7 +159,7 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
     }
 }
 
-impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
+impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecutor<C, L> {
     fn kind(&self) -> SchedulerKind {
         SchedulerKind::Mmsched
     }
@@ -189,7 +192,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
 
     fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
         let mut events = std::mem::take(&mut self.arrivals);
-        for c in self.done.take() {
+        for c in self.lanes.finished() {
             events.push(SchedEvent::Finish {
                 worker: c.lane as u32,
                 job: c.job,
@@ -227,13 +230,16 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
                 }
                 Decision::Start { worker, job, .. } => {
                     let grant = self.grant_for(now_nanos, job);
-                    let Some(mut work) = self.jobs.get_mut(&job).and_then(|e| e.work.take()) else {
+                    let Some(entry) = self.jobs.get_mut(&job) else {
+                        continue;
+                    };
+                    let Some(mut work) = entry.work.take() else {
                         continue;
                     };
                     work.grant_threads(grant);
                     if self
-                        .pool
-                        .run_granted(worker as usize, job, work, grant)
+                        .lanes
+                        .start(worker as usize, job, &entry.info, work, grant)
                         .is_err()
                     {
                         // The worker thread is gone: tell the core the job ended so the
@@ -253,7 +259,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        self.done.wait(timeout);
+        self.lanes.wait(timeout);
     }
 
     fn in_flight(&self) -> usize {
@@ -282,7 +288,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.pool.notes().to_vec()
+        self.lanes.notes()
     }
 
     fn mmsched(&mut self) -> Option<&mut dyn MmschedControl> {
@@ -290,7 +296,7 @@ impl<C: Clock + Clone + Send + 'static> Executor for MmschedExecutor<C> {
     }
 }
 
-impl<C: Clock + Clone + Send + 'static> MmschedControl for MmschedExecutor<C> {
+impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for MmschedExecutor<C, L> {
     fn reserve_stream(
         &mut self,
         class: ClassId,

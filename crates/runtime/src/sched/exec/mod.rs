@@ -17,6 +17,7 @@
 
 mod mmsched;
 mod queue;
+mod steps;
 mod threads;
 
 use std::fmt;
@@ -33,6 +34,7 @@ pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
 mod tests;
 pub use queue::{QueueOrder, SharedQueue};
+pub use steps::{StepLanes, ThreadLanes};
 pub use threads::{ClassLanes, ThreadPerModel};
 
 use super::work::{StepOutcome, Work, WorkError};

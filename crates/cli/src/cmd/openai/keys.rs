@@ -1,0 +1,157 @@
+//! API keys for `serve --models --api-keys FILE`: each key carries the importance its
+//! requests are scheduled with, so one app's requests can outrank another's. With keys,
+//! every model endpoint wants `Authorization: Bearer KEY` (what OpenAI clients send as
+//! their `api_key`); without, the endpoints are open and each class has the policy's
+//! importance.
+//!
+//! The file has one `KEY=IMPORTANCE` per line (importance in [0, 1]); blank lines and lines
+//! starting with `#` are ignored. Keys live in a file, not on the command line, so that
+//! they do not show in the process list.
+
+use std::path::Path;
+
+use axum::http::{HeaderMap, header};
+
+/// A key and the importance of its requests.
+#[derive(Debug, Clone, PartialEq)]
+struct Key {
+    key: String,
+    importance: f64,
+}
+
+/// The keys a server accepts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ApiKeys(Vec<Key>);
+
+impl ApiKeys {
+    /// Reads the keys file at `path`.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read the API keys file {}: {e}; pass --api-keys with a readable file of KEY=IMPORTANCE lines",
+                path.display()
+            )
+        })?;
+        Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Parses `KEY=IMPORTANCE` lines; the error names the line and the fix.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut keys: Vec<Key> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((key, importance)) = line.rsplit_once('=') else {
+                return Err(format!(
+                    "line {n}: write KEY=IMPORTANCE, e.g. sk-dashcam=0.9"
+                ));
+            };
+            let key = key.trim();
+            if key.is_empty() || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "line {n}: the key must be non-empty, without spaces or control characters"
+                ));
+            }
+            let Some(importance) = importance
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| (0.0..=1.0).contains(v))
+            else {
+                return Err(format!(
+                    "line {n}: the importance must be a number from 0 to 1, not {:?}",
+                    importance.trim()
+                ));
+            };
+            if keys.iter().any(|k| k.key == key) {
+                return Err(format!("line {n}: this key is already listed above"));
+            }
+            keys.push(Key {
+                key: key.to_string(),
+                importance,
+            });
+        }
+        if keys.is_empty() {
+            return Err("no keys: add at least one KEY=IMPORTANCE line".into());
+        }
+        Ok(Self(keys))
+    }
+
+    /// The importance of a request with `headers`, or why it is refused.
+    pub fn importance(&self, headers: &HeaderMap) -> Result<f64, &'static str> {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(
+                "this server wants an API key: send Authorization: Bearer KEY (the api_key of an OpenAI client)",
+            );
+        };
+        let presented = value
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .ok_or("the Authorization header must be \"Bearer KEY\"")?;
+        // Every key is compared in full, so the time taken says nothing about a near miss.
+        let mut found = None;
+        for k in &self.0 {
+            if same_bytes(k.key.as_bytes(), presented.as_bytes()) {
+                found = Some(k.importance);
+            }
+        }
+        found.ok_or("this API key is not one of the server's (--api-keys)")
+    }
+}
+
+/// Whether `a` and `b` are equal, in time that depends only on their lengths.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn bearer(key: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {key}")).expect("header"),
+        );
+        h
+    }
+
+    #[test]
+    fn a_listed_key_gives_its_importance_and_others_are_refused() {
+        let keys = ApiKeys::parse("# apps\nsk-cam=0.9\n\nsk-chat = 0.2\n").expect("keys");
+        assert_eq!(keys.importance(&bearer("sk-cam")), Ok(0.9));
+        assert_eq!(keys.importance(&bearer("sk-chat")), Ok(0.2));
+        assert!(keys.importance(&bearer("sk-ca")).is_err());
+        assert!(keys.importance(&HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn bad_lines_are_named_with_their_fix() {
+        for (text, says) in [
+            ("sk-cam", "line 1: write KEY=IMPORTANCE"),
+            (
+                "sk-cam=1.5",
+                "line 1: the importance must be a number from 0 to 1",
+            ),
+            ("ok=0.5\n=0.5", "line 2: the key must be non-empty"),
+            ("a=0.1\na=0.2", "line 2: this key is already listed"),
+            ("# nothing\n", "no keys"),
+        ] {
+            let e = ApiKeys::parse(text).expect_err(text);
+            assert!(e.starts_with(says), "{text:?}: {e}");
+        }
+    }
+}

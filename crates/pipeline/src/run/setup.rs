@@ -1,0 +1,343 @@
+//! Building a run and writing its summary: [`run`] for the real thing (the OS clock,
+//! worker threads, the loaded engines, resource groups), [`run_with`] for a run on parts
+//! given from outside (a virtual clock, an executor on virtual lanes, fake models).
+
+use mmsched_core::align::AlignConfig;
+use mmsched_core::time::{Clock, Nanos};
+use mmsched_runtime::ingest::StreamIngest;
+use mmsched_runtime::router::image::ImageRouter;
+use mmsched_runtime::sched::cost::CostModel;
+use mmsched_runtime::sched::{Executor, SchedulerKind};
+
+use super::{
+    COST_MAX_AGE_NANOS, Classes, HEALTH_WINDOW_NANOS, JobBook, Monitor, Observer, Run, RunOutcome,
+    START_LEAD_NANOS, SpeechBranch, TextBranch, VisionBranch,
+};
+use crate::audio::AudioPath;
+use crate::config::{RunConfig, RunError};
+use crate::engines::Engines;
+use crate::health::HealthMonitor;
+use crate::inputs::{Device, Inputs};
+use crate::load::{LoadGenerator, LoadProfile};
+use crate::models::Models;
+use crate::platform;
+use crate::stats::{Kind, RunStats};
+use crate::summary::{self, Totals};
+use crate::trace_out::TraceOut;
+
+/// What a run runs on: the device clock, the executor and the models.
+pub struct RunParts<C: Clock> {
+    /// The device clock every source, deadline and measurement reads.
+    pub clock: C,
+    /// The scheduler, with its lanes.
+    pub exec: Box<dyn Executor>,
+    /// The models the jobs call.
+    pub models: Box<dyn Models>,
+    /// What setting these up did (pinning, resource groups), for the summary's notes.
+    pub notes: Vec<String>,
+}
+
+impl<C: Clock> std::fmt::Debug for RunParts<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunParts")
+            .field("scheduler", &self.exec.kind())
+            .field("notes", &self.notes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `config` to the end on the OS clock, worker threads and the scenario's models
+/// (loaded here unless `config.engines` brings them), telling `observer` as it goes.
+pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
+    let scenario = config.scenario.clone();
+    let workers = scenario.device().workers.unwrap_or(2).max(1) as usize;
+    let engines = match config.engines.take() {
+        Some(shared) => shared,
+        None => {
+            let mut engines = Engines::load(&scenario, workers, |m| {
+                observer.status(&format!("loading {m}"))
+            })?;
+            observer.status("warming up the models");
+            engines.warm_up()?;
+            engines
+        }
+    };
+    let mut notes = Vec::new();
+    #[cfg(target_os = "linux")]
+    let cgroup_set = if config.platform {
+        platform::resource_groups(&mut notes, observer)
+    } else {
+        None
+    };
+    let clock = config
+        .external
+        .as_ref()
+        .map_or_else(Device::new, |e| e.clock);
+    let exec = platform::executor(
+        config.scheduler,
+        &config.policy,
+        workers,
+        clock,
+        config.platform,
+        config.record_steps,
+        !config.mechanisms.admission,
+        #[cfg(target_os = "linux")]
+        cgroup_set.as_ref().map(|s| s.handle()),
+    )?;
+    notes.extend(exec.notes());
+    #[cfg(target_os = "linux")]
+    if let Some(load) = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+    {
+        // Other work on the machine disturbs every figure: say how busy it was.
+        notes.push(format!("machine load average (1 min) at the start: {load}"));
+    }
+    let parts = RunParts {
+        clock,
+        exec,
+        models: Box::new(engines),
+        notes,
+    };
+    let outcome = run_with(config, parts, observer);
+    // The executor's threads have left their groups: remove the groups.
+    #[cfg(target_os = "linux")]
+    if let Some(set) = cgroup_set {
+        set.cleanup();
+    }
+    outcome
+}
+
+/// Runs `config` to the end on `parts`, telling `observer` as it goes. The loop waits only
+/// through the executor, so on a virtual clock whose lanes move it (see
+/// `mmsched_runtime::sched::virtual_time`) a run takes no real time. Background load,
+/// when the scenario asks for it, burns real CPU on a thread.
+pub fn run_with<C: Clock + Clone + Send + 'static>(
+    mut config: RunConfig,
+    parts: RunParts<C>,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    if !config.mechanisms.routing {
+        // The router's gates off: every frame goes to the model.
+        let mut spec = config.policy.to_spec();
+        spec.routing.enabled = Some(false);
+        config.policy = mmsched_core::policy::Policy::try_from(spec)
+            .map_err(|e| RunError::Scheduler(e.to_string()))?;
+    }
+    let RunParts {
+        clock,
+        mut exec,
+        models,
+        notes: mut platform_notes,
+    } = parts;
+    let scenario = config.scenario.clone();
+    let external = config.external.take();
+    let classes = Classes {
+        vision: exec.class(Kind::Vision.as_str()),
+        vad: exec.class(Kind::Vad.as_str()),
+        asr: exec.class(Kind::Asr.as_str()),
+        llm: exec.class(Kind::Llm.as_str()),
+    };
+    let battery = scenario.battery().charge_pct_at(0.0) / 100.0;
+    if let Some(m) = exec.mmsched() {
+        m.set_battery(battery);
+    }
+    let start = clock.now_nanos() + START_LEAD_NANOS;
+    let inputs = Inputs::build(&scenario, &clock, start, config.seed)?;
+    platform_notes.extend(inputs.notes.iter().cloned());
+    for n in &platform_notes {
+        observer.status(n);
+    }
+    let sla_ms = Kind::ALL.map(|k| inputs.stream(k).map_or(f64::NAN, |s| s.sla_ms));
+    let mut cost = CostModel::new(64, 3, COST_MAX_AGE_NANOS);
+    // Cost priors from the device profile (measured, or the labelled reference) until
+    // the run has measured its own costs.
+    let profile = config.resolve_profile()?;
+    platform_notes.push(format!("cost priors from {}", profile.source));
+    for (kind, class) in [
+        (Kind::Vision, classes.vision),
+        (Kind::Vad, classes.vad),
+        (Kind::Asr, classes.asr),
+        (Kind::Llm, classes.llm),
+    ] {
+        if let Ok(l) = profile.latency(kind.as_str()) {
+            cost.set_prior(class, (l.p99_ms * 1e6) as Nanos);
+        }
+    }
+    let ingest = scenario
+        .streams()
+        .iter()
+        .map(|s| {
+            let latency = (s.latency_ms.max(0.0) * 1e6) as Nanos;
+            (
+                s.name.clone(),
+                StreamIngest::new(latency, AlignConfig::default()),
+            )
+        })
+        .collect();
+    let audio = inputs.mic.as_ref().map(|(_, s)| {
+        AudioPath::new(
+            &config.policy,
+            s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32,
+        )
+    });
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert("program".into(), serde_json::json!("mmsched run"));
+    metadata.insert("scenario".into(), serde_json::json!(scenario.name()));
+    metadata.insert(
+        "scheduler".into(),
+        serde_json::json!(config.scheduler.as_str()),
+    );
+    // The wall-clock time of the device clock's zero, so exported spans carry real dates.
+    let start_unix_nanos = crate::trace_out::unix_nanos_now().saturating_sub(clock.now_nanos());
+    let trace = TraceOut::create(
+        config.trace_path.as_deref(),
+        config.seed,
+        start_unix_nanos,
+        metadata,
+    )?;
+    let load = LoadGenerator::start(
+        LoadProfile::of(&scenario, config.duration_nanos),
+        clock.clone(),
+    );
+    #[cfg(target_os = "linux")]
+    let power = (config.platform && config.scheduler == SchedulerKind::Mmsched).then(|| {
+        use mmsched_runtime::platform::power::{CPU_SYSFS_ROOT, LinuxPower};
+        let (p, status) = LinuxPower::new(clock.clone(), std::path::Path::new(CPU_SYSFS_ROOT));
+        platform_notes.push(format!("power: {status}"));
+        p
+    });
+    let mut r = Run {
+        end: start + config.duration_nanos,
+        start,
+        clock,
+        models,
+        exec,
+        classes,
+        inputs,
+        book: JobBook::new(),
+        cost,
+        ingest,
+        vision: VisionBranch::new(ImageRouter::new(&config.policy)),
+        speech: SpeechBranch::new(audio),
+        text: TextBranch::default(),
+        monitor: Monitor::new(
+            HealthMonitor::new(&config.policy),
+            start,
+            #[cfg(target_os = "linux")]
+            power,
+        ),
+        stats: RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
+        trace,
+        overhead_nanos: 0,
+        observer,
+        external: external.map(|e| (e.inbox, crate::service::ExternalJobs::default())),
+        config,
+    };
+    r.rebook_camera(start, false);
+    r.main_loop();
+    let inputs_end = r.clock.now_nanos();
+    if let Some(spent) = load.finish() {
+        platform_notes.push(format!(
+            "background load: {:.0} ms CPU demanded, {:.0} ms burnt",
+            spent.demanded_nanos as f64 / 1e6,
+            spent.burnt_nanos as f64 / 1e6
+        ));
+    }
+    // Speech still open at the end is not transcribed: the inputs have stopped.
+    if let Some(a) = &mut r.speech.audio {
+        a.flush();
+    }
+    r.drain();
+    if let Some((_, ext)) = &mut r.external {
+        ext.close("the run ended before this request finished");
+    }
+    r.close_request();
+    r.count_unfinished();
+    if r.monitor.power_calls > 0 {
+        // Leave the cores as they were found.
+        let now = r.clock.now_nanos();
+        r.power_hint(now, 100);
+    }
+    let elapsed = inputs_end.saturating_sub(r.start);
+    platform_notes.extend(r.finish_notes());
+    let step_log = r
+        .exec
+        .mmsched()
+        .map(|m| m.take_step_log())
+        .unwrap_or_default();
+    let totals = Totals {
+        elapsed_nanos: elapsed,
+        importance: Kind::ALL.map(|k| r.importance(k)),
+        llm_tokens: r.text.tokens,
+        llm_request_nanos: r.text.request_nanos,
+        llm_ttft_ms: std::mem::take(&mut r.text.ttft_ms),
+        llm_tpot_ms: std::mem::take(&mut r.text.tpot_ms),
+        overhead_nanos: r.overhead_nanos,
+        stale_answers: r.monitor.stale_answers,
+        breaker_opened: r.monitor.breaker_opened,
+        camera_scaled_nanos: r.monitor.camera_scaled_nanos,
+        retransmit_requests: r.speech.nacks.requests(),
+        recovered: r.speech.nacks.recovered_count(),
+        platform: platform_notes,
+    };
+    let summary = summary::build(
+        &r.config,
+        &r.stats,
+        &r.monitor.health,
+        &r.vision.router,
+        r.speech.audio.as_ref(),
+        &r.ingest,
+        std::mem::take(&mut r.monitor.actions),
+        &totals,
+    );
+    let mut series = std::mem::take(&mut r.monitor.series);
+    series.thin_ldti(20_000);
+    let Run { trace, exec, .. } = r;
+    drop(exec);
+    let trace_file = trace.finish()?;
+    Ok(RunOutcome {
+        summary,
+        series,
+        step_log,
+        trace_file,
+    })
+}
+
+impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
+    /// What the run's end says about the scheduler's own cost, the platform's frequency
+    /// requests and CPU pressure.
+    fn finish_notes(&mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.exec.worker_side_decisions() {
+            notes.push(format!(
+                "scheduler: {:.1} ms CPU submitting, collecting, gating, aligning and evaluating health, plus {:.1} ms wall on the workers choosing jobs",
+                self.overhead_nanos as f64 / 1e6,
+                self.exec.decision_nanos() as f64 / 1e6,
+            ));
+            self.overhead_nanos += self.exec.decision_nanos();
+        } else {
+            notes.push(format!(
+                "scheduler: {:.1} ms CPU submitting, deciding, collecting, gating, aligning and evaluating health, of which {:.1} ms wall in decisions",
+                self.overhead_nanos as f64 / 1e6,
+                self.exec.decision_nanos() as f64 / 1e6,
+            ));
+        }
+        let m = &self.monitor;
+        if m.power_calls > 0 {
+            notes.push(format!(
+                "power: {} frequency request(s), {} over the S11 budget",
+                m.power_calls, m.power_over_budget
+            ));
+        }
+        if !m.pressure_pct.is_empty() {
+            let p = &m.pressure_pct;
+            notes.push(format!(
+                "CPU pressure (PSI some avg10): mean {:.1} %, max {:.1} %",
+                p.iter().sum::<f64>() / p.len() as f64,
+                p.iter().copied().fold(0.0, f64::max)
+            ));
+        }
+        notes
+    }
+}

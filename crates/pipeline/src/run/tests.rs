@@ -1,0 +1,257 @@
+//! The run loop in virtual time: generated sensors, fake models that answer at once, and
+//! mmsched's executor on virtual lanes where each step takes a set number of milliseconds.
+//! No model is loaded and nothing sleeps; a 20 s run takes well under a second of
+//! decisions, and the same seed gives the same run.
+
+use mmsched_core::policy::Policy;
+use mmsched_core::time::Nanos;
+use mmsched_report::{ModalitySummary, RunSummary};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_runtime::sched::virtual_time::VirtualClock;
+use mmsched_scenario::Scenario;
+
+use super::{Quiet, RunParts, run_with};
+use crate::config::{Mechanisms, RunConfig};
+use crate::inputs::DEVICE_EPOCH_NANOS;
+use crate::models::fake::{Costs, QUICK, virtual_mmsched};
+
+const MS: Nanos = 1_000_000;
+
+/// A scenario of `duration_s` with a camera, a microphone and text requests (`tokens`
+/// per answer), all generated.
+fn scenario(duration_s: u32, camera_fps: u32, requests_per_min: u32, tokens: u32) -> Scenario {
+    let toml = format!(
+        r#"
+version = 1
+name = "virtual"
+duration_s = {duration_s}
+seed = 7
+
+[device]
+workers = 1
+
+[[models]]
+name = "ocr"
+kind = "vision"
+file = "models/ppocr-v4/det.onnx"
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[models]]
+name = "asr"
+kind = "asr"
+file = "models/whisper-tiny.en/model.safetensors"
+
+[[models]]
+name = "llm"
+kind = "llm"
+file = "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["ocr"]
+fps = {camera_fps}
+sla_ms = 200
+importance = 0.8
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad", "asr"]
+packet_ms = 20
+sla_ms = 60
+importance = 0.9
+
+[[streams]]
+name = "prompts"
+kind = "text"
+models = ["llm"]
+requests_per_min = {requests_per_min}
+tokens_per_request = {tokens}
+sla_ms = 30000
+importance = 0.3
+"#
+    );
+    Scenario::from_toml(&toml, "virtual.toml").expect("scenario")
+}
+
+/// Runs `scenario` under mmsched in virtual time with `costs` and `mechanisms`.
+fn run_virtual(scenario: Scenario, costs: Costs, mechanisms: Mechanisms) -> RunSummary {
+    let policy = Policy::default();
+    let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
+    config.platform = false;
+    config.fixed_prompts = true;
+    config.mechanisms = mechanisms;
+    let workers = config.scenario.device().workers.unwrap_or(2) as usize;
+    let clock = VirtualClock::new(DEVICE_EPOCH_NANOS);
+    let (exec, models) = virtual_mmsched(
+        &config.policy,
+        workers,
+        !mechanisms.admission,
+        &clock,
+        costs,
+    );
+    let parts = RunParts {
+        clock,
+        exec,
+        models: Box::new(models),
+        notes: Vec::new(),
+    };
+    run_with(config, parts, &mut Quiet).expect("run").summary
+}
+
+/// Every input of a modality ends in exactly one of the accounted outcomes.
+fn assert_accounted(name: &str, m: &ModalitySummary) {
+    let sum = m.on_time + m.late + m.shed + m.skipped + m.dropped + m.unfinished + m.failed;
+    assert_eq!(m.offered, sum, "{name}: {m:?}");
+}
+
+fn assert_all_accounted(s: &RunSummary) {
+    assert_accounted("vision", &s.vision);
+    assert_accounted("vad", &s.vad);
+    assert_accounted("asr", &s.asr);
+    assert_accounted("llm", &s.llm.modality);
+}
+
+#[test]
+fn token_steps_let_frames_through_a_long_answer_and_whole_answers_block_them() {
+    // One general lane; answers of 150 tokens at 30 ms a token (4.5 s each).
+    let s = || scenario(20, 5, 12, 150);
+    let with = run_virtual(s(), QUICK, Mechanisms::default());
+    let without = run_virtual(
+        s(),
+        QUICK,
+        Mechanisms {
+            token_preemption: false,
+            ..Mechanisms::default()
+        },
+    );
+    for r in [&with, &without] {
+        assert_all_accounted(r);
+        assert!(r.vision.offered >= 90, "{:?}", r.vision);
+        assert!(r.llm.tokens >= 150, "{:?}", r.llm);
+    }
+    // With token steps a frame waits at most one token: every frame run is on time.
+    assert_eq!(with.vision.late, 0, "{:?}", with.vision);
+    assert_eq!(with.vision.shed, 0, "{:?}", with.vision);
+    assert!(with.vision.on_time >= 90, "{:?}", with.vision);
+    // A whole answer holds the lane for 4.5 s: the frames behind it miss or are shed.
+    assert!(
+        without.vision.late + without.vision.shed >= 10,
+        "{:?}",
+        without.vision
+    );
+    assert!(without.vision.on_time < with.vision.on_time);
+}
+
+#[test]
+fn an_overload_is_shed_and_every_input_is_accounted_for() {
+    // Frames cost 500 ms against a 200 ms SLA at 5 fps on one lane: none can be on time.
+    let slow = Costs {
+        vision: 500 * MS,
+        ..QUICK
+    };
+    let r = run_virtual(
+        scenario(15, 5, 6, 20),
+        slow,
+        Mechanisms {
+            health_actions: false,
+            ..Mechanisms::default()
+        },
+    );
+    assert_all_accounted(&r);
+    assert!(r.vision.shed > 0, "{:?}", r.vision);
+    // Shedding the hopeless frames keeps the lane for the rest: speech and text go on.
+    assert!(r.vad.on_time > 0, "{:?}", r.vad);
+    assert!(r.llm.modality.on_time > 0, "{:?}", r.llm);
+    let without_shedding = run_virtual(
+        scenario(15, 5, 6, 20),
+        slow,
+        Mechanisms {
+            health_actions: false,
+            admission: false,
+            ..Mechanisms::default()
+        },
+    );
+    assert_all_accounted(&without_shedding);
+    assert_eq!(
+        without_shedding.vision.shed, 0,
+        "{:?}",
+        without_shedding.vision
+    );
+    assert!(
+        without_shedding.vision.late > 0,
+        "{:?}",
+        without_shedding.vision
+    );
+}
+
+#[test]
+fn slow_frames_bring_a_health_action_that_halves_the_camera_rate() {
+    // Frames take 260 ms against a 200 ms SLA; admission off, so they run late and the
+    // latency term of the LDTI rises.
+    let slow = Costs {
+        vision: 260 * MS,
+        ..QUICK
+    };
+    let r = run_virtual(
+        scenario(20, 5, 1, 20),
+        slow,
+        Mechanisms {
+            admission: false,
+            ..Mechanisms::default()
+        },
+    );
+    assert_all_accounted(&r);
+    assert!(
+        r.health.actions.iter().any(|a| a.action.contains("camera")),
+        "{:?}",
+        r.health.actions
+    );
+    assert!(
+        r.vision
+            .dropped_by
+            .get("camera_rate_halved")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "{:?}",
+        r.vision
+    );
+    assert!(r.health.camera_scaled_seconds > 0.0, "{:?}", r.health);
+    // With the actions ablated the same LDTI is measured but nothing acts on it.
+    let off = run_virtual(
+        scenario(20, 5, 1, 20),
+        slow,
+        Mechanisms {
+            admission: false,
+            health_actions: false,
+            ..Mechanisms::default()
+        },
+    );
+    assert!(off.health.actions.is_empty(), "{:?}", off.health.actions);
+    assert_eq!(off.vision.dropped, 0, "{:?}", off.vision);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let a = run_virtual(scenario(10, 5, 12, 40), QUICK, Mechanisms::default());
+    let b = run_virtual(scenario(10, 5, 12, 40), QUICK, Mechanisms::default());
+    for (x, y) in [
+        (&a.vision, &b.vision),
+        (&a.vad, &b.vad),
+        (&a.asr, &b.asr),
+        (&a.llm.modality, &b.llm.modality),
+    ] {
+        assert_eq!(
+            (x.offered, x.on_time, x.late, x.shed, x.skipped, x.dropped),
+            (y.offered, y.on_time, y.late, y.shed, y.skipped, y.dropped)
+        );
+    }
+    assert_eq!(a.llm.tokens, b.llm.tokens);
+    assert!(a.asr.offered > 0, "speech was heard: {:?}", a.asr);
+}

@@ -1,0 +1,145 @@
+//! The vision branch: camera frames through the image gate (dark and blurred frames skip
+//! OCR) to OCR jobs, and the camera's standing reservation on mmsched's slot tables.
+
+use mmsched_backends::{RgbFrame, gate};
+use mmsched_core::Modality;
+use mmsched_core::time::{Clock, Nanos};
+use mmsched_runtime::router::SkipReason;
+use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
+
+use super::{JobRec, Run, ThreadCpu, arrived};
+use crate::jobs::Output;
+use crate::stats::{DropAction, Kind};
+
+/// The vision branch's state.
+pub(super) struct VisionBranch {
+    /// The image gate.
+    pub(super) router: ImageRouter,
+    /// The last text read (the circuit breaker's cached answer).
+    pub(super) last_ocr: Option<String>,
+    /// The camera's standing reservation: predicted frame cost it was booked with, and
+    /// whether at the halved rate.
+    booking: Option<(Nanos, bool)>,
+}
+
+impl VisionBranch {
+    pub(super) fn new(router: ImageRouter) -> Self {
+        Self {
+            router,
+            last_ocr: None,
+            booking: None,
+        }
+    }
+}
+
+impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
+    /// Every frame the camera delivered by `now`: dropped (halved camera rate), skipped by
+    /// the gate, answered from the cache (breaker open) or submitted to OCR.
+    pub(super) fn poll_camera(&mut self, now: Nanos) {
+        let sla = self.sla_nanos(Kind::Vision);
+        let (name, arrivals) = arrived(&mut self.inputs.camera);
+        for a in arrivals {
+            let capture = self.place(&name, &a);
+            self.stats.offered(Kind::Vision);
+            if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
+                // Degraded: half the frame rate (the frequency scaling this device can do).
+                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
+                continue;
+            }
+            let f = a.event.payload;
+            let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
+                self.stats.failed_input(Kind::Vision);
+                continue;
+            };
+            let cpu = ThreadCpu::now();
+            let t0 = self.clock.now_nanos();
+            let m = gate::measure(&frame);
+            let gate_nanos = self.clock.now_nanos().saturating_sub(t0);
+            let route = self.vision.router.route(
+                capture,
+                ImageMeasures {
+                    mean_luma: m.mean_luma,
+                    laplacian_var: m.laplacian_var,
+                },
+                gate_nanos,
+            );
+            // The gate is the runtime's own work: it counts as scheduler overhead.
+            self.overhead_nanos += cpu.elapsed_nanos();
+            if let Some(reason) = route.skipped {
+                let why = match reason {
+                    SkipReason::Dark { .. } => "dark",
+                    SkipReason::Blurred { .. } => "blurred",
+                    SkipReason::Silence { .. } => "silence",
+                };
+                self.skip(Kind::Vision, now, why);
+                continue;
+            }
+            if self.remedies().breaker_open && self.heaviest_branch() == Kind::Vision {
+                self.answer_from_cache(Kind::Vision, now);
+                continue;
+            }
+            let tag = self.book.new_tag();
+            let work = self.models.vision(frame, tag, self.book.tx.clone());
+            self.stats.job(Kind::Vision);
+            let release = a.arrival_nanos.min(now);
+            self.submit(
+                now,
+                tag,
+                JobRec {
+                    kind: Kind::Vision,
+                    capture,
+                    release,
+                    deadline: release + sla,
+                    chunk: 0,
+                },
+                work,
+            );
+        }
+    }
+
+    /// A frame's OCR ended: its text becomes the cached answer.
+    pub(super) fn on_ocr(&mut self, output: Option<Output>) {
+        if let Some(Output::Vision { text, .. }) = output
+            && !text.is_empty()
+        {
+            self.vision.last_ocr = Some(text);
+        }
+    }
+
+    /// Books the camera's standing reservation for its (possibly halved) frame rate.
+    pub(super) fn rebook_camera(&mut self, now: Nanos, halved: bool) {
+        let Some((_, s)) = &self.inputs.camera else {
+            return;
+        };
+        if !self.config.mechanisms.standing_reservations {
+            return;
+        }
+        let fps = s.fps.unwrap_or(5.0).max(0.1);
+        let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
+        let latency = (s.latency_ms * 1e6) as Nanos;
+        let class = self.classes.vision;
+        let cost = self.cost.predict(class, now);
+        // The next frame's arrival: frames are captured on the camera's cadence from the
+        // start of the inputs, and arrive after the stream's latency.
+        let k = now.saturating_sub(self.start) / period + 1;
+        let first = self.start + k * period + latency;
+        let Some(m) = self.exec.mmsched() else {
+            return;
+        };
+        m.cancel_stream(class);
+        m.reserve_stream(class, Modality::Image, first, period, cost);
+        self.vision.booking = Some((cost, halved));
+    }
+
+    /// Keeps the camera's occurrences as long as a frame really takes: rebooked when the
+    /// predicted cost moved by more than a tenth since the last booking.
+    pub(super) fn follow_camera_cost(&mut self, now: Nanos) {
+        let Some((booked, halved)) = self.vision.booking else {
+            return;
+        };
+        let cost = self.cost.predict(self.classes.vision, now);
+        if cost.abs_diff(booked) * 10 > booked {
+            self.rebook_camera(now, halved);
+        }
+    }
+}
