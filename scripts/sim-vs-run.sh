@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Compares the simulator's prediction (`mmsched sim run`) with a real run (`mmsched run`) of
-# the same scenario and duration: on-time rate per modality, in percent, and the
+# the same scenario and duration: on-time rate per modality (on-time results over inputs
+# offered, so shed, dropped and unfinished work counts against it), in percent, and the
 # difference in points. Exits non-zero when a modality differs by more than TOLERANCE.
 #
-# Usage: scripts/sim-vs-run.sh [SCENARIO…]          (default: ar-glasses car inspection)
+# Usage: scripts/sim-vs-run.sh [SCENARIO…]   (a name or a file; default: ar-glasses car inspection)
 # Environment: MMSCHED_BIN (default target/release/mmsched; build it with
 #   `cargo build --release -p mmsched`), DURATION (default 60 s), OUT (default
 #   sim-vs-run/), TOLERANCE (default 10 points), PROFILE (a profile file for both sides;
@@ -22,22 +23,26 @@ profile_args=()
 [ -x "$bin" ] || { echo "no $bin: build it with cargo build --release -p mmsched, or set MMSCHED_BIN" >&2; exit 2; }
 mkdir -p "$out"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+names=()
 for s in "${scenarios[@]}"; do
-    "$bin" sim run --scenario "$s" --duration "$duration" "${profile_args[@]}" --json >"$out/$s.sim.json"
+    # A file's outputs are named after it without its folder and .toml.
+    n=$(basename "$s" .toml)
+    names+=("$n")
+    "$bin" sim run --scenario "$s" --duration "$duration" "${profile_args[@]}" --json >"$out/$n.sim.json"
     "$bin" run --scenario "$s" --duration "$duration" "${profile_args[@]}" --json \
-        --report "$out/$s-report" >"$out/$s.run.json" 2>"$out/$s.run.log"
+        --report "$out/$n-report" >"$out/$n.run.json" 2>"$out/$n.run.log"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out" "$tolerance" "${scenarios[@]}" <<'PY'
+python3 - "$out" "$tolerance" "${names[@]}" <<'PY'
 import json, sys
 out, tol, scenarios = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
 def on_time(m):
-    jobs = m.get("jobs") or 0
-    if not jobs:
+    offered = m.get("offered") or 0
+    if not offered:
         return None
-    return 100.0 * (m["completed"] - m["deadline_misses"]) / jobs
+    return 100.0 * m["on_time"] / offered
 worst = 0.0
-print(f"{'scenario':<12} {'modality':<8} {'sim jobs':>8} {'run jobs':>8} {'sim on time':>12} {'run on time':>12} {'diff':>7}")
+print(f"{'scenario':<14} {'modality':<8} {'sim offered':>11} {'run offered':>11} {'sim on time':>12} {'run on time':>12} {'diff':>7}")
 for s in scenarios:
     sim = json.load(open(f"{out}/{s}.sim.json"))
     run = json.load(open(f"{out}/{s}.run.json"))
@@ -50,8 +55,9 @@ for s in scenarios:
         if d is not None:
             worst = max(worst, abs(d))
         fmt = lambda v: "—" if v is None else f"{v:.1f} %"
-        print(f"{s:<12} {k:<8} {a.get('jobs', 0):>8} {b.get('jobs', 0):>8} {fmt(pa):>12} {fmt(pb):>12} {'—' if d is None else f'{d:+.1f}':>7}")
-    print(f"{'':<12} profile: {sim.get('profile')}")
+        print(f"{s:<14} {k:<8} {a.get('offered', 0):>11} {b.get('offered', 0):>11} {fmt(pa):>12} {fmt(pb):>12} {'—' if d is None else f'{d:+.1f}':>7}")
+    print(f"{'':<14} profile: {sim.get('profile')}")
+    print(f"{'':<14} {sim.get('microphone')}")
 print(f"largest difference: {worst:.1f} points (tolerance {tol:g})")
 sys.exit(0 if worst <= tol else 1)
 PY

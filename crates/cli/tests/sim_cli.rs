@@ -212,6 +212,13 @@ fn sim_run_prints_the_summary_keys_of_run() {
     assert_eq!(v["simulated"], true);
     for k in ["vision", "vad", "asr", "llm"] {
         for key in [
+            "offered",
+            "on_time",
+            "late",
+            "dropped",
+            "unfinished",
+            "failed",
+            "on_time_per_s",
             "jobs",
             "completed",
             "deadline_misses",
@@ -226,13 +233,25 @@ fn sim_run_prints_the_summary_keys_of_run() {
             assert!(!v[k][key].is_null(), "{k}.{key}: {v}");
         }
     }
-    // 5 fps for 20 s: every frame is a job, skipped, lost or decimated by the remedy.
-    let n = |k: &str| {
-        v["vision"][k]
-            .as_u64()
-            .unwrap_or_else(|| panic!("vision.{k}: {v}"))
-    };
-    let frames = n("jobs") + n("skipped") + n("lost") + n("decimated");
+    let n = |m: &str, k: &str| v[m][k].as_u64().unwrap_or_else(|| panic!("{m}.{k}: {v}"));
+    // Every input accounted for, as in a run's summary.
+    for m in ["vision", "vad", "asr", "llm"] {
+        let parts: u64 = [
+            "on_time",
+            "late",
+            "shed",
+            "skipped",
+            "dropped",
+            "unfinished",
+            "failed",
+        ]
+        .iter()
+        .map(|k| n(m, k))
+        .sum();
+        assert_eq!(n(m, "offered"), parts, "{m}: {v}");
+    }
+    // 5 fps for 20 s: every frame arrives (offered) or is lost on the way.
+    let frames = n("vision", "offered") + n("vision", "lost");
     assert!((99..=101).contains(&frames), "{v}");
     assert_eq!(mmsched(&args), v, "same seed, same prediction");
 }

@@ -103,7 +103,7 @@ pub struct DeviceInfo {
 }
 
 /// The cost of one scheduler job of a kind.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct JobCost {
     /// Median, nanoseconds.
     pub p50_nanos: Nanos,
@@ -117,6 +117,11 @@ pub struct JobCost {
     /// Where the figures come from (an entry `model/engine/input`, and how it was scaled).
     #[serde(default)]
     pub from: String,
+    /// How much longer a job takes while another model computes on the other core (median
+    /// with a neighbour over median alone, measured back to back by `mmsched profile`):
+    /// the interference of two jobs on shared caches and memory. None: not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corun_factor: Option<f64>,
 }
 
 /// A device latency profile.
@@ -145,6 +150,14 @@ pub enum ProfileProblem {
     Version {
         /// The version in the file.
         found: u32,
+    },
+    /// A co-run factor that is not a slowdown.
+    #[error("job {kind}: corun_factor {factor} must be a number from 1 to 100")]
+    BadCorun {
+        /// The job kind.
+        kind: String,
+        /// The factor found, as written.
+        factor: String,
     },
     /// A job cost that is not a cost.
     #[error("jobs.{kind}: need 0 < p50_nanos ≤ p95_nanos ≤ p99_nanos, got {p50} / {p95} / {p99}")]
@@ -195,6 +208,14 @@ impl DeviceProfile {
                     p50: c.p50_nanos,
                     p95: c.p95_nanos,
                     p99: c.p99_nanos,
+                });
+            }
+            if let Some(f) = c.corun_factor
+                && !(f.is_finite() && (1.0..=100.0).contains(&f))
+            {
+                return Err(ProfileProblem::BadCorun {
+                    kind: kind.clone(),
+                    factor: f.to_string(),
                 });
             }
         }
@@ -253,6 +274,7 @@ impl DeviceProfile {
             p99_nanos: scale(t.p99_nanos).max(scale(t.p95_nanos)),
             unit: unit.into(),
             from,
+            corun_factor: None,
         };
         self.jobs.insert(kind.into(), cost);
         true

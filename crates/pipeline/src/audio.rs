@@ -15,6 +15,7 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 use mmsched_runtime::router::GateCounts;
 use mmsched_runtime::router::speech::{SegmenterConfig, SpeechGate, Utterance};
+use mmsched_sim::mic;
 
 /// Samples per VAD chunk (32 ms at 16 kHz).
 pub const CHUNK_SAMPLES: usize = 512;
@@ -78,10 +79,12 @@ impl AudioPath {
         // An 800 ms hangover keeps the short pauses between sentences inside one
         // utterance: Whisper reads a fixed 30 s window, so every extra call costs almost a
         // full transcription.
+        // The simulator models the same gate (`mmsched_sim::mic`): one set of lengths.
+        let packets = |nanos: Nanos| per_20ms((nanos / 20_000_000) as usize);
         let segmenter = SegmenterConfig {
-            preroll_packets: per_20ms(5),
-            hangover_packets: per_20ms(40),
-            max_packets: per_20ms(500),
+            preroll_packets: packets(mic::PREROLL_NANOS),
+            hangover_packets: packets(mic::HANGOVER_NANOS),
+            max_packets: packets(mic::MAX_UTTERANCE_NANOS),
         };
         Self {
             playout: PlayoutBuffer::new(PlayoutConfig {

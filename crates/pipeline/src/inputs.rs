@@ -30,9 +30,6 @@ use crate::stats::Kind;
 /// Width and height of generated camera frames.
 pub const FRAME_SIZE: (u32, u32) = (640, 360);
 
-/// Silence after each pass of the recorded speech, so the microphone carries talk spurts.
-const PAUSE_AFTER_SPEECH_SECS: usize = 4;
-
 /// Prompts of text requests (a transcript, when there is one, is asked about instead).
 pub const PROMPTS: [&str; 4] = [
     "List three safety checks before entering a plant room.",
@@ -156,7 +153,10 @@ fn speech(notes: &mut Vec<String>) -> AudioInput {
     {
         Ok(audio) => {
             let mut samples = audio.samples;
-            samples.extend(std::iter::repeat_n(0.0, 16_000 * PAUSE_AFTER_SPEECH_SECS));
+            // Silence after each pass, so the microphone carries talk spurts (the simulator
+            // loops the same).
+            let pause = (mmsched_sim::mic::RECORDING_PAUSE_NANOS * 16_000 / 1_000_000_000) as usize;
+            samples.extend(std::iter::repeat_n(0.0, pause));
             AudioInput::Samples {
                 samples,
                 looped: true,

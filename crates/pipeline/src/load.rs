@@ -13,70 +13,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mmsched_core::time::{Clock, Nanos};
-use mmsched_scenario::{EpisodeKind, Scenario};
+pub use mmsched_sim::load::LoadProfile;
 
 const TICK_NANOS: Nanos = 5_000_000;
-
-/// One periodic spike.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Spike {
-    from_nanos: Nanos,
-    until_nanos: Nanos,
-    every_nanos: Nanos,
-    spike_nanos: Nanos,
-    load: f64,
-}
-
-/// The load profile of a scenario: demanded share of one core at each time.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct LoadProfile {
-    background: f64,
-    spikes: Vec<Spike>,
-}
-
-impl LoadProfile {
-    /// The profile of `scenario` for a run of `duration_nanos`.
-    pub fn of(scenario: &Scenario, duration_nanos: Nanos) -> Self {
-        let background = scenario.device().background_load_pct.unwrap_or(0.0) / 100.0;
-        let spikes = scenario
-            .episodes()
-            .iter()
-            .filter(|e| e.kind == EpisodeKind::LoadSpike)
-            .filter_map(|e| {
-                let every = e.every_ms? * 1e6;
-                let spike = e.spike_ms? * 1e6;
-                Some(Spike {
-                    from_nanos: (e.start_s * 1e9) as Nanos,
-                    until_nanos: e.end_s.map_or(duration_nanos, |s| (s * 1e9) as Nanos),
-                    every_nanos: (every as Nanos).max(1),
-                    spike_nanos: spike as Nanos,
-                    load: e.load_pct.unwrap_or(100.0) / 100.0,
-                })
-            })
-            .collect();
-        Self {
-            background: background.clamp(0.0, 1.0),
-            spikes,
-        }
-    }
-
-    /// Demanded share of one core at `t_nanos` after the start, in [0, 1].
-    pub fn at(&self, t_nanos: Nanos) -> f64 {
-        let spike: f64 = self
-            .spikes
-            .iter()
-            .filter(|s| t_nanos >= s.from_nanos && t_nanos < s.until_nanos)
-            .filter(|s| (t_nanos - s.from_nanos) % s.every_nanos < s.spike_nanos)
-            .map(|s| s.load)
-            .sum();
-        (self.background + spike).clamp(0.0, 1.0)
-    }
-
-    /// Whether there is any load at all.
-    pub fn is_idle(&self) -> bool {
-        self.background == 0.0 && self.spikes.is_empty()
-    }
-}
 
 /// CPU time the load thread was asked for and burnt, nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -164,22 +103,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spikes_follow_the_episode() {
-        let s = mmsched_scenario::Scenario::load("ar-glasses").expect("built in");
-        let p = LoadProfile::of(&s, 60_000_000_000);
-        let ms = 1_000_000;
-        // Background 10 %, spikes of 60 % for 40 ms every 300 ms.
-        assert!((p.at(10 * ms) - 0.7).abs() < 1e-9, "{}", p.at(10 * ms));
-        assert!((p.at(100 * ms) - 0.1).abs() < 1e-9);
-        assert!((p.at(310 * ms) - 0.7).abs() < 1e-9);
-    }
-
-    #[test]
     fn the_thread_burns_the_cpu_time_it_was_asked_for() {
-        let p = LoadProfile {
-            background: 0.2,
-            spikes: Vec::new(),
-        };
+        let p = LoadProfile::steady(0.2);
         let g = LoadGenerator::start(p, mmsched_core::time::MonotonicClock::new());
         std::thread::sleep(Duration::from_millis(200));
         let spent = g.finish().expect("a load thread ran");

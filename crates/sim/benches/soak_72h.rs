@@ -21,8 +21,15 @@ fn main() {
         let scenario = Scenario::load(name).expect("shipped scenario loads");
         // Wall time is what this benchmark measures.
         let started = std::time::Instant::now();
-        let r = soak::run(&scenario, &profile, &policy, &SoakConfig::default(), || {})
-            .expect("soak runs");
+        let r = soak::run(
+            &scenario,
+            &profile,
+            &policy,
+            &SoakConfig::default(),
+            &mmsched_sim::mic::SpeechLoop::default(),
+            || {},
+        )
+        .expect("soak runs");
         let wall = started.elapsed().as_secs_f64();
         let cell = |a: Arm| {
             let s = &r.arm(a).summary;

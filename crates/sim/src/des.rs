@@ -44,19 +44,11 @@ use serde::Serialize;
 use crate::clock::VirtualClock;
 use crate::health_loop::HealthLoop;
 use crate::jitter::GammaJitter;
+use crate::load::LoadProfile;
+use crate::mic::{ASR_MIN_BUDGET_NANOS, SpeechLoop, VAD_CHUNK_NANOS};
 use crate::profile::{ModelLatency, Profile, ProfileError};
 use crate::rng::{SimRng, stream_rng};
 use mmsched_core::Clock;
-
-/// The run's microphone input: a recorded utterance of this length…
-const SPEECH_NANOS: Nanos = 10_000_000_000;
-/// …then this much silence, looped.
-const PAUSE_NANOS: Nanos = 4_000_000_000;
-/// The speech gate closes an utterance after this much silence.
-const HANGOVER_NANOS: Nanos = 800_000_000;
-
-/// Audio per VAD job: 512 samples at 16 kHz.
-const VAD_CHUNK_NANOS: Nanos = 32_000_000;
 
 /// Conditions of one simulated run (the soak changes them window by window).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,16 +78,33 @@ impl Default for Conditions {
     }
 }
 
-/// Per job class outcome; the first keys are those of `mmsched run`'s `summary.json`.
+/// Per job class outcome; the first keys are those of `mmsched run`'s `summary.json`,
+/// with the same meaning: `offered = on_time + late + shed + skipped + dropped +
+/// unfinished + failed`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ClassReport {
+    /// Inputs that arrived (frames, chunks, utterances, requests; lost frames never arrive).
+    pub offered: u64,
+    /// Finished by their deadline.
+    pub on_time: u64,
+    /// Finished after it.
+    pub late: u64,
+    /// Kept from the model by a health action: the halved camera rate (`decimated`) or an
+    /// open breaker (`broken`).
+    pub dropped: u64,
+    /// Still queued or running when the run (and its drain) ended.
+    pub unfinished: u64,
+    /// Failed: always 0 in a simulation (models do not fail here).
+    pub failed: u64,
+    /// On-time results per simulated second.
+    pub on_time_per_s: f64,
     /// Jobs submitted to the scheduler (frames, chunks, utterances, requests).
     pub jobs: u64,
     /// Jobs finished.
     pub completed: u64,
     /// Finished after their deadline.
     pub deadline_misses: u64,
-    /// Skipped before submission: the image gate, or an open breaker.
+    /// Skipped by the router before submission (the image gate: nothing worth running).
     pub skipped: u64,
     /// Shed by admission (and pruned by the battery saver).
     pub shed: u64,
@@ -113,7 +122,7 @@ pub struct ClassReport {
     pub lost: u64,
     /// Lost packets recovered by retransmission.
     pub recovered: u64,
-    /// Of `skipped`: by an open breaker.
+    /// Of `dropped`: by an open breaker.
     pub broken: u64,
     /// Answers given from the cache, marked stale.
     pub stale: u64,
@@ -164,7 +173,7 @@ impl DesReport {
     pub fn drops(&self) -> (u64, u64) {
         self.classes.values().fold((0, 0), |(d, o), r| {
             let dropped = r.lost - r.recovered + r.shed + (r.broken - r.stale);
-            let offered = r.jobs + r.skipped + r.decimated + r.lost;
+            let offered = r.offered + r.lost;
             (d + dropped, o + offered)
         })
     }
@@ -221,6 +230,10 @@ pub struct Simulator<'a> {
     scenario: &'a Scenario,
     classes: Vec<(String, ModelLatency)>,
     policy: Policy,
+    /// The scenario's background load, sharing the cores with the workers.
+    load: LoadProfile,
+    /// The microphone's talk spurts.
+    speech: SpeechLoop,
 }
 
 impl std::fmt::Debug for Simulator<'_> {
@@ -265,7 +278,17 @@ impl<'a> Simulator<'a> {
             scenario,
             classes,
             policy,
+            // Spikes without an end last as long as any run.
+            load: LoadProfile::of(scenario, Nanos::MAX),
+            speech: SpeechLoop::default(),
         })
+    }
+
+    /// The microphone's talk spurts (the generated ones by default; give the recording's
+    /// when the run's microphone plays a recording).
+    pub fn with_speech(mut self, speech: SpeechLoop) -> Self {
+        self.speech = speech;
+        self
     }
 
     /// The job classes and their latencies, in class order.
@@ -360,7 +383,11 @@ impl<'a> Simulator<'a> {
     ) -> DesReport {
         let clock = VirtualClock::new(0);
         let mut rng: SimRng = stream_rng(seed, 0xDE5);
-        let layout = Layout::new(self.scenario.device().workers.unwrap_or(2));
+        let cores = self.scenario.device().workers.unwrap_or(2);
+        let layout = Layout::new(cores);
+        // Which compute lanes are running a job (the audio lane's tiny jobs aside).
+        let mut computing = vec![false; layout.lanes() as usize];
+        let audio_lane = layout.audio_lane() as usize;
         let Ok(mut sched) = Scheduler::new(&self.policy, layout.lanes(), 0) else {
             return DesReport::default();
         };
@@ -534,7 +561,6 @@ impl<'a> Simulator<'a> {
                                     continue;
                                 }
                                 if broken == Some("vision") {
-                                    r.skipped += 1;
                                     r.broken += 1;
                                     r.stale += u64::from(remedies.use_cache);
                                     continue;
@@ -565,24 +591,18 @@ impl<'a> Simulator<'a> {
                                 for &c in &lane.classes {
                                     match name(c) {
                                         "asr" => {
-                                            let cycle = SPEECH_NANOS + PAUSE_NANOS;
-                                            let close = SPEECH_NANOS + HANGOVER_NANOS;
-                                            let closes = |t: Nanos| {
-                                                t / cycle + u64::from(t % cycle >= close)
-                                            };
-                                            if closes(audio) > closes(audio - packet) {
+                                            for length in
+                                                self.speech.closed_between(audio - packet, audio)
+                                            {
                                                 if broken == Some("asr") {
                                                     let r =
                                                         report.classes.get_mut("asr").expect("asr");
-                                                    r.skipped += 1;
                                                     r.broken += 1;
                                                     r.stale += u64::from(remedies.use_cache);
                                                 } else {
-                                                    jobs.push((
-                                                        c,
-                                                        SPEECH_NANOS + lane.sla_nanos,
-                                                        0,
-                                                    ));
+                                                    // Due within the time it took to say it.
+                                                    let budget = length.max(ASR_MIN_BUDGET_NANOS);
+                                                    jobs.push((c, budget + lane.sla_nanos, 0));
                                                 }
                                             }
                                         }
@@ -640,6 +660,9 @@ impl<'a> Simulator<'a> {
                         }
                     }
                     Ev::Finish(worker, id) => {
+                        if let Some(c) = computing.get_mut(worker as usize) {
+                            *c = false;
+                        }
                         events.push(SchedEvent::Finish {
                             worker,
                             job: JobId(id),
@@ -701,8 +724,29 @@ impl<'a> Simulator<'a> {
                         len_slots,
                     } => {
                         let Some(m) = metas.get(&job.0) else { continue };
-                        let cost = (self.classes[m.class].1.sample_nanos(&mut rng) as f64
-                            * cond.cost_multiplier) as Nanos;
+                        let latency = &self.classes[m.class].1;
+                        let work =
+                            (latency.sample_nanos(&mut rng) as f64 * cond.cost_multiplier) as Nanos;
+                        let cost = if worker as usize == audio_lane {
+                            work
+                        } else {
+                            if let Some(c) = computing.get_mut(worker as usize) {
+                                *c = true;
+                            }
+                            let busy = computing
+                                .iter()
+                                .enumerate()
+                                .filter(|&(w, &b)| b && w != audio_lane)
+                                .count() as u32;
+                            // Beside another computing job: the measured interference.
+                            let work = if busy > 1 {
+                                (work as f64 * latency.corun_factor) as Nanos
+                            } else {
+                                work
+                            };
+                            let at = (cond.start_s * 1e9) as Nanos + now;
+                            self.load.stretch(at, work, cores, busy)
+                        };
                         push(&mut queue, now + cost.max(1), Ev::Finish(worker, job.0));
                         if let Some(t) = trace.as_deref_mut() {
                             t.push(format!(
@@ -746,6 +790,19 @@ impl<'a> Simulator<'a> {
                     }
                 }
             }
+        }
+        let seconds = report.seconds;
+        for r in report.classes.values_mut() {
+            r.on_time = r.completed - r.deadline_misses;
+            r.late = r.deadline_misses;
+            r.dropped = r.decimated + r.broken;
+            r.unfinished = r.jobs.saturating_sub(r.completed + r.shed);
+            r.offered = r.jobs + r.skipped + r.dropped;
+            r.on_time_per_s = if seconds > 0.0 {
+                r.on_time as f64 / seconds
+            } else {
+                0.0
+            };
         }
         for (c, lat) in latencies.into_iter().enumerate() {
             let mut scratch = lat.clone();
@@ -845,5 +902,19 @@ mod tests {
         assert!(!acting.changes.is_empty());
         assert_eq!(off.classes["vision"].decimated, 0);
         assert!(on.classes["vision"].decimated > 0, "{on:?}");
+        // Every input is accounted for, as in a real run's summary.
+        for report in [&off, &on] {
+            for (k, r) in &report.classes {
+                assert_eq!(
+                    r.offered,
+                    r.on_time + r.late + r.shed + r.skipped + r.dropped + r.unfinished + r.failed,
+                    "{k}: {r:?}"
+                );
+            }
+        }
+        assert_eq!(
+            on.classes["vision"].dropped,
+            on.classes["vision"].decimated + on.classes["vision"].broken
+        );
     }
 }

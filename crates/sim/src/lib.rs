@@ -10,6 +10,8 @@
 //! - [`des`] — the discrete-event simulator driving the core `Scheduler` step function;
 //! - [`health_loop`] — the core's health controller stepped inside a simulation;
 //! - [`profile`] — device latency profiles (job costs);
+//! - [`load`] — the scenario's background CPU load and how it slows the workers;
+//! - [`mic`] — the microphone's talk spurts and the utterances they make;
 //! - [`soak`] — long-run soaks in three arms (no health loop, a naive fix, mmsched's health
 //!   loop) with stressors acting through named mechanisms (S10), [`plot`] its SVG;
 //! - [`rng`] — seeded, reproducible random streams;
@@ -27,6 +29,8 @@ pub mod drift;
 pub mod emodel;
 pub mod health_loop;
 pub mod jitter;
+pub mod load;
+pub mod mic;
 pub mod plot;
 pub mod profile;
 pub mod replay;

@@ -32,6 +32,9 @@ pub struct ModelLatency {
     pub p95_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
+    /// Cost multiplier while another model computes on the other core (1: none, or not
+    /// measured).
+    pub corun_factor: f64,
 }
 
 /// A device latency profile and where it came from.
@@ -160,6 +163,7 @@ impl Profile {
                 p50_ms: ms(j.p50_nanos),
                 p95_ms: ms(j.p95_nanos),
                 p99_ms: ms(j.p99_nanos),
+                corun_factor: j.corun_factor.unwrap_or(1.0),
             })
             .ok_or_else(|| ProfileError::MissingKind {
                 source_name: self.source.clone(),
@@ -177,6 +181,7 @@ impl ModelLatency {
             p50_ms: ms,
             p95_ms: ms * 1.2,
             p99_ms: ms * 1.3,
+            corun_factor: 1.0,
         }
     }
 

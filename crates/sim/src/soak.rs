@@ -22,7 +22,8 @@
 //!   below 20 % charge; *battery saver*: the charge goes to the scheduler, which prunes
 //!   unimportant work when low;
 //! - *background load* (`[device] background_load_pct`) and *load spikes* (load-spike
-//!   episodes, by duty cycle): job cost × (1 + load);
+//!   episodes): a thread sharing the cores with the workers, as `mmsched run` burns it
+//!   (see [`crate::load::LoadProfile::stretch`]);
 //! - *Wi-Fi outages* (Wi-Fi switching): the outage share of time is lost on every networked
 //!   link, unrecoverably; *Wi-Fi switch loss*: `loss_pct` during the 2 s after each switch,
 //!   recoverable by retransmission; *vibration*: +0.2 % loss per g; *jitter bursts*: the
@@ -50,6 +51,7 @@ use serde::Serialize;
 
 use crate::des::{Conditions, DesReport, Simulator};
 use crate::health_loop::HealthLoop;
+use crate::mic::SpeechLoop;
 use crate::profile::{Profile, ProfileError};
 
 /// Settings of a soak.
@@ -231,7 +233,6 @@ fn env_at(s: &Scenario, hour: f64) -> Env {
     let mut drift_per_c = 0.0;
     let mut outage = 0.0;
     let mut random = 0.0;
-    let mut spike = 0.0;
     for e in s.episodes().iter().filter(|e| e.active_at(t_s)) {
         match e.kind {
             EpisodeKind::Temperature => {
@@ -254,11 +255,10 @@ fn env_at(s: &Scenario, hour: f64) -> Env {
                     random += 100.0 * (burst / every).min(1.0) * 0.1;
                 }
             }
-            EpisodeKind::LoadSpike => {
-                let duty = e.spike_ms.unwrap_or(0.0) / e.every_ms.unwrap_or(1.0).max(1.0);
-                spike += duty.min(1.0) * e.load_pct.unwrap_or(0.0) / 100.0;
-            }
-            EpisodeKind::PacketLoss | EpisodeKind::Blur | EpisodeKind::Dark => {}
+            EpisodeKind::LoadSpike
+            | EpisodeKind::PacketLoss
+            | EpisodeKind::Blur
+            | EpisodeKind::Dark => {}
         }
     }
     let drift_ppm = s
@@ -275,11 +275,11 @@ fn env_at(s: &Scenario, hour: f64) -> Env {
         1.0
     };
     let throttle = 1.0 + 0.01 * (temp_c - 70.0).max(0.0);
-    let background = s.device().background_load_pct.unwrap_or(0.0) / 100.0;
+    // Background load and spikes act in the simulator itself, sharing the cores.
     Env {
         temp_c,
         drift_ppm,
-        cost: throttle * (1.0 + background) * (1.0 + spike) * low_power,
+        cost: throttle * low_power,
         outage_loss_pct: outage.min(100.0),
         random_loss_pct: random.min(100.0),
         battery_fraction: battery_pct / 100.0,
@@ -297,7 +297,9 @@ pub fn mechanisms(s: &Scenario) -> Vec<Mechanism> {
     if let Some(bg) = s.device().background_load_pct.filter(|b| *b > 0.0) {
         add(
             "background load",
-            format!("job cost × {:.2}", 1.0 + bg / 100.0),
+            format!(
+                "{bg} % of one core taken by another thread, from the workers' cores when no core is idle"
+            ),
         );
     }
     let b = s.battery();
@@ -356,7 +358,7 @@ pub fn mechanisms(s: &Scenario) -> Vec<Mechanism> {
             EpisodeKind::LoadSpike => add(
                 "load spikes",
                 format!(
-                    "{} % CPU for {} ms every {} ms: job cost × (1 + duty × load)",
+                    "{} % of one core for {} ms every {} ms, shared with the workers like the background load",
                     e.load_pct.unwrap_or(0.0),
                     e.spike_ms.unwrap_or(0.0),
                     e.every_ms.unwrap_or(0.0)
@@ -510,12 +512,14 @@ fn summarize(points: &[SoakPoint], per_hour: usize) -> ArmSummary {
     }
 }
 
-/// Runs the three arms of a soak. `progress` is called once per window of each arm.
+/// Runs the three arms of a soak with the microphone's talk spurts `speech`. `progress` is
+/// called once per window of each arm.
 pub fn run(
     scenario: &Scenario,
     profile: &Profile,
     policy: &Policy,
     cfg: &SoakConfig,
+    speech: &SpeechLoop,
     mut progress: impl FnMut(),
 ) -> Result<SoakResult, SoakError> {
     if !(cfg.hours.is_finite() && cfg.hours > 0.0 && cfg.hours <= 10_000.0) {
@@ -542,7 +546,7 @@ pub fn run(
             cfg.restart_every_h, cfg.restart_downtime_s
         )));
     }
-    let sim = Simulator::new(scenario, profile, policy.clone())?;
+    let sim = Simulator::new(scenario, profile, policy.clone())?.with_speech(speech.clone());
     let mut assumptions = Vec::new();
     if cfg.wear_pct_per_hour > 0.0 {
         assumptions.push(format!(
@@ -644,6 +648,7 @@ mod tests {
             &Profile::reference(),
             &Policy::default(),
             &short(2.0, 0.0),
+            &SpeechLoop::default(),
             || {},
         )
         .expect("runs");
@@ -671,6 +676,7 @@ mod tests {
             &Profile::reference(),
             &Policy::default(),
             &short(2.0, 5.0),
+            &SpeechLoop::default(),
             || {},
         )
         .expect("runs");

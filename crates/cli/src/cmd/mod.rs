@@ -11,6 +11,7 @@ pub mod models;
 pub mod openai;
 pub mod policy;
 pub mod profile;
+pub mod profile_corun;
 pub mod run;
 pub mod serve;
 pub mod serve_models;

@@ -312,6 +312,21 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     for m in derive_jobs(&mut p.profile, engine) {
         eprintln!("warning: no job cost for {m}; sim and run fall back to nothing for that kind");
     }
+    eprintln!("measuring co-running jobs (each kind alone, then beside another model)");
+    let corun_engine = engines
+        .first()
+        .copied()
+        .map_or_else(EngineOptions::default, EngineOptions::new);
+    for m in crate::cmd::profile_corun::measure(
+        &mut p.profile,
+        corun_engine,
+        run_camera_frame()?,
+        a.runs,
+    )
+    .context("measuring co-running jobs")?
+    {
+        eprintln!("note: {m}");
+    }
     mmsched_sim::profile::Profile::save(&p.profile, &out)
         .with_context(|| format!("writing the profile to {}", out.display()))?;
     if a.json {

@@ -243,7 +243,8 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
     );
     // Wall time is reported, never used in a decision.
     let started = std::time::Instant::now();
-    let result = soak::run(&scenario, &profile, &policy, &cfg, || bar.inc(1))?;
+    let (speech, _) = microphone_speech(&scenario);
+    let result = soak::run(&scenario, &profile, &policy, &cfg, &speech, || bar.inc(1))?;
     let wall_secs = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let out = a
@@ -330,7 +331,8 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
         anyhow::bail!("--duration must be between 0 and 86400 seconds, got {secs}");
     }
-    let sim = Simulator::new(&scenario, &profile, policy.clone())?;
+    let (speech, microphone) = microphone_speech(&scenario);
+    let sim = Simulator::new(&scenario, &profile, policy.clone())?.with_speech(speech);
     let mut health = HealthLoop::new(policy.ldti(), true);
     health.drift_ppm = scenario
         .streams()
@@ -363,6 +365,7 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
         "duration": secs,
         "seed": a.common.seed,
         "profile": profile.source,
+        "microphone": microphone,
         "vision": modality("vision"),
         "vad": modality("vad"),
         "asr": modality("asr"),
@@ -668,4 +671,64 @@ fn run_drift(a: DriftArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The talk spurts of the microphone `mmsched run` would play for `scenario`: its WAV
+/// source, else the recorded clip (with the run's pause after it) when cached, else the
+/// generated spurts; with a line saying which.
+fn microphone_speech(
+    scenario: &mmsched_scenario::Scenario,
+) -> (mmsched_sim::mic::SpeechLoop, String) {
+    use mmsched_scenario::{SourceKind, StreamKind};
+    use mmsched_sim::mic::{RECORDING_PAUSE_NANOS, SpeechLoop};
+    let source = scenario
+        .streams()
+        .iter()
+        .find(|s| s.kind == StreamKind::Audio)
+        .and_then(|s| s.source.clone());
+    let (path, pause) = match &source {
+        Some(src) if src.kind == SourceKind::Wav => (
+            src.path.as_deref().map(PathBuf::from),
+            // A WAV source loops without a pause; one that does not loop is one pass.
+            if src.looped() { 0 } else { u64::MAX / 4 },
+        ),
+        Some(src) if src.kind != SourceKind::Generated => {
+            return (
+                SpeechLoop::default(),
+                format!(
+                    "microphone: a live {} source; talk spurts assumed as generated ones (2 s talk, 1.5 s silence)",
+                    src.kind.as_str()
+                ),
+            );
+        }
+        _ => (
+            mmsched_models::ModelPaths::from_env()
+                .require(mmsched_models::Artifact::Beckett)
+                .ok(),
+            RECORDING_PAUSE_NANOS,
+        ),
+    };
+    match path.map(|p| (mmsched_backends::audio::read_wav_16k(&p), p)) {
+        Some((Ok(audio), p)) => {
+            let l = SpeechLoop::from_samples(&audio.samples, pause);
+            let note = format!(
+                "microphone: {} ({} utterance(s) in the {:.1} s clip, found by an energy rule)",
+                p.display(),
+                l.spurts.len(),
+                audio.samples.len() as f64 / 16_000.0
+            );
+            (l, note)
+        }
+        Some((Err(e), p)) => (
+            SpeechLoop::default(),
+            format!(
+                "microphone: {} unreadable ({e}); talk spurts assumed as generated ones",
+                p.display()
+            ),
+        ),
+        None => (
+            SpeechLoop::default(),
+            "microphone: generated talk spurts (2 s talk, 1.5 s silence), as the run without the cached recording".into(),
+        ),
+    }
 }

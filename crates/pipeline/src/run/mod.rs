@@ -79,9 +79,8 @@ const PROGRESS_NANOS: Nanos = 1_000_000_000;
 const START_LEAD_NANOS: Nanos = 200_000_000;
 /// Longest wait for jobs in flight after the inputs stop.
 const DRAIN_NANOS: Nanos = 20_000_000_000;
-/// Shortest time budget of a transcript: Whisper reads 30 s windows, so a short utterance
-/// costs nearly what a long one does.
-pub(crate) const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
+/// Shortest time budget of a transcript (shared with the simulator).
+pub(crate) use mmsched_sim::mic::ASR_MIN_BUDGET_NANOS;
 /// How long a measured job cost is trusted for prediction.
 const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 /// How long a deferred text-generation step waits before it competes again.
