@@ -138,6 +138,7 @@ fn camera_episodes(scenario: &Scenario, stream: &str) -> Vec<CameraEpisode> {
                 from_nanos: (e.start_s.max(0.0) * 1e9) as Nanos,
                 until_nanos: e.end_s.map_or(Nanos::MAX, |s| (s.max(0.0) * 1e9) as Nanos),
                 degradation,
+                fraction: e.fraction.unwrap_or(1.0),
             })
         })
         .collect()

@@ -35,7 +35,7 @@ pub enum Degradation {
 }
 
 /// A span of camera time during which frames are degraded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Episode {
     /// Start, in nanoseconds after the camera's first frame (inclusive).
     pub from_nanos: Nanos,
@@ -43,6 +43,18 @@ pub struct Episode {
     pub until_nanos: Nanos,
     /// What happens to the frames.
     pub degradation: Degradation,
+    /// Share of the episode's frames degraded, in [0, 1] (1: all), spread evenly.
+    pub fraction: f64,
+}
+
+impl Episode {
+    /// Whether the episode degrades frame `k` (the camera's frame number): frames are
+    /// picked evenly, so that `fraction` of any run of frames is degraded, the same in
+    /// every run.
+    fn picks(&self, k: u64) -> bool {
+        let f = self.fraction.clamp(0.0, 1.0);
+        ((k + 1) as f64 * f).floor() > (k as f64 * f).floor()
+    }
 }
 
 /// What the camera looks at.
@@ -279,6 +291,7 @@ impl<C: Clock> Camera<C> {
             .episodes
             .iter()
             .find(|e| (e.from_nanos..e.until_nanos).contains(&since))
+            .filter(|e| e.picks(k))
         {
             degrade(&mut frame, e.degradation);
             frame.degradation = Some(e.degradation);
@@ -542,11 +555,13 @@ mod tests {
                 from_nanos: 200 * NANOS_PER_MILLI,
                 until_nanos: 400 * NANOS_PER_MILLI,
                 degradation: Degradation::Blur { radius_px: 3 },
+                fraction: 1.0,
             },
             Episode {
                 from_nanos: 400 * NANOS_PER_MILLI,
                 until_nanos: 500 * NANOS_PER_MILLI,
                 degradation: Degradation::Dark { brightness_pct: 8 },
+                fraction: 1.0,
             },
         ];
         let mut cam = camera(&device, episodes);
@@ -571,6 +586,22 @@ mod tests {
             (mean_luma(&f[2]) - mean_luma(&f[1])).abs() < 3.0,
             "blur keeps brightness"
         );
+    }
+
+    #[test]
+    fn an_episode_degrades_its_fraction_of_frames_evenly() {
+        let e = Episode {
+            from_nanos: 0,
+            until_nanos: Nanos::MAX,
+            degradation: Degradation::Dark { brightness_pct: 5 },
+            fraction: 0.8,
+        };
+        let picked = (0..100).filter(|&k| e.picks(k)).count();
+        assert_eq!(picked, 80);
+        // Evenly: never more than one untouched frame in a row at 0.8.
+        assert!((0..99).all(|k| e.picks(k) || e.picks(k + 1)));
+        let all = Episode { fraction: 1.0, ..e };
+        assert!((0..50).all(|k| all.picks(k)));
     }
 
     #[test]
