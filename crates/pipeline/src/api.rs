@@ -305,16 +305,11 @@ impl Runtime {
     /// loop thread of its own, on the OS clock, with cost priors from the device profile.
     pub fn start(config: RuntimeConfig, models: Box<dyn Models + Sync>) -> Result<Self, ApiError> {
         let clock = Device::new();
-        let exec = crate::platform::executor(
+        let exec = crate::platform::plain_executor(
             config.scheduler,
             &config.policy,
             config.workers.max(1),
             clock,
-            false,
-            false,
-            false,
-            #[cfg(target_os = "linux")]
-            None,
         )
         .map_err(|e| ApiError::Start(Box::new(e)))?;
         Self::on_executor(exec, clock, models)

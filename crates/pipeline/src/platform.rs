@@ -139,3 +139,25 @@ pub fn executor(
         }
     })
 }
+
+/// The executor of `kind` on the standard layout of `workers`, as a library or a server
+/// runs it: no pinning, real-time priority or resource groups, no step recording,
+/// shedding on.
+pub fn plain_executor(
+    kind: SchedulerKind,
+    policy: &Policy,
+    workers: usize,
+    clock: Device,
+) -> Result<Box<dyn Executor>, RunError> {
+    executor(
+        kind,
+        policy,
+        workers,
+        clock,
+        false,
+        false,
+        false,
+        #[cfg(target_os = "linux")]
+        None,
+    )
+}

@@ -164,17 +164,8 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
         ));
     }
     let clock = Device::new();
-    let exec = mmsched_pipeline::platform::executor(
-        a.scheduler.into(),
-        policy,
-        WORKERS,
-        clock,
-        false,
-        false,
-        false,
-        #[cfg(target_os = "linux")]
-        None,
-    )?;
+    let exec =
+        mmsched_pipeline::platform::plain_executor(a.scheduler.into(), policy, WORKERS, clock)?;
     let service = Service::start(exec, clock).context("starting the scheduler thread")?;
     Ok((
         ModelApi::new(
