@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
 
 use mmsched_backends::RgbFrame;
-use mmsched_core::Modality;
 use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::{Executor, SchedulerKind};
@@ -35,12 +34,23 @@ use mmsched_runtime::sched::{Executor, SchedulerKind};
 use crate::inputs::Device;
 use crate::jobs::Output;
 use crate::models::Models;
-use crate::run::ASR_MIN_BUDGET_NANOS;
+use crate::run::transcript_budget_nanos;
 use crate::service::{JobEvent, JobRequest, Service, ServiceError, Submitter};
 use crate::stats::Kind;
 
 /// Cost of one step per kind to assume until measured, when the device profile has none.
 const FALLBACK_PRIOR_NANOS: [Nanos; 4] = [100_000_000, 1_000_000, 1_000_000_000, 40_000_000];
+
+/// The cost of one step of each kind (in [`Kind::ALL`] order) to assume until the loop has
+/// measured its own: the profile's P99, else a fallback of the order of this project's
+/// models on a 2-core machine.
+pub fn cost_priors(profile: &mmsched_sim::profile::Profile) -> [Nanos; 4] {
+    std::array::from_fn(|i| {
+        profile
+            .latency(Kind::ALL[i].as_str())
+            .map_or(FALLBACK_PRIOR_NANOS[i], |l| (l.p99_ms * 1e6) as Nanos)
+    })
+}
 
 /// A stream's terms: its results are due `sla_ms` after release; `importance` in [0, 1]
 /// weighs it against the others under overload.
@@ -100,6 +110,9 @@ pub enum ApiError {
     /// The scheduler's loop has stopped.
     #[error(transparent)]
     Stopped(#[from] ServiceError),
+    /// The device profile (for cost priors) could not be read.
+    #[error("the device profile could not be read")]
+    Profile(#[source] mmsched_sim::profile::ProfileError),
     /// The executor or its loop could not start.
     #[error("the scheduler could not start")]
     Start(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -326,33 +339,28 @@ impl Runtime {
         C: mmsched_core::time::Clock + Clone + Send + Sync + 'static,
     {
         let service = Service::start(exec, clock).map_err(|e| ApiError::Start(Box::new(e)))?;
-        let mut rt = Self::on_loop(service.submitter(), models);
+        let mut rt = Self::on_loop(service.submitter(), models)?;
         rt._service = Some(service);
         Ok(rt)
     }
 
     /// A runtime whose jobs go to another loop through `jobs` (e.g. `mmsched run`'s, see
-    /// [`crate::config::External`]).
-    pub fn on_loop(jobs: Submitter, models: Box<dyn Models + Sync>) -> Self {
+    /// [`crate::config::External`]), with cost priors from the device profile (measured, or
+    /// the shipped reference).
+    pub fn on_loop(jobs: Submitter, models: Box<dyn Models + Sync>) -> Result<Self, ApiError> {
         let profile = mmsched_sim::profile::Profile::resolve(
             None,
             Some(&mmsched_backends::paths::mmsched_home()),
         )
-        .ok();
-        let priors = std::array::from_fn(|i| {
-            profile
-                .as_ref()
-                .and_then(|p| p.latency(Kind::ALL[i].as_str()).ok())
-                .map_or(FALLBACK_PRIOR_NANOS[i], |l| (l.p99_ms * 1e6) as Nanos)
-        });
-        Self {
+        .map_err(ApiError::Profile)?;
+        Ok(Self {
             jobs,
             _service: None,
             models,
             streams: HashMap::new(),
-            priors,
+            priors: cost_priors(&profile),
             next_trace: AtomicU64::new(1),
-        }
+        })
     }
 
     /// Adds (or changes) a stream and its terms.
@@ -411,8 +419,9 @@ impl Runtime {
         capture_nanos: Nanos,
         samples: Vec<f32>,
     ) -> Result<Ticket, ApiError> {
-        let length = (samples.len() as u64 * 1_000_000_000 / 16_000).max(ASR_MIN_BUDGET_NANOS);
-        self.submit(stream, Kind::Asr, capture_nanos, length, |m, tag, tx| {
+        let length = samples.len() as u64 * 1_000_000_000 / 16_000;
+        let budget = transcript_budget_nanos(length);
+        self.submit(stream, Kind::Asr, capture_nanos, budget, |m, tag, tx| {
             m.asr(samples, tag, tx)
         })
     }
@@ -455,16 +464,11 @@ impl Runtime {
         let (tx, outputs) = mpsc::channel();
         let release = self.now_nanos();
         let deadline = release + (terms.sla_ms * 1e6) as Nanos + extra_budget_nanos;
-        let modality = match kind {
-            Kind::Vision => Modality::Image,
-            Kind::Vad | Kind::Asr => Modality::Audio,
-            Kind::Llm => Modality::Text,
-        };
         let events = self.jobs.submit(JobRequest {
             class: kind.as_str().into(),
-            modality,
+            modality: kind.modality(),
             deadline_nanos: deadline,
-            prior_cost_nanos: self.priors[Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0)],
+            prior_cost_nanos: self.priors[kind.index()],
             importance: terms.importance,
             work: work(&*self.models, trace_id, tx),
         })?;

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
 
 /// The four job kinds of a run, in report order.
@@ -35,6 +36,15 @@ impl Kind {
     /// Position in [`Kind::ALL`].
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The modality of its input.
+    pub fn modality(self) -> Modality {
+        match self {
+            Kind::Vision => Modality::Image,
+            Kind::Vad | Kind::Asr => Modality::Audio,
+            Kind::Llm => Modality::Text,
+        }
     }
 }
 

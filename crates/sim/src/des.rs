@@ -45,7 +45,7 @@ use crate::clock::VirtualClock;
 use crate::health_loop::HealthLoop;
 use crate::jitter::GammaJitter;
 use crate::load::LoadProfile;
-use crate::mic::{ASR_MIN_BUDGET_NANOS, SpeechLoop, VAD_CHUNK_NANOS};
+use crate::mic::{SpeechLoop, VAD_CHUNK_NANOS, transcript_budget_nanos};
 use crate::profile::{ModelLatency, Profile, ProfileError};
 use crate::rng::{SimRng, stream_rng};
 use mmsched_core::Clock;
@@ -601,7 +601,7 @@ impl<'a> Simulator<'a> {
                                                     r.stale += u64::from(remedies.use_cache);
                                                 } else {
                                                     // Due within the time it took to say it.
-                                                    let budget = length.max(ASR_MIN_BUDGET_NANOS);
+                                                    let budget = transcript_budget_nanos(length);
                                                     jobs.push((c, budget + lane.sla_nanos, 0));
                                                 }
                                             }

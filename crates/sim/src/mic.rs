@@ -27,6 +27,12 @@ pub const ASR_MIN_BUDGET_NANOS: Nanos = 2_000_000_000;
 /// Silence after each pass of the recording in the run's microphone loop.
 pub const RECORDING_PAUSE_NANOS: Nanos = 4_000_000_000;
 
+/// How long after release a transcript of an utterance `length_nanos` long is due, before
+/// the stream's SLA: the time it took to say it, at least [`ASR_MIN_BUDGET_NANOS`].
+pub fn transcript_budget_nanos(length_nanos: Nanos) -> Nanos {
+    length_nanos.max(ASR_MIN_BUDGET_NANOS)
+}
+
 /// Speech detected this far above the noise floor (10 dB in amplitude).
 const ABOVE_FLOOR: f64 = 3.162;
 

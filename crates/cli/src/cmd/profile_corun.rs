@@ -136,6 +136,20 @@ pub fn measure(
             "co-run factors not measured: this process has one CPU".into(),
         ]);
     };
+    // Both sides run pinned, each on its own CPU; where the OS refuses, say so and measure
+    // nothing rather than a figure of unknown placement.
+    let pinned = std::thread::scope(|s| {
+        s.spawn(|| rt::pin_current(b))
+            .join()
+            .unwrap_or(rt::RtStatus::Failed {
+                reason: "the probe thread panicked".into(),
+            })
+    });
+    if !matches!(pinned, rt::RtStatus::Applied { .. }) {
+        return Ok(vec![format!(
+            "co-run factors not measured: a thread cannot be pinned ({pinned:?})"
+        )]);
+    }
     let paths = ModelPaths::from_env();
     let mut frames = ocr_job(engine, frame.clone())?;
     let mut frames_beside = ocr_job(engine, frame)?;

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use mmsched_core::policy::Policy;
-use mmsched_core::time::Nanos;
 use mmsched_pipeline::engines::Engines;
 use mmsched_pipeline::inputs::Device;
 use mmsched_pipeline::service::{Service, Submitter};
+use mmsched_pipeline::stats::Kind;
 use mmsched_pipeline::{External, RunConfig, RunOutcome};
 use mmsched_scenario::Scenario;
 
@@ -18,12 +18,12 @@ use crate::cmd::serve::ModelArgs;
 /// General workers (the standard layout adds the voice-activity worker).
 const WORKERS: usize = 2;
 
-/// Class defaults: deadline (ms), concurrent requests, cost prior when the profile has
-/// none (ns).
-const DEFAULTS: [(ApiClass, u64, usize, Nanos); 3] = [
-    (ApiClass::Text, 30_000, 4, 40_000_000),
-    (ApiClass::Asr, 10_000, 2, 1_000_000_000),
-    (ApiClass::Vision, 2_000, 4, 100_000_000),
+/// Class defaults: the job kind whose cost prior it takes, deadline (ms), concurrent
+/// requests.
+const DEFAULTS: [(ApiClass, Kind, u64, usize); 3] = [
+    (ApiClass::Text, Kind::Llm, 30_000, 4),
+    (ApiClass::Asr, Kind::Asr, 10_000, 2),
+    (ApiClass::Vision, Kind::Vision, 2_000, 4),
 ];
 
 /// Parses `CLASS=N` settings into `apply`.
@@ -114,16 +114,10 @@ pub fn load(a: &ModelArgs, policy: &Policy) -> Result<(ModelApi, Option<StreamsR
         Some(&mmsched_backends::paths::mmsched_home()),
     )
     .context("reading the device profile for cost priors")?;
+    let priors = mmsched_pipeline::api::cost_priors(&profile);
     let mut classes = BTreeMap::new();
-    for (class, deadline_ms, max_concurrent, prior) in DEFAULTS {
-        let kind = match class {
-            ApiClass::Text => "llm",
-            ApiClass::Asr => "asr",
-            ApiClass::Vision => "vision",
-        };
-        let prior_cost_nanos = profile
-            .latency(kind)
-            .map_or(prior, |l| (l.p99_ms * 1e6) as Nanos);
+    for (class, kind, deadline_ms, max_concurrent) in DEFAULTS {
+        let prior_cost_nanos = priors[kind.index()];
         classes.insert(
             class,
             ClassSettings {

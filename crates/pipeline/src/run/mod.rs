@@ -41,7 +41,6 @@ mod vision;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mmsched_core::Modality;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::scheduler::LogEntry;
 use mmsched_core::time::{Clock, Nanos};
@@ -80,7 +79,7 @@ const START_LEAD_NANOS: Nanos = 200_000_000;
 /// Longest wait for jobs in flight after the inputs stop.
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript (shared with the simulator).
-pub(crate) use mmsched_sim::mic::ASR_MIN_BUDGET_NANOS;
+pub(crate) use mmsched_sim::mic::{ASR_MIN_BUDGET_NANOS, transcript_budget_nanos};
 /// How long a measured job cost is trusted for prediction.
 const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 /// How long a deferred text-generation step waits before it competes again.
@@ -185,14 +184,6 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
-    fn modality(kind: Kind) -> Modality {
-        match kind {
-            Kind::Vision => Modality::Image,
-            Kind::Vad | Kind::Asr => Modality::Audio,
-            Kind::Llm => Modality::Text,
-        }
-    }
-
     fn importance(&self, kind: Kind) -> f64 {
         self.inputs.stream(kind).map_or(0.5, |s| s.importance)
     }
@@ -208,7 +199,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     fn submit(&mut self, now: Nanos, tag: u64, rec: JobRec, work: Box<dyn Work>) {
         let info = TaskInfo {
             class: self.class(rec.kind),
-            modality: Self::modality(rec.kind),
+            modality: rec.kind.modality(),
             deadline_nanos: rec.deadline,
             predicted_cost_nanos: self.cost.predict(self.class(rec.kind), now),
             importance: self.importance(rec.kind),
@@ -266,7 +257,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             stage::DROP,
             kind.as_str(),
             at,
-            Some(Self::modality(kind)),
+            Some(kind.modality()),
             by.as_str(),
         );
     }
@@ -279,7 +270,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             stage::SKIP,
             kind.as_str(),
             at,
-            Some(Self::modality(kind)),
+            Some(kind.modality()),
             reason,
         );
     }

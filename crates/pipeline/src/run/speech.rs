@@ -8,7 +8,7 @@ use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::speech::Utterance;
 use mmsched_trace::ids::TraceId;
 
-use super::{ASR_MIN_BUDGET_NANOS, JobRec, Run, arrived};
+use super::{JobRec, Run, arrived, transcript_budget_nanos};
 use crate::audio::AudioPath;
 use crate::jobs::Output;
 use crate::nack::Nacks;
@@ -143,13 +143,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let sla = self.sla_nanos(Kind::Asr);
         for u in utterances {
             self.stats.offered(Kind::Asr);
-            let length = u
-                .end_nanos
-                .saturating_sub(u.start_nanos)
-                .max(ASR_MIN_BUDGET_NANOS);
+            let budget = transcript_budget_nanos(u.end_nanos.saturating_sub(u.start_nanos));
             self.speech.asr_queue.push_back(Waiting {
                 release: now,
-                deadline: now + sla + length,
+                deadline: now + sla + budget,
                 capture: u.start_nanos,
                 samples: u.samples,
             });

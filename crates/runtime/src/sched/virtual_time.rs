@@ -14,7 +14,7 @@ use mmsched_core::time::{Clock, Nanos};
 
 use super::exec::{StepLanes, TaskInfo};
 use super::work::Work;
-use super::worker::Completion;
+use super::worker::{Completion, run_step};
 
 /// A clock shared between threads that moves only forward and only when told.
 #[derive(Debug, Clone, Default)]
@@ -83,25 +83,19 @@ impl StepLanes for VirtualLanes {
         lane: usize,
         job: JobId,
         info: &TaskInfo,
-        mut work: Box<dyn Work>,
+        work: Box<dyn Work>,
         _threads: usize,
     ) -> Result<(), Box<dyn Work>> {
         let Some(busy_until) = self.busy_until.get_mut(lane) else {
             return Err(work);
         };
+        // The step runs now, taking no virtual time; its times are the lane's.
+        let mut step = run_step(lane, job, work, &self.clock);
         // A lane runs one step at a time: a step started while another runs queues.
-        let started_nanos = self.clock.now_nanos().max(*busy_until);
-        let outcome = work.step();
-        let ended_nanos = started_nanos.saturating_add((self.cost)(info));
-        *busy_until = ended_nanos;
-        self.running.push(Completion {
-            lane,
-            job,
-            outcome,
-            work,
-            started_nanos,
-            ended_nanos,
-        });
+        step.started_nanos = step.started_nanos.max(*busy_until);
+        step.ended_nanos = step.started_nanos.saturating_add((self.cost)(info));
+        *busy_until = step.ended_nanos;
+        self.running.push(step);
         Ok(())
     }
 
