@@ -146,20 +146,48 @@ pub fn vad(
     })
 }
 
-/// Whisper on one utterance.
+/// Whisper on one utterance, on the threads the scheduler granted its step
+/// ([`Work::grant_threads`]; the ggml engine takes them, candle's keep their own pool).
 pub fn asr(
     model: Shared<mmsched_backends::asr::AsrSession>,
     samples: Vec<f32>,
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
-    let clip = AudioClip {
-        samples,
-        sample_rate_hz: 16_000,
-    };
-    Box::new(move || {
+    Box::new(AsrWork {
+        model,
+        clip: AudioClip {
+            samples,
+            sample_rate_hz: 16_000,
+        },
+        tag,
+        out,
+        granted: 1,
+    })
+}
+
+/// One utterance waiting for its step.
+struct AsrWork {
+    model: Shared<mmsched_backends::asr::AsrSession>,
+    clip: AudioClip,
+    tag: u64,
+    out: Sender<Output>,
+    /// Intra-op threads granted for the step.
+    granted: usize,
+}
+
+impl Work for AsrWork {
+    fn grant_threads(&mut self, threads: usize) {
+        self.granted = threads.max(1);
+    }
+
+    fn step(&mut self) -> Result<StepOutcome, WorkError> {
+        let (out, tag) = (&self.out, self.tag);
         let clock = MonotonicClock::new();
-        match run_timed(&mut *lock(&model), &clip, &clock) {
+        let mut session = lock(&self.model);
+        // An engine with a fixed thread count ignores the grant.
+        let _ = session.grant_threads(self.granted);
+        match run_timed(&mut *session, &self.clip, &clock) {
             Ok((text, timing)) => {
                 let _ = out.send(Output::Asr {
                     tag,
@@ -168,9 +196,9 @@ pub fn asr(
                 });
                 Ok(StepOutcome::Finished)
             }
-            Err(e) => fail(&out, tag, e),
+            Err(e) => fail(out, tag, e),
         }
-    })
+    }
 }
 
 /// One text request, generated step by step: the first steps feed the prompt in chunks

@@ -1,15 +1,18 @@
-//! Speech recognition: Whisper tiny.en on candle.
+//! Speech recognition: Whisper tiny.en on ggml (default) or candle.
 //!
 //! - [`audio`]: WAV reading, resampling to 16 kHz, the Slaney mel filterbank;
 //! - [`mel`]: the log-mel spectrogram (candle's, computed faster);
 //! - [`model`]: loading weights (q8_0 GGUF by default, or the float safetensors),
 //!   configuration and tokenizer; [`AsrEngine`] picks which;
-//! - [`quantized`]: the q8_0 Whisper with a cached decoder;
+//! - [`ggml`]: the q8_0 Whisper on ggml (the default where llama.cpp is compiled in);
+//! - [`quantized`]: the q8_0 Whisper with a cached decoder on candle;
 //! - [`wer`]: word error rate, to judge transcripts;
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
 //!   (log-mel, encoder, greedy decoding without timestamps, detokenising).
 
 pub mod audio;
+#[cfg(feature = "llama")]
+pub mod ggml;
 pub mod mel;
 pub mod model;
 pub mod quantized;
@@ -17,6 +20,6 @@ pub mod session;
 pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
-pub use model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet};
-pub use session::{AsrOptions, AsrSession, EngineParts, MelWindows};
+pub use model::{AsrEngine, AudioFeatures, WhisperFiles, WhisperModel, WhisperNet};
+pub use session::{AsrOptions, AsrSession, EncoderSpan, EngineParts, MelWindows};
 pub use wer::word_error_rate;

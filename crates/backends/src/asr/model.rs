@@ -10,36 +10,52 @@ use mmsched_models::{Artifact, ModelPaths};
 use tokenizers::Tokenizer;
 
 use crate::asr::audio::{SAMPLE_RATE_HZ, mel_filterbank};
+#[cfg(feature = "llama")]
+use crate::asr::ggml::GgmlWhisper;
 use crate::asr::quantized::QuantizedWhisper;
 use crate::backend::BackendError;
 
 /// Which Whisper weights run, and on which model code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AsrEngine {
-    /// q8_0 projections (the GGUF `models fetch` makes) on mmsched's adaptation of candle's
-    /// quantized Whisper, whose decoder keeps a self-attention KV cache.
+    /// q8_0 projections (the GGUF `models fetch` makes) on ggml, the tensor library
+    /// llama.cpp is built with ([`crate::asr::ggml`]): the fastest engine, and the default
+    /// where llama.cpp is compiled in (`mmsched bench models --asr-engine ggml,q8,f32`).
+    Ggml,
+    /// The same q8_0 weights on mmsched's adaptation of candle's quantized Whisper, whose
+    /// decoder keeps a self-attention KV cache.
     Q8,
     /// The float weights (safetensors) on candle's stock Whisper, which recomputes the
-    /// whole prefix at every decoding step: the reference, and the default until the q8
-    /// engine's transcripts and speed are measured on the test clips (`tests/asr.rs`,
-    /// `mmsched bench models --asr-engine q8,f32`).
-    #[default]
+    /// whole prefix at every decoding step: the reference, and the default in builds
+    /// without llama.cpp.
     F32,
 }
 
+impl Default for AsrEngine {
+    fn default() -> Self {
+        if cfg!(feature = "llama") {
+            AsrEngine::Ggml
+        } else {
+            AsrEngine::F32
+        }
+    }
+}
+
 impl AsrEngine {
-    /// The engine's short name (`q8` or `f32`).
+    /// The engine's short name (`ggml`, `q8` or `f32`).
     pub fn as_str(self) -> &'static str {
         match self {
+            AsrEngine::Ggml => "ggml",
             AsrEngine::Q8 => "q8",
             AsrEngine::F32 => "f32",
         }
     }
 
-    /// The label benchmarks and profiles report (`candle-q8`, `candle-f32`).
+    /// The label benchmarks and profiles report (`ggml-q8`, `candle-q8`, `candle-f32`).
     pub fn label(self) -> &'static str {
         match self {
+            AsrEngine::Ggml => "ggml-q8",
             AsrEngine::Q8 => "candle-q8",
             AsrEngine::F32 => "candle-f32",
         }
@@ -56,10 +72,11 @@ impl std::str::FromStr for AsrEngine {
     type Err = BackendError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "ggml" => Ok(AsrEngine::Ggml),
             "q8" => Ok(AsrEngine::Q8),
             "f32" => Ok(AsrEngine::F32),
             other => Err(BackendError::InvalidInput(format!(
-                "unknown Whisper engine `{other}`: use `q8` or `f32`"
+                "unknown Whisper engine `{other}`: use `ggml`, `q8` or `f32`"
             ))),
         }
     }
@@ -70,7 +87,7 @@ impl std::str::FromStr for AsrEngine {
 pub struct WhisperFiles {
     /// `model.safetensors` (Hugging Face tensor names, float16): the [`AsrEngine::F32`] weights.
     pub weights: PathBuf,
-    /// `model-q8_0.gguf`: the [`AsrEngine::Q8`] weights.
+    /// `model-q8_0.gguf`: the [`AsrEngine::Ggml`] and [`AsrEngine::Q8`] weights.
     pub quantized: PathBuf,
     /// Hugging Face style `config.json`.
     pub config: PathBuf,
@@ -98,7 +115,7 @@ impl WhisperFiles {
     /// The weights file `engine` loads.
     pub fn weights_for(&self, engine: AsrEngine) -> &Path {
         match engine {
-            AsrEngine::Q8 => &self.quantized,
+            AsrEngine::Ggml | AsrEngine::Q8 => &self.quantized,
             AsrEngine::F32 => &self.weights,
         }
     }
@@ -107,50 +124,101 @@ impl WhisperFiles {
 /// The network of one engine, driven one window and one token at a time.
 #[derive(Debug)]
 pub enum WhisperNet {
+    /// Whisper with q8_0 projections on ggml.
+    #[cfg(feature = "llama")]
+    Ggml(Box<GgmlWhisper>),
     /// candle's stock float Whisper.
     F32(Box<Whisper>),
-    /// Whisper with q8_0 projections and a cached decoder.
+    /// Whisper with q8_0 projections and a cached decoder, on candle.
     Q8(Box<QuantizedWhisper>),
+}
+
+/// A window's audio features, as the engine holds them between decoding steps.
+#[derive(Debug, Clone)]
+pub enum AudioFeatures {
+    /// The encoder's output (candle engines).
+    Tensor(Tensor),
+    /// Kept inside the engine, as cross-attention keys and values (ggml).
+    InEngine,
+}
+
+fn candle(e: candle_core::Error) -> BackendError {
+    BackendError::Engine(e.to_string())
 }
 
 impl WhisperNet {
     /// Starts a new 30 s window: forgets the previous window's decoder state and returns the
     /// audio features of `mel` (`1 × n_mels × frames`), computed once per window.
-    pub fn start_window(&mut self, mel: &Tensor) -> candle_core::Result<Tensor> {
+    pub fn start_window(&mut self, mel: &Tensor) -> Result<AudioFeatures, BackendError> {
         match self {
+            #[cfg(feature = "llama")]
+            WhisperNet::Ggml(m) => {
+                let (_, _, frames) = mel.dims3().map_err(candle)?;
+                let values = mel.flatten_all().and_then(|t| t.to_vec1::<f32>());
+                m.encode(&values.map_err(candle)?, frames)?;
+                Ok(AudioFeatures::InEngine)
+            }
             WhisperNet::F32(m) => {
                 m.reset_kv_cache();
-                m.encoder.forward(mel, true)
+                m.encoder
+                    .forward(mel, true)
+                    .map(AudioFeatures::Tensor)
+                    .map_err(candle)
             }
             WhisperNet::Q8(m) => {
                 m.decoder.reset();
-                m.encoder.forward(mel)
+                m.encoder
+                    .forward(mel)
+                    .map(AudioFeatures::Tensor)
+                    .map_err(candle)
             }
         }
     }
 
     /// Logits (`vocab`) of the token after `tokens`, the window's tokens so far (its prefix
-    /// included). The q8 decoder runs only the tokens it has not seen; the stock f32 decoder
-    /// runs them all again.
+    /// included). The ggml and q8 decoders run only the tokens they have not seen; the stock
+    /// f32 decoder runs them all again.
     pub fn next_logits(
         &mut self,
         tokens: &[u32],
-        features: &Tensor,
-    ) -> candle_core::Result<Tensor> {
-        match self {
-            WhisperNet::F32(m) => {
-                let input = Tensor::new(tokens, features.device())?.unsqueeze(0)?;
-                let ys = m.decoder.forward(&input, features, false)?;
-                let (_, seq_len, _) = ys.dims3()?;
-                m.decoder
-                    .final_linear(&ys.i((..1, seq_len - 1..))?)?
-                    .i(0)?
-                    .i(0)
+        features: &AudioFeatures,
+    ) -> Result<Tensor, BackendError> {
+        let features = match (&*self, features) {
+            #[cfg(feature = "llama")]
+            (WhisperNet::Ggml(_), _) => None,
+            (_, AudioFeatures::Tensor(t)) => Some(t),
+            (_, AudioFeatures::InEngine) => {
+                return Err(BackendError::InvalidInput(
+                    "this Whisper engine needs the encoder's output tensor".into(),
+                ));
             }
-            WhisperNet::Q8(m) => {
+        };
+        match (self, features) {
+            #[cfg(feature = "llama")]
+            (WhisperNet::Ggml(m), _) => {
+                let seen = m.cached().min(tokens.len().saturating_sub(1));
+                let logits = m.step(&tokens[seen..])?;
+                let n = logits.len();
+                Tensor::from_vec(logits, n, &Device::Cpu).map_err(candle)
+            }
+            (WhisperNet::F32(m), Some(features)) => {
+                let input = Tensor::new(tokens, features.device())
+                    .and_then(|t| t.unsqueeze(0))
+                    .map_err(candle)?;
+                let ys = m.decoder.forward(&input, features, false).map_err(candle)?;
+                let (_, seq_len, _) = ys.dims3().map_err(candle)?;
+                ys.i((..1, seq_len - 1..))
+                    .and_then(|last| m.decoder.final_linear(&last))
+                    .and_then(|l| l.i(0)?.i(0))
+                    .map_err(candle)
+            }
+            (WhisperNet::Q8(m), Some(features)) => {
                 let seen = m.decoder.cached().min(tokens.len().saturating_sub(1));
-                m.decoder.step(&tokens[seen..], features)
+                m.decoder.step(&tokens[seen..], features).map_err(candle)
             }
+            _ => Err(BackendError::InvalidInput(
+                "this Whisper engine needs the encoder's output tensor".into(),
+            )),
         }
     }
 }
@@ -193,8 +261,13 @@ fn load_err(path: &Path, e: impl std::fmt::Display) -> BackendError {
 }
 
 impl WhisperModel {
-    /// Loads the model on the CPU with `engine`'s weights.
-    pub fn load(files: &WhisperFiles, engine: AsrEngine) -> Result<Self, BackendError> {
+    /// Loads the model on the CPU with `engine`'s weights; `threads` sizes the ggml
+    /// engine's calls (candle's run on the caller's rayon pool).
+    pub fn load(
+        files: &WhisperFiles,
+        engine: AsrEngine,
+        threads: usize,
+    ) -> Result<Self, BackendError> {
         let weights = files.weights_for(engine);
         for p in [weights, &files.config, &files.tokenizer] {
             if !p.is_file() {
@@ -219,9 +292,23 @@ impl WhisperModel {
             eot: token(whisper::EOT_TOKEN)?,
             no_timestamps: token(whisper::NO_TIMESTAMPS_TOKEN)?,
         };
-        let bytes = std::fs::read(weights).map_err(|e| load_err(weights, e))?;
+        let read = || std::fs::read(weights).map_err(|e| load_err(weights, e));
         let (net, weight_bytes) = match engine {
+            #[cfg(feature = "llama")]
+            AsrEngine::Ggml => {
+                let model = GgmlWhisper::load(weights, &config, threads)?;
+                let bytes = model.memory_bytes();
+                (WhisperNet::Ggml(Box::new(model)), bytes)
+            }
+            #[cfg(not(feature = "llama"))]
+            AsrEngine::Ggml => {
+                let _ = threads;
+                return Err(BackendError::EngineUnavailable(
+                    "the ggml Whisper needs a build with llama.cpp (feature `llama`); use `--asr-engine q8`".into(),
+                ));
+            }
             AsrEngine::F32 => {
+                let bytes = read()?;
                 let parameters = count_parameters(&bytes).map_err(|e| load_err(weights, e))?;
                 // Read from a buffer (not memory-mapped): the workspace forbids `unsafe`.
                 let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
@@ -231,6 +318,7 @@ impl WhisperModel {
                 (WhisperNet::F32(Box::new(model)), parameters * 4)
             }
             AsrEngine::Q8 => {
+                let bytes = read()?;
                 let model =
                     QuantizedWhisper::load(&bytes, &config).map_err(|e| load_err(weights, e))?;
                 // The file, with the embedding table also held as float32 for the lookup.

@@ -6,7 +6,7 @@ use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
 use crate::asr::mel::log_mel_spectrogram;
-use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel};
+use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
 
@@ -15,15 +15,61 @@ const MAX_TOKENS_PER_WINDOW: usize = 224;
 /// Longest accepted clip: ten minutes.
 const MAX_CLIP_SECONDS: u64 = 600;
 
+/// What the encoder runs over in each 30 s window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EncoderSpan {
+    /// The whole window, silent padding included, as Whisper (and CTranslate2) run it: the
+    /// reference transcripts, and the default.
+    #[default]
+    Window,
+    /// The audio and one second of the silent padding after it (the whole window at most):
+    /// a 10 s clip costs 40 % of the whole window's time, a 3 s utterance less still. Whisper
+    /// was trained on whole windows, and transcripts change: the test clips' are the same
+    /// (`tests/asr.rs`), but of six short `espeak-ng` sentences five came out different,
+    /// mostly in punctuation, once in a word ("locked, I dust" for "locked by dust") and
+    /// once as "S" for "Yes." (more padding, 3 s, or a span of at least 15 s, did not make
+    /// them equal). A trade of accuracy for time the user chooses.
+    Audio,
+}
+
+impl EncoderSpan {
+    /// Mel frames (of 10 ms) the encoder reads for a window holding `samples` samples at
+    /// 16 kHz: an even count (the second convolution halves it), at most the window's.
+    pub fn frames(self, samples: usize) -> usize {
+        match self {
+            EncoderSpan::Window => whisper::N_FRAMES,
+            EncoderSpan::Audio => {
+                let frames = samples.div_ceil(whisper::HOP_LENGTH) + PADDING_FRAMES;
+                (frames + frames % 2).min(whisper::N_FRAMES)
+            }
+        }
+    }
+
+    /// The span's short name (`audio` or `window`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EncoderSpan::Audio => "audio",
+            EncoderSpan::Window => "window",
+        }
+    }
+}
+
+/// Frames of silent padding the [`EncoderSpan::Audio`] encoder reads after the audio (1 s).
+const PADDING_FRAMES: usize = 100;
+
 /// How to run Whisper.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AsrOptions {
-    /// Worker threads for this engine (0: one per core). candle's quantised matrix kernels
-    /// (the q8 engine's projections) run on candle's own process-wide pool instead, sized by
+    /// Worker threads for this engine (0: one per core); the ggml engine also takes later
+    /// grants ([`Backend::grant_threads`]). candle's quantised matrix kernels (the q8
+    /// engine's projections) run on candle's own process-wide pool instead, sized by
     /// `CANDLE_NUM_THREADS` (default: one per core).
     pub threads: usize,
     /// Which weights and model code run.
     pub engine: AsrEngine,
+    /// What the encoder runs over.
+    pub span: EncoderSpan,
 }
 
 /// Log-mel windows of one clip: one `1 × n_mels × 3000` tensor per 30 s of audio.
@@ -55,6 +101,7 @@ pub struct EngineParts<'a> {
 #[derive(Debug)]
 pub struct AsrSession {
     whisper: WhisperModel,
+    span: EncoderSpan,
     threads: EngineThreads,
     suppress: Tensor,
     suppress_first: Tensor,
@@ -68,7 +115,8 @@ impl AsrSession {
     /// Loads Whisper from `files`.
     pub fn load(files: &WhisperFiles, options: &AsrOptions) -> Result<Self, BackendError> {
         let threads = EngineThreads::new("asr", options.threads)?;
-        let whisper = threads.install(|| WhisperModel::load(files, options.engine))?;
+        let n = threads.threads();
+        let whisper = threads.install(|| WhisperModel::load(files, options.engine, n))?;
         let vocab = whisper.config.vocab_size;
         let eot = whisper.special.eot as usize;
         // Never generated: the configured suppressed tokens, and every special token
@@ -95,6 +143,7 @@ impl AsrSession {
         let suppress_first = Tensor::new(first.as_slice(), &Device::Cpu).map_err(engine)?;
         Ok(Self {
             whisper,
+            span: options.span,
             threads,
             suppress,
             suppress_first,
@@ -109,6 +158,11 @@ impl AsrSession {
     /// The engine that runs this session.
     pub fn engine(&self) -> AsrEngine {
         self.whisper.engine
+    }
+
+    /// What the encoder runs over.
+    pub fn span(&self) -> EncoderSpan {
+        self.span
     }
 
     /// The model and the logit masks the session decodes with.
@@ -127,16 +181,16 @@ fn decode_window(
     suppress: &Tensor,
     suppress_first: &Tensor,
     mel: &Tensor,
-) -> candle_core::Result<Vec<u32>> {
+) -> Result<Vec<u32>, BackendError> {
     let features = m.net.start_window(mel)?;
     let prefix = [m.special.sot, m.special.no_timestamps];
     let mut tokens: Vec<u32> = prefix.to_vec();
     for i in 0..MAX_TOKENS_PER_WINDOW {
         let logits = m.net.next_logits(&tokens, &features)?;
         let mask = if i == 0 { suppress_first } else { suppress };
-        let next = (logits + mask)?
-            .argmax(candle_core::D::Minus1)?
-            .to_scalar::<u32>()?;
+        let next = (logits + mask)
+            .and_then(|l| l.argmax(candle_core::D::Minus1)?.to_scalar::<u32>())
+            .map_err(engine)?;
         if next == m.special.eot || tokens.len() >= m.config.max_target_positions {
             break;
         }
@@ -176,17 +230,18 @@ impl Backend for AsrSession {
             ));
         }
         let pcm = resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ);
-        let m = &self.whisper;
-        let n_mels = m.config.num_mel_bins;
+        let filters = &self.whisper.mel_filters;
+        let span = self.span;
+        let n_mels = self.whisper.config.num_mel_bins;
         let windows = self.threads.install(|| {
             pcm.chunks(whisper::N_SAMPLES)
                 .map(|chunk| {
-                    let mel = log_mel_spectrogram(chunk, &m.mel_filters, n_mels);
+                    let mel = log_mel_spectrogram(chunk, filters, n_mels);
                     let frames = mel.len() / n_mels;
                     Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
                         2,
                         0,
-                        whisper::N_FRAMES.min(frames),
+                        span.frames(chunk.len()).min(frames),
                     )
                 })
                 .collect::<candle_core::Result<Vec<_>>>()
@@ -198,14 +253,12 @@ impl Backend for AsrSession {
 
     fn execute(&mut self, mel: MelWindows) -> Result<Vec<Vec<u32>>, BackendError> {
         let (whisper, suppress, first) = (&mut self.whisper, &self.suppress, &self.suppress_first);
-        self.threads
-            .install(|| {
-                mel.windows
-                    .iter()
-                    .map(|w| decode_window(whisper, suppress, first, w))
-                    .collect::<candle_core::Result<Vec<_>>>()
-            })
-            .map_err(engine)
+        self.threads.install(|| {
+            mel.windows
+                .iter()
+                .map(|w| decode_window(whisper, suppress, first, w))
+                .collect::<Result<Vec<_>, _>>()
+        })
     }
 
     fn finish(&mut self, raw: Vec<Vec<u32>>) -> Result<String, BackendError> {
@@ -226,5 +279,37 @@ impl Backend for AsrSession {
 
     fn memory_bytes(&self) -> u64 {
         self.whisper.weight_bytes
+    }
+
+    /// The ggml engine takes the granted threads call by call; candle's engines keep the
+    /// pool they were loaded with.
+    fn grant_threads(&mut self, threads: usize) -> Option<usize> {
+        match &mut self.whisper.net {
+            #[cfg(feature = "llama")]
+            WhisperNet::Ggml(m) => {
+                m.set_threads(threads);
+                Some(m.threads())
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_audio_span_covers_the_audio_and_a_second_of_padding() {
+        // 10 s: 1000 frames of audio, 100 of padding.
+        assert_eq!(EncoderSpan::Audio.frames(160_000), 1100);
+        // Odd counts round up to even (the stride-2 convolution halves them).
+        assert_eq!(EncoderSpan::Audio.frames(161), 102);
+        // Never beyond the window.
+        assert_eq!(
+            EncoderSpan::Audio.frames(whisper::N_SAMPLES),
+            whisper::N_FRAMES
+        );
+        assert_eq!(EncoderSpan::Window.frames(160), whisper::N_FRAMES);
     }
 }

@@ -44,7 +44,7 @@ fn last_error() -> String {
         .unwrap_or_default()
 }
 
-fn init_backend() {
+pub(crate) fn init_backend() {
     INIT.call_once(|| {
         // SAFETY: called once per process, before any other llama.cpp call; the callback
         // is a plain function that lives for the whole program.

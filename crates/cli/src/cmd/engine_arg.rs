@@ -1,23 +1,47 @@
 //! The `--engine` and `--threads` flags shared by the inference commands.
 
 use clap::{Args, ValueEnum};
-use mmsched_backends::asr::AsrEngine;
+use mmsched_backends::asr::{AsrEngine, EncoderSpan};
 use mmsched_backends::{EngineKind, EngineOptions};
 
 /// Which Whisper engine runs speech recognition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AsrEngineArg {
-    /// q8_0 weights with a cached decoder (`models fetch` makes them).
+    /// q8_0 weights (`models fetch` makes them) on ggml, llama.cpp's tensor library: the
+    /// fastest, and the default.
+    Ggml,
+    /// The same q8_0 weights on candle, with a cached decoder.
     Q8,
-    /// The float weights on candle's stock Whisper: the reference and the default.
+    /// The float weights on candle's stock Whisper: the reference.
     F32,
 }
 
 impl From<AsrEngineArg> for AsrEngine {
     fn from(e: AsrEngineArg) -> Self {
         match e {
+            AsrEngineArg::Ggml => AsrEngine::Ggml,
             AsrEngineArg::Q8 => AsrEngine::Q8,
             AsrEngineArg::F32 => AsrEngine::F32,
+        }
+    }
+}
+
+/// What Whisper's encoder runs over in each 30 s window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SpanArg {
+    /// The whole 30 s window, padding included, as Whisper and CTranslate2 run it (the
+    /// default: the reference transcripts).
+    Window,
+    /// The audio and 1 s of the silent padding after it: a short utterance costs a fraction
+    /// of a whole window, but transcripts may change (punctuation, sometimes a word).
+    Audio,
+}
+
+impl From<SpanArg> for EncoderSpan {
+    fn from(s: SpanArg) -> Self {
+        match s {
+            SpanArg::Audio => EncoderSpan::Audio,
+            SpanArg::Window => EncoderSpan::Window,
         }
     }
 }

@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 
-use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, WhisperFiles};
 use mmsched_backends::audio::read_wav;
 use mmsched_backends::llm::{LlmEngine, LlmJob, LlmOptions, LlmSession};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, TextRecognizer};
@@ -142,7 +142,7 @@ fn derive_jobs(p: &mut DeviceProfile, engine: &str) -> Vec<String> {
         ),
         (
             "asr",
-            ("whisper-tiny.en", "candle", "10s"),
+            ("whisper-tiny.en", AsrEngine::default().label(), "10s"),
             (1, 1),
             "one utterance (the run's 10 s recorded speech)",
         ),
@@ -243,7 +243,8 @@ fn profile_candle_models(p: &mut Profiler) -> Result<()> {
         },
     )
     .context("loading Whisper")?;
-    p.add(&mut asr, "candle", "10s", 0, &clip)?;
+    let engine = asr.engine().label();
+    p.add(&mut asr, engine, "10s", 0, &clip)?;
     let clock: Arc<dyn Clock + Send + Sync> = Arc::new(MonotonicClock::new());
     let mut llm = LlmSession::load(
         &paths.require(Artifact::Gemma3)?,

@@ -20,16 +20,18 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use mmsched_backends::Backend;
-use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, EngineParts, WhisperFiles};
+use mmsched_backends::asr::{
+    AsrEngine, AsrOptions, AsrSession, EncoderSpan, EngineParts, WhisperFiles,
+};
 use mmsched_backends::audio::read_wav;
-use mmsched_backends::candle_core::{self, D, Tensor};
+use mmsched_backends::candle_core::{D, Tensor};
 use mmsched_backends::threads::EngineThreads;
 use mmsched_models::{Artifact, ModelPaths};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::models::{Bench, ModelResult};
-use crate::cmd::engine_arg::AsrEngineArg;
+use crate::cmd::engine_arg::{AsrEngineArg, SpanArg};
 
 /// Longest transcript per 30 s window, as in the session.
 const MAX_TOKENS_PER_WINDOW: usize = 224;
@@ -39,9 +41,13 @@ const RTF_THREADS: [usize; 2] = [1, 2];
 /// Flags of `bench models` for Whisper.
 #[derive(Debug, Clone, Args)]
 pub struct AsrBenchArgs {
-    /// Whisper engines to measure per stage (default: the one `run` uses, f32).
+    /// Whisper engines to measure per stage (default: the one `run` uses, ggml).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     asr_engine: Vec<AsrEngineArg>,
+    /// What Whisper's encoder runs over (`window`: the whole 30 s window, as `run` and
+    /// CTranslate2 do; `audio`: the clip and 1 s of padding).
+    #[arg(long, value_enum, default_value = "window")]
+    asr_span: SpanArg,
     /// Measure Whisper in this process only, with N worker threads (set CANDLE_NUM_THREADS=N
     /// as well to bound candle's quantised kernels), instead of also measuring the RTF at 1
     /// and 2 threads in child processes. 0: one per core.
@@ -75,7 +81,7 @@ pub(super) fn bench(
     for engine in args.engines() {
         let threads = args.asr_threads.unwrap_or(0);
         results.push(
-            bench_engine(b, paths, engine, threads)
+            bench_engine(b, paths, engine, args.asr_span.into(), threads)
                 .with_context(|| format!("benchmarking Whisper tiny.en ({engine})"))?,
         );
     }
@@ -86,18 +92,23 @@ fn bench_engine(
     b: &Bench<'_>,
     paths: &ModelPaths,
     engine: AsrEngine,
+    span: EncoderSpan,
     threads: usize,
 ) -> Result<ModelResult> {
     b.bar
         .set_message(format!("whisper-tiny.en [{}] loading", engine.label()));
     let clip = read_wav(&paths.require(Artifact::Beckett)?)?;
-    let options = AsrOptions { threads, engine };
+    let options = AsrOptions {
+        threads,
+        engine,
+        span,
+    };
     let mut asr = AsrSession::load(&WhisperFiles::from_cache(paths)?, &options)?;
     let pool = EngineThreads::new("asr-direct", asr.threads())?;
     let windows = asr.prepare(&clip)?.windows().to_vec();
     let direct = |s: &mut AsrSession| -> Result<Vec<Vec<u32>>> {
         let parts = s.engine_parts();
-        Ok(pool.install(|| whisper_direct(parts, &windows))?)
+        pool.install(|| whisper_direct(parts, &windows))
     };
     let prepared = asr.prepare(&clip)?;
     let layer_tokens = asr.execute(prepared)?;
@@ -113,7 +124,7 @@ fn bench_engine(
 
 /// The session's network driven directly: per window `start_window`, then a greedy loop of
 /// `next_logits` with the session's logit masks, no timestamps.
-fn whisper_direct(p: EngineParts<'_>, windows: &[Tensor]) -> candle_core::Result<Vec<Vec<u32>>> {
+fn whisper_direct(p: EngineParts<'_>, windows: &[Tensor]) -> Result<Vec<Vec<u32>>> {
     let special = p.model.special;
     let max_positions = p.model.config.max_target_positions;
     let net = &mut p.model.net;
@@ -139,6 +150,8 @@ fn whisper_direct(p: EngineParts<'_>, windows: &[Tensor]) -> candle_core::Result
 #[derive(Debug, Serialize)]
 pub(super) struct RtfScan {
     engine: &'static str,
+    /// What the encoder ran over (`audio` or `window`).
+    span: &'static str,
     clip_s: f64,
     /// Session total (pre + exec + post) P50 ÷ clip length, one thread.
     rtf_1t: f64,
@@ -178,7 +191,7 @@ pub(super) fn scan(args: &AsrBenchArgs, bar: &indicatif::ProgressBar) -> Result<
                 round + 1,
                 args.asr_rounds
             ));
-            seconds[i].push(child_total_seconds(&exe, engine, t)?);
+            seconds[i].push(child_total_seconds(&exe, engine, args.asr_span, t)?);
         }
     }
     let rtf = |s: &[f64]| {
@@ -189,6 +202,7 @@ pub(super) fn scan(args: &AsrBenchArgs, bar: &indicatif::ProgressBar) -> Result<
     let [s1, s2] = seconds;
     Ok(RtfScan {
         engine: engine.label(),
+        span: EncoderSpan::from(args.asr_span).as_str(),
         clip_s,
         rtf_1t: rtf(&s1),
         rtf_2t: rtf(&s2),
@@ -199,7 +213,13 @@ pub(super) fn scan(args: &AsrBenchArgs, bar: &indicatif::ProgressBar) -> Result<
 }
 
 /// One child `bench models --only asr` at `threads`: its session total P50, seconds.
-fn child_total_seconds(exe: &std::path::Path, engine: AsrEngine, threads: usize) -> Result<f64> {
+fn child_total_seconds(
+    exe: &std::path::Path,
+    engine: AsrEngine,
+    span: SpanArg,
+    threads: usize,
+) -> Result<f64> {
+    let span = EncoderSpan::from(span).as_str();
     let t = threads.to_string();
     let out = Command::new(exe)
         .args([
@@ -212,6 +232,7 @@ fn child_total_seconds(exe: &std::path::Path, engine: AsrEngine, threads: usize)
             "--json",
         ])
         .args(["--asr-threads", &t, "--asr-engine", engine.as_str()])
+        .args(["--asr-span", span])
         .env("CANDLE_NUM_THREADS", &t)
         .env("RAYON_NUM_THREADS", &t)
         .output()
@@ -242,8 +263,9 @@ pub(super) fn print_rtf(r: &RtfScan) {
             .join(" ")
     };
     println!(
-        "whisper-tiny.en [{}] on the {:.1} s clip, {} child process(es) per thread count: RTF {:.3} at 1 thread (s: {}), {:.3} at 2 threads (s: {})",
+        "whisper-tiny.en [{}, encoder span: {}] on the {:.1} s clip, {} child process(es) per thread count: RTF {:.3} at 1 thread (s: {}), {:.3} at 2 threads (s: {})",
         r.engine,
+        r.span,
         r.clip_s,
         r.rounds,
         r.rtf_1t,

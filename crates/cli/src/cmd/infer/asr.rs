@@ -12,7 +12,7 @@ use mmsched_models::ModelPaths;
 use serde_json::json;
 
 use super::{ms, peak_rss_bytes};
-use crate::cmd::engine_arg::AsrEngineArg;
+use crate::cmd::engine_arg::{AsrEngineArg, SpanArg};
 
 #[derive(Debug, Args)]
 pub struct AsrArgs {
@@ -24,11 +24,16 @@ pub struct AsrArgs {
     /// follow `CANDLE_NUM_THREADS` instead (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
-    /// Whisper engine: `q8` (q8_0 weights, cached decoder) or `f32` (float weights on
-    /// candle's stock model).
-    #[arg(long, value_enum, default_value = "f32")]
+    /// Whisper engine: `ggml` (q8_0 weights on ggml, the fastest), `q8` (the same weights
+    /// on candle) or `f32` (float weights on candle's stock model).
+    #[arg(long, value_enum, default_value = "ggml")]
     engine: AsrEngineArg,
-    /// Print {"text","engine","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
+    /// What the encoder runs over: `window` (the whole 30 s window, as Whisper and
+    /// CTranslate2 do) or `audio` (the audio and 1 s of padding: faster, but transcripts may
+    /// change).
+    #[arg(long, value_enum, default_value = "window")]
+    span: SpanArg,
+    /// Print {"text","engine","span","timing_ms":{"pre","exec","post"},"audio_ms","load_ms",
     /// "memory_bytes","peak_rss_bytes"}
     /// as JSON (times in milliseconds).
     #[arg(long)]
@@ -42,6 +47,7 @@ pub fn run(a: AsrArgs) -> Result<ExitCode> {
     let options = AsrOptions {
         threads: a.threads,
         engine: a.engine.into(),
+        span: a.span.into(),
     };
     let mut session = AsrSession::load(&files, &options).context("loading Whisper")?;
     let load_nanos = clock.now_nanos();
@@ -50,6 +56,7 @@ pub fn run(a: AsrArgs) -> Result<ExitCode> {
         let out = json!({
             "text": text,
             "engine": session.engine().label(),
+            "span": session.span().as_str(),
             "timing_ms": {"pre": ms(t.pre_nanos), "exec": ms(t.exec_nanos), "post": ms(t.post_nanos)},
             "audio_ms": clip.duration_ms(),
             "load_ms": ms(load_nanos),

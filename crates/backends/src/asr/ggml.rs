@@ -1,0 +1,1019 @@
+//! Whisper on ggml: the q8_0 GGUF that `mmsched models fetch` makes, run by the ggml that
+//! llama.cpp is built with (`llama-cpp-sys-2` binds its `ggml_*` and `gguf_*` functions).
+//!
+//! Why ggml and not candle: on the same q8_0 weights candle's Whisper takes about twice the
+//! time of CTranslate2 int8; ggml's CPU kernels (q8_0 matrix products, im2col convolutions,
+//! fused softmax) are the ones llama.cpp and whisper.cpp use. whisper.cpp itself cannot be
+//! linked: it brings a second static copy of a different ggml version.
+//!
+//! The network is OpenAI's Whisper (`whisper/model.py`) written as ggml graphs:
+//!
+//! - **encoder** (once per 30 s window): two convolutions with GELU, sinusoidal positions,
+//!   the transformer blocks (self-attention by ggml's flash-attention kernel, 15 % faster
+//!   here than the plain products and softmax at 1 500 positions), a final layer norm; the
+//!   decoder's cross-attention keys and values of every layer are computed in the same graph
+//!   and kept for the window;
+//! - **decoder** (once per token): token and position embeddings, blocks of causal
+//!   self-attention over a KV cache, cross-attention over the window, the MLP, and the
+//!   logits of the last token only, through the token embedding quantised to q8_0 (tied
+//!   weights, as in candle's quantised Whisper).
+//!
+//! Weights keep the file's types (q8_0 projections, float16 convolutions and embedding);
+//! biases, norms and position tables are widened to float32 at load. Activations are
+//! float32. Scratch memory comes from one graph allocator that reuses its buffer (its size
+//! is that of the largest graph, the encoder's).
+//!
+//! ggml aborts on malformed graphs; the shapes here are fixed by the configuration and
+//! checked against the file at load, and inputs are checked before a graph is built.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::path::Path;
+use std::ptr::{NonNull, null, null_mut};
+
+use candle_transformers::models::whisper::Config;
+use llama_cpp_sys_2 as sys;
+
+use crate::backend::BackendError;
+
+/// Graph nodes reserved per graph (the encoder of a 4-layer model needs about 300).
+const GRAPH_NODES: usize = 2048;
+/// Layer-norm epsilon of every Whisper norm.
+const LN_EPS: f32 = 1e-5;
+
+type Tensor = *mut sys::ggml_tensor;
+
+/// `y = W x + b`.
+#[derive(Debug, Clone, Copy)]
+struct Linear {
+    w: Tensor,
+    b: Option<Tensor>,
+}
+
+/// Layer norm with its scale and shift.
+#[derive(Debug, Clone, Copy)]
+struct Norm {
+    w: Tensor,
+    b: Tensor,
+}
+
+/// One attention's projections.
+#[derive(Debug, Clone, Copy)]
+struct Attention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    out: Linear,
+}
+
+/// One transformer block; `cross` only in the decoder.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    attn_ln: Norm,
+    attn: Attention,
+    cross: Option<(Norm, Attention)>,
+    mlp_ln: Norm,
+    fc1: Linear,
+    fc2: Linear,
+}
+
+/// A decoder layer's caches: self-attention keys and values (`d × n_text_ctx`), and the
+/// window's cross-attention keys (`d_head × n_audio_ctx × n_head`) and values
+/// (`n_audio_ctx × d_head × n_head`), each stored in the layout the attention products read
+/// (ggml's fast matrix kernels need contiguous operands).
+#[derive(Debug, Clone, Copy)]
+struct Caches {
+    self_k: Tensor,
+    self_v: Tensor,
+    cross_k: Tensor,
+    cross_v: Tensor,
+}
+
+/// Model sizes from the configuration.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    n_state: i64,
+    n_head: i64,
+    n_mels: i64,
+    n_audio_ctx: i64,
+    n_text_ctx: i64,
+    n_vocab: i64,
+}
+
+impl Dims {
+    fn head(&self) -> i64 {
+        self.n_state / self.n_head
+    }
+}
+
+/// Whisper on ggml with its weights, caches, CPU backend and scratch allocator.
+#[derive(Debug)]
+pub struct GgmlWhisper {
+    dims: Dims,
+    /// The file's metadata; owns nothing the graphs use.
+    gguf: NonNull<sys::gguf_context>,
+    /// The file's tensors, with their data.
+    weights: NonNull<sys::ggml_context>,
+    /// Widened and quantised copies, position tables and caches.
+    derived: NonNull<sys::ggml_context>,
+    backend: NonNull<sys::ggml_backend>,
+    galloc: NonNull<sys::ggml_gallocr>,
+    /// Tensor and graph headers of the graph being built (no tensor data).
+    graph_mem: Vec<u8>,
+    conv1: (Tensor, Tensor),
+    conv2: (Tensor, Tensor),
+    encoder_positions: Tensor,
+    encoder: Vec<Block>,
+    encoder_ln: Norm,
+    token_embedding: Tensor,
+    decoder_positions: Tensor,
+    decoder: Vec<Block>,
+    decoder_ln: Norm,
+    output: Tensor,
+    caches: Vec<Caches>,
+    /// Audio positions of the current window (0 before the first one).
+    n_audio: i64,
+    /// Tokens in the self-attention caches.
+    cached: usize,
+    threads: usize,
+    derived_bytes: u64,
+}
+
+// SAFETY: every ggml object here is owned by this value alone and used through `&mut self`
+// by one thread at a time; ggml ties no context, backend or allocator to a thread.
+unsafe impl Send for GgmlWhisper {}
+
+impl Drop for GgmlWhisper {
+    fn drop(&mut self) {
+        // SAFETY: each object was created once in `load` and is freed once here; no graph
+        // is alive (graphs live only inside a call).
+        unsafe {
+            sys::ggml_gallocr_free(self.galloc.as_ptr());
+            sys::ggml_backend_free(self.backend.as_ptr());
+            sys::ggml_free(self.derived.as_ptr());
+            sys::ggml_free(self.weights.as_ptr());
+            sys::gguf_free(self.gguf.as_ptr());
+        }
+    }
+}
+
+fn load_err(path: &Path, reason: impl Into<String>) -> BackendError {
+    BackendError::Load {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The float32 values of `t` (float32 or float16).
+///
+/// # Safety
+/// `t` is a live tensor whose data is in host memory.
+unsafe fn values_f32(t: Tensor) -> Option<Vec<f32>> {
+    // SAFETY: per the contract; the data holds `nelements` values of the tensor's type.
+    unsafe {
+        let n = usize::try_from(sys::ggml_nelements(t)).ok()?;
+        let data = (*t).data;
+        match (*t).type_ {
+            sys::GGML_TYPE_F32 => Some(std::slice::from_raw_parts(data as *const f32, n).to_vec()),
+            sys::GGML_TYPE_F16 => {
+                let mut out = vec![0f32; n];
+                sys::ggml_fp16_to_fp32_row(
+                    data as *const sys::ggml_fp16_t,
+                    out.as_mut_ptr(),
+                    to_i64(n),
+                );
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Reads the weights and builds the derived tensors (see [`GgmlWhisper::load`]).
+struct Loader<'a> {
+    path: &'a Path,
+    weights: *mut sys::ggml_context,
+    derived: *mut sys::ggml_context,
+}
+
+impl Loader<'_> {
+    /// The file's tensor `name` with the shape `ne` (ggml order, innermost first).
+    fn get(&self, name: &str, ne: &[i64]) -> Result<Tensor, BackendError> {
+        let c = CString::new(name).map_err(|_| load_err(self.path, "tensor name with NUL"))?;
+        // SAFETY: the context is live; the name is a valid C string for the call.
+        let t = unsafe { sys::ggml_get_tensor(self.weights, c.as_ptr()) };
+        if t.is_null() {
+            return Err(load_err(self.path, format!("tensor {name} is missing")));
+        }
+        // SAFETY: `t` is a live tensor of the context.
+        let have = unsafe { (*t).ne };
+        let fits = ne.iter().enumerate().all(|(i, &n)| have[i] == n)
+            && have[ne.len()..].iter().all(|&n| n == 1);
+        if !fits {
+            return Err(load_err(
+                self.path,
+                format!("tensor {name} has shape {have:?}, the configuration needs {ne:?}"),
+            ));
+        }
+        Ok(t)
+    }
+
+    /// A new float32 tensor in the derived context filled with `values`.
+    fn new_f32(&self, ne: &[i64], values: &[f32]) -> Tensor {
+        // SAFETY: the derived context has room for every tensor made here (sized in
+        // `load`), and `values` holds exactly the tensor's element count.
+        unsafe {
+            let t = sys::ggml_new_tensor(
+                self.derived,
+                sys::GGML_TYPE_F32,
+                ne.len() as i32,
+                ne.as_ptr(),
+            );
+            std::ptr::copy_nonoverlapping(values.as_ptr(), (*t).data as *mut f32, values.len());
+            t
+        }
+    }
+
+    /// The file's tensor `name` as float32 (a widened copy when it is stored as float16).
+    fn get_f32(&self, name: &str, ne: &[i64]) -> Result<Tensor, BackendError> {
+        let t = self.get(name, ne)?;
+        // SAFETY: `t` is a live tensor of the loaded file, data in host memory.
+        let values = unsafe { values_f32(t) }.ok_or_else(|| {
+            load_err(
+                self.path,
+                format!("tensor {name} is neither float32 nor float16"),
+            )
+        })?;
+        Ok(self.new_f32(ne, &values))
+    }
+
+    fn linear(
+        &self,
+        prefix: &str,
+        n_in: i64,
+        n_out: i64,
+        bias: bool,
+    ) -> Result<Linear, BackendError> {
+        Ok(Linear {
+            w: self.get(&format!("{prefix}.weight"), &[n_in, n_out])?,
+            b: if bias {
+                Some(self.get_f32(&format!("{prefix}.bias"), &[n_out])?)
+            } else {
+                None
+            },
+        })
+    }
+
+    fn norm(&self, prefix: &str, n: i64) -> Result<Norm, BackendError> {
+        Ok(Norm {
+            w: self.get_f32(&format!("{prefix}.weight"), &[n])?,
+            b: self.get_f32(&format!("{prefix}.bias"), &[n])?,
+        })
+    }
+
+    fn attention(&self, prefix: &str, n: i64) -> Result<Attention, BackendError> {
+        Ok(Attention {
+            q: self.linear(&format!("{prefix}.q_proj"), n, n, true)?,
+            k: self.linear(&format!("{prefix}.k_proj"), n, n, false)?,
+            v: self.linear(&format!("{prefix}.v_proj"), n, n, true)?,
+            out: self.linear(&format!("{prefix}.out_proj"), n, n, true)?,
+        })
+    }
+
+    fn block(&self, prefix: &str, n: i64, cross: bool) -> Result<Block, BackendError> {
+        Ok(Block {
+            attn_ln: self.norm(&format!("{prefix}.self_attn_layer_norm"), n)?,
+            attn: self.attention(&format!("{prefix}.self_attn"), n)?,
+            cross: if cross {
+                Some((
+                    self.norm(&format!("{prefix}.encoder_attn_layer_norm"), n)?,
+                    self.attention(&format!("{prefix}.encoder_attn"), n)?,
+                ))
+            } else {
+                None
+            },
+            mlp_ln: self.norm(&format!("{prefix}.final_layer_norm"), n)?,
+            fc1: self.linear(&format!("{prefix}.fc1"), n, 4 * n, true)?,
+            fc2: self.linear(&format!("{prefix}.fc2"), 4 * n, n, true)?,
+        })
+    }
+}
+
+/// Whisper's sinusoidal encoder positions, `length` rows of `channels` (sines, then cosines).
+fn sinusoids(length: usize, channels: usize) -> Vec<f32> {
+    let half = channels / 2;
+    let increment = 10000f32.ln() / (half.max(2) - 1) as f32;
+    let mut out = Vec::with_capacity(length * channels);
+    for t in 0..length {
+        let scaled = (0..half).map(|i| t as f32 * (-increment * i as f32).exp());
+        let row: Vec<f32> = scaled.collect();
+        out.extend(row.iter().map(|x| x.sin()));
+        out.extend(row.iter().map(|x| x.cos()));
+    }
+    out
+}
+
+impl GgmlWhisper {
+    /// Loads the q8_0 GGUF at `path` (Hugging Face tensor names) for `config`, to run on
+    /// `threads` threads.
+    pub fn load(path: &Path, config: &Config, threads: usize) -> Result<Self, BackendError> {
+        crate::llm::llama::init_backend();
+        let dims = Dims {
+            n_state: to_i64(config.d_model),
+            n_head: to_i64(config.encoder_attention_heads),
+            n_mels: to_i64(config.num_mel_bins),
+            n_audio_ctx: to_i64(config.max_source_positions),
+            n_text_ctx: to_i64(config.max_target_positions),
+            n_vocab: to_i64(config.vocab_size),
+        };
+        if dims.n_head == 0
+            || dims.n_state % dims.n_head != 0
+            || config.decoder_attention_heads != config.encoder_attention_heads
+        {
+            return Err(load_err(
+                path,
+                "the configuration's widths and head counts do not divide",
+            ));
+        }
+        let c_path = CString::new(path.to_string_lossy().as_bytes())
+            .map_err(|_| load_err(path, "the path contains a NUL byte"))?;
+        let mut weights: *mut sys::ggml_context = null_mut();
+        // SAFETY: the path is a valid C string; on success `weights` receives a context
+        // holding every tensor with its data (`no_alloc: false`).
+        let gguf = unsafe {
+            sys::gguf_init_from_file(
+                c_path.as_ptr(),
+                sys::gguf_init_params {
+                    no_alloc: false,
+                    ctx: &mut weights,
+                },
+            )
+        };
+        let gguf = NonNull::new(gguf).ok_or_else(|| load_err(path, "not a readable GGUF file"))?;
+        let Some(weights) = NonNull::new(weights) else {
+            // SAFETY: created above, freed once.
+            unsafe { sys::gguf_free(gguf.as_ptr()) };
+            return Err(load_err(path, "the GGUF file holds no tensors"));
+        };
+        let derived_bytes = Self::derived_size(dims, weights.as_ptr(), config);
+        // SAFETY: a plain allocation of `derived_bytes` owned by the new context.
+        let derived = unsafe {
+            sys::ggml_init(sys::ggml_init_params {
+                mem_size: derived_bytes,
+                mem_buffer: null_mut(),
+                no_alloc: false,
+            })
+        };
+        let Some(derived) = NonNull::new(derived) else {
+            // SAFETY: created above, freed once.
+            unsafe {
+                sys::ggml_free(weights.as_ptr());
+                sys::gguf_free(gguf.as_ptr());
+            }
+            return Err(load_err(path, "cannot allocate the model's working memory"));
+        };
+        // SAFETY: plain constructors; checked for null below.
+        let (backend, galloc) = unsafe {
+            (
+                sys::ggml_backend_cpu_init(),
+                sys::ggml_gallocr_new(sys::ggml_backend_cpu_buffer_type()),
+            )
+        };
+        let (Some(backend), Some(galloc)) = (NonNull::new(backend), NonNull::new(galloc)) else {
+            // SAFETY: created above, each freed once.
+            unsafe {
+                if !galloc.is_null() {
+                    sys::ggml_gallocr_free(galloc);
+                }
+                if !backend.is_null() {
+                    sys::ggml_backend_free(backend);
+                }
+                sys::ggml_free(derived.as_ptr());
+                sys::ggml_free(weights.as_ptr());
+                sys::gguf_free(gguf.as_ptr());
+            }
+            return Err(load_err(path, "cannot start ggml's CPU backend"));
+        };
+        // SAFETY: graph headers only: the size ggml asks for a graph of GRAPH_NODES nodes
+        // and as many tensor headers.
+        let graph_bytes = unsafe {
+            sys::ggml_tensor_overhead() * GRAPH_NODES
+                + sys::ggml_graph_overhead_custom(GRAPH_NODES, false)
+        };
+        // From here on `Drop` frees everything; the fields below are filled next.
+        let mut model = Self {
+            dims,
+            gguf,
+            weights,
+            derived,
+            backend,
+            galloc,
+            graph_mem: vec![0; graph_bytes],
+            conv1: (null_mut(), null_mut()),
+            conv2: (null_mut(), null_mut()),
+            encoder_positions: null_mut(),
+            encoder: Vec::new(),
+            encoder_ln: Norm {
+                w: null_mut(),
+                b: null_mut(),
+            },
+            token_embedding: null_mut(),
+            decoder_positions: null_mut(),
+            decoder: Vec::new(),
+            decoder_ln: Norm {
+                w: null_mut(),
+                b: null_mut(),
+            },
+            output: null_mut(),
+            caches: Vec::new(),
+            n_audio: 0,
+            cached: 0,
+            threads: threads.max(1),
+            derived_bytes: derived_bytes as u64,
+        };
+        model.fill(path, config)?;
+        Ok(model)
+    }
+
+    /// Bytes the derived context needs: widened 1-D tensors and the decoder position table,
+    /// the encoder position table, the q8_0 output matrix, the caches, and tensor headers.
+    fn derived_size(d: Dims, weights: *mut sys::ggml_context, config: &Config) -> usize {
+        let f32s = |n: i64| usize::try_from(n).unwrap_or(0) * 4;
+        let mut bytes = 0usize;
+        let mut tensors = 0usize;
+        // SAFETY: walks the live weights context's tensor list.
+        unsafe {
+            let mut t = sys::ggml_get_first_tensor(weights);
+            while !t.is_null() {
+                // 1-D float tensors (biases, norms) are widened; the context also holds
+                // the file's whole data as one 1-D byte tensor, which is not.
+                let float = matches!((*t).type_, sys::GGML_TYPE_F32 | sys::GGML_TYPE_F16);
+                if float && sys::ggml_n_dims(t) == 1 {
+                    bytes += f32s(sys::ggml_nelements(t));
+                    tensors += 1;
+                }
+                t = sys::ggml_get_next_tensor(weights, t);
+            }
+            bytes += sys::ggml_row_size(sys::GGML_TYPE_Q8_0, d.n_state) * config.vocab_size;
+        }
+        bytes += f32s(d.n_state * (d.n_audio_ctx + d.n_text_ctx));
+        let layers = config.decoder_layers;
+        bytes += layers * 2 * f32s(d.n_state * (d.n_text_ctx + d.n_audio_ctx));
+        tensors += 3 + 4 * layers;
+        // SAFETY: a plain value.
+        let overhead = unsafe { sys::ggml_tensor_overhead() };
+        bytes + (tensors + 16) * (overhead + 64) + (1 << 20)
+    }
+
+    /// Finds and prepares every tensor the graphs use.
+    fn fill(&mut self, path: &Path, config: &Config) -> Result<(), BackendError> {
+        let d = self.dims;
+        let l = Loader {
+            path,
+            weights: self.weights.as_ptr(),
+            derived: self.derived.as_ptr(),
+        };
+        let e = "model.encoder";
+        self.conv1 = (
+            l.get(&format!("{e}.conv1.weight"), &[3, d.n_mels, d.n_state])?,
+            l.get_f32(&format!("{e}.conv1.bias"), &[d.n_state])?,
+        );
+        self.conv2 = (
+            l.get(&format!("{e}.conv2.weight"), &[3, d.n_state, d.n_state])?,
+            l.get_f32(&format!("{e}.conv2.bias"), &[d.n_state])?,
+        );
+        for (name, (w, _)) in [("conv1", self.conv1), ("conv2", self.conv2)] {
+            // SAFETY: a live tensor of the file.
+            let ty = unsafe { (*w).type_ };
+            if ty != sys::GGML_TYPE_F16 && ty != sys::GGML_TYPE_F32 {
+                return Err(load_err(
+                    path,
+                    format!("{e}.{name}.weight must be float16 or float32"),
+                ));
+            }
+        }
+        let audio_ctx = usize::try_from(d.n_audio_ctx).unwrap_or(0);
+        self.encoder_positions = l.new_f32(
+            &[d.n_state, d.n_audio_ctx],
+            &sinusoids(audio_ctx, config.d_model),
+        );
+        self.encoder = (0..config.encoder_layers)
+            .map(|i| l.block(&format!("{e}.layers.{i}"), d.n_state, false))
+            .collect::<Result<_, _>>()?;
+        self.encoder_ln = l.norm(&format!("{e}.layer_norm"), d.n_state)?;
+
+        let dec = "model.decoder";
+        self.token_embedding = l.get(
+            &format!("{dec}.embed_tokens.weight"),
+            &[d.n_state, d.n_vocab],
+        )?;
+        self.decoder_positions = l.get_f32(
+            &format!("{dec}.embed_positions.weight"),
+            &[d.n_state, d.n_text_ctx],
+        )?;
+        self.decoder = (0..config.decoder_layers)
+            .map(|i| l.block(&format!("{dec}.layers.{i}"), d.n_state, true))
+            .collect::<Result<_, _>>()?;
+        self.decoder_ln = l.norm(&format!("{dec}.layer_norm"), d.n_state)?;
+
+        // The logits' matrix: the token embedding (tied weights) quantised to q8_0, as
+        // every other projection is.
+        // SAFETY: a live tensor of the file.
+        let table = unsafe { values_f32(self.token_embedding) }
+            .ok_or_else(|| load_err(path, "the token embedding is neither float32 nor float16"))?;
+        if d.n_state % 32 != 0 {
+            return Err(load_err(path, "the model width is not a multiple of 32"));
+        }
+        // SAFETY: the derived context has room for this tensor (see `derived_size`); the
+        // source holds `n_vocab` rows of `n_state` values, a whole number of 32-value
+        // blocks per row (checked above).
+        self.output = unsafe {
+            let t = sys::ggml_new_tensor_2d(
+                self.derived.as_ptr(),
+                sys::GGML_TYPE_Q8_0,
+                d.n_state,
+                d.n_vocab,
+            );
+            sys::ggml_quantize_chunk(
+                sys::GGML_TYPE_Q8_0,
+                table.as_ptr(),
+                (*t).data,
+                0,
+                d.n_vocab,
+                d.n_state,
+                null(),
+            );
+            t
+        };
+        let (dh, nh) = (d.head(), d.n_head);
+        let zeros = |n: i64| vec![0f32; usize::try_from(n).unwrap_or(0)];
+        self.caches = (0..config.decoder_layers)
+            .map(|_| Caches {
+                self_k: l.new_f32(&[d.n_state, d.n_text_ctx], &zeros(d.n_state * d.n_text_ctx)),
+                self_v: l.new_f32(&[d.n_state, d.n_text_ctx], &zeros(d.n_state * d.n_text_ctx)),
+                cross_k: l.new_f32(&[dh, d.n_audio_ctx, nh], &zeros(d.n_state * d.n_audio_ctx)),
+                cross_v: l.new_f32(&[d.n_audio_ctx, dh, nh], &zeros(d.n_state * d.n_audio_ctx)),
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// Bytes held: the file's tensors, the derived ones (caches included) and the scratch
+    /// buffer (as large as the largest graph run so far: about 60 MB after a window).
+    pub fn memory_bytes(&self) -> u64 {
+        // SAFETY: reads sizes of a live context and allocator.
+        let (file, scratch) = unsafe {
+            (
+                sys::ggml_get_mem_size(self.weights.as_ptr()),
+                sys::ggml_gallocr_get_buffer_size(self.galloc.as_ptr(), 0),
+            )
+        };
+        (file + scratch) as u64 + self.derived_bytes
+    }
+
+    /// Threads the next calls use.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs the next calls on `threads` threads.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
+    /// Tokens decoded since the window started.
+    pub fn cached(&self) -> usize {
+        self.cached
+    }
+
+    /// Encodes one window's log-mel spectrogram (`n_mels` rows of `frames` values, row
+    /// major) and forgets the previous window's tokens.
+    pub fn encode(&mut self, mel: &[f32], frames: usize) -> Result<(), BackendError> {
+        let d = self.dims;
+        let n_frames = to_i64(frames);
+        if frames == 0
+            || !frames.is_multiple_of(2)
+            || n_frames > 2 * d.n_audio_ctx
+            || mel.len() != frames * d.n_mels as usize
+        {
+            return Err(BackendError::InvalidInput(format!(
+                "a Whisper window is {} mel rows of an even number of frames up to {}; got {} values for {frames} frames",
+                d.n_mels,
+                2 * d.n_audio_ctx,
+                mel.len()
+            )));
+        }
+        let n_ctx = n_frames / 2;
+        self.cached = 0;
+        self.n_audio = n_ctx;
+        let g = Graph::new(&mut self.graph_mem)?;
+        // SAFETY: every tensor below is made in the graph context or is a live weight or
+        // cache; shapes follow the configuration checked at load.
+        unsafe {
+            let ctx = g.ctx;
+            let input = sys::ggml_new_tensor_2d(ctx, sys::GGML_TYPE_F32, n_frames, d.n_mels);
+            sys::ggml_set_input(input);
+            let conv = |x: Tensor, (w, b): (Tensor, Tensor), stride: i32| {
+                let y = sys::ggml_conv_1d(ctx, w, x, stride, 1, 1);
+                let y = sys::ggml_add(ctx, y, sys::ggml_reshape_2d(ctx, b, 1, d.n_state));
+                sys::ggml_gelu_erf(ctx, y)
+            };
+            // [frames, n_mels] → [frames, d] → [frames / 2, d] → [d, n_ctx]
+            let x = conv(input, self.conv1, 1);
+            let x = conv(x, self.conv2, 2);
+            let mut x = sys::ggml_cont(ctx, sys::ggml_transpose(ctx, x));
+            let pos = self.encoder_positions;
+            x = sys::ggml_add(
+                ctx,
+                x,
+                sys::ggml_view_2d(ctx, pos, d.n_state, n_ctx, (*pos).nb[1], 0),
+            );
+            for b in &self.encoder {
+                let h = norm(ctx, x, b.attn_ln);
+                let q = linear(ctx, b.attn.q, h);
+                let k = linear(ctx, b.attn.k, h);
+                let v = linear(ctx, b.attn.v, h);
+                let a = flash_attend(ctx, q, k, v, d);
+                x = sys::ggml_add(ctx, x, linear(ctx, b.attn.out, a));
+                x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
+            }
+            let x = norm(ctx, x, self.encoder_ln);
+            for (b, c) in self.decoder.iter().zip(&self.caches) {
+                let Some((_, cross)) = b.cross else { continue };
+                let k = heads(ctx, linear(ctx, cross.k, x), d);
+                let ck = c.cross_k;
+                let dst = sys::ggml_view_3d(
+                    ctx,
+                    ck,
+                    d.head(),
+                    n_ctx,
+                    d.n_head,
+                    (*ck).nb[1],
+                    (*ck).nb[2],
+                    0,
+                );
+                sys::ggml_build_forward_expand(g.graph, sys::ggml_cpy(ctx, k, dst));
+                let v = sys::ggml_permute(
+                    ctx,
+                    sys::ggml_reshape_3d(ctx, linear(ctx, cross.v, x), d.head(), d.n_head, n_ctx),
+                    1,
+                    2,
+                    0,
+                    3,
+                );
+                let cv = c.cross_v;
+                let dst = sys::ggml_view_3d(
+                    ctx,
+                    cv,
+                    n_ctx,
+                    d.head(),
+                    d.n_head,
+                    (*cv).nb[1],
+                    (*cv).nb[2],
+                    0,
+                );
+                sys::ggml_build_forward_expand(g.graph, sys::ggml_cpy(ctx, v, dst));
+            }
+            self.run(&g, &[(input, as_bytes(mel))])?;
+        }
+        Ok(())
+    }
+
+    /// Runs the tokens `new` (after the cached ones) through the decoder over the current
+    /// window and returns the logits of the last one (`n_vocab` values).
+    pub fn step(&mut self, new: &[u32]) -> Result<Vec<f32>, BackendError> {
+        let d = self.dims;
+        let n = to_i64(new.len());
+        let past = to_i64(self.cached);
+        if self.n_audio == 0 {
+            return Err(BackendError::InvalidInput(
+                "no window encoded before decoding".into(),
+            ));
+        }
+        if new.is_empty() || past + n > d.n_text_ctx {
+            return Err(BackendError::InvalidInput(format!(
+                "the decoder holds at most {} tokens ({past} cached, {n} new)",
+                d.n_text_ctx
+            )));
+        }
+        if let Some(&bad) = new.iter().find(|&&t| i64::from(t) >= d.n_vocab) {
+            return Err(BackendError::InvalidInput(format!(
+                "token {bad} is outside the vocabulary"
+            )));
+        }
+        let ids: Vec<i32> = new.iter().map(|&t| t as i32).collect();
+        let g = Graph::new(&mut self.graph_mem)?;
+        let mut logits = vec![0f32; usize::try_from(d.n_vocab).unwrap_or(0)];
+        // SAFETY: as in `encode`; cache views stay inside the caches (past + n ≤ n_text_ctx,
+        // n_audio ≤ n_audio_ctx).
+        unsafe {
+            let ctx = g.ctx;
+            let input = sys::ggml_new_tensor_1d(ctx, sys::GGML_TYPE_I32, n);
+            sys::ggml_set_input(input);
+            let pos = self.decoder_positions;
+            let row = (*pos).nb[1];
+            let mut x = sys::ggml_get_rows(ctx, self.token_embedding, input);
+            x = sys::ggml_add(
+                ctx,
+                x,
+                sys::ggml_view_2d(ctx, pos, d.n_state, n, row, row * past as usize),
+            );
+            let n_kv = past + n;
+            for (b, c) in self.decoder.iter().zip(&self.caches) {
+                let h = norm(ctx, x, b.attn_ln);
+                let q = linear(ctx, b.attn.q, h);
+                let col = (*c.self_k).nb[1];
+                for (src, cache) in [(b.attn.k, c.self_k), (b.attn.v, c.self_v)] {
+                    let dst = sys::ggml_view_2d(ctx, cache, d.n_state, n, col, col * past as usize);
+                    sys::ggml_build_forward_expand(
+                        g.graph,
+                        sys::ggml_cpy(ctx, linear(ctx, src, h), dst),
+                    );
+                }
+                let k = sys::ggml_view_3d(
+                    ctx,
+                    c.self_k,
+                    d.head(),
+                    n_kv,
+                    d.n_head,
+                    col,
+                    (*c.self_k).nb[0] * d.head() as usize,
+                    0,
+                );
+                let v = sys::ggml_view_3d(
+                    ctx,
+                    c.self_v,
+                    d.head(),
+                    n_kv,
+                    d.n_head,
+                    col,
+                    (*c.self_v).nb[0] * d.head() as usize,
+                    0,
+                );
+                let v = sys::ggml_cont(ctx, sys::ggml_permute(ctx, v, 1, 0, 2, 3));
+                let a = attend(ctx, q, k, v, d, (n > 1).then_some(past));
+                x = sys::ggml_add(ctx, x, linear(ctx, b.attn.out, a));
+                if let Some((ln, cross)) = b.cross {
+                    let q = linear(ctx, cross.q, norm(ctx, x, ln));
+                    let ck = c.cross_k;
+                    let k = sys::ggml_view_3d(
+                        ctx,
+                        ck,
+                        d.head(),
+                        self.n_audio,
+                        d.n_head,
+                        (*ck).nb[1],
+                        (*ck).nb[2],
+                        0,
+                    );
+                    let cv = c.cross_v;
+                    let v = sys::ggml_view_3d(
+                        ctx,
+                        cv,
+                        self.n_audio,
+                        d.head(),
+                        d.n_head,
+                        (*cv).nb[1],
+                        (*cv).nb[2],
+                        0,
+                    );
+                    let a = attend(ctx, q, k, v, d, None);
+                    x = sys::ggml_add(ctx, x, linear(ctx, cross.out, a));
+                }
+                x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
+            }
+            let x = norm(ctx, x, self.decoder_ln);
+            let last = sys::ggml_view_2d(
+                ctx,
+                x,
+                d.n_state,
+                1,
+                (*x).nb[1],
+                (*x).nb[1] * (n - 1) as usize,
+            );
+            let out = sys::ggml_mul_mat(ctx, self.output, last);
+            sys::ggml_set_output(out);
+            sys::ggml_build_forward_expand(g.graph, out);
+            self.run(&g, &[(input, as_bytes(&ids))])?;
+            sys::ggml_backend_tensor_get(out, logits.as_mut_ptr().cast(), 0, logits.len() * 4);
+        }
+        self.cached += new.len();
+        Ok(logits)
+    }
+
+    /// Allocates `g`'s tensors, copies the inputs in and computes it.
+    ///
+    /// # Safety
+    /// `g` was built from this model's tensors and every input is a tensor of `g` whose
+    /// byte size is that of its data.
+    unsafe fn run(&mut self, g: &Graph, inputs: &[(Tensor, &[u8])]) -> Result<(), BackendError> {
+        // SAFETY: per the contract.
+        unsafe {
+            if !sys::ggml_gallocr_alloc_graph(self.galloc.as_ptr(), g.graph) {
+                return Err(BackendError::Engine(
+                    "ggml could not allocate the Whisper graph".into(),
+                ));
+            }
+            for &(t, bytes) in inputs {
+                sys::ggml_backend_tensor_set(t, bytes.as_ptr().cast(), 0, bytes.len());
+            }
+            sys::ggml_backend_cpu_set_n_threads(
+                self.backend.as_ptr(),
+                i32::try_from(self.threads).unwrap_or(1),
+            );
+            let status = sys::ggml_backend_graph_compute(self.backend.as_ptr(), g.graph);
+            if status != sys::GGML_STATUS_SUCCESS {
+                return Err(BackendError::Engine(format!(
+                    "ggml failed computing Whisper (status {status})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn as_bytes<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: plain numeric values (f32, i32) have no padding; the slice covers exactly
+    // their bytes for the same lifetime.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+/// A graph being built: a context holding only tensor headers (the data comes from the
+/// allocator) inside the model's `graph_mem`, freed when dropped.
+struct Graph {
+    ctx: *mut sys::ggml_context,
+    graph: *mut sys::ggml_cgraph,
+}
+
+impl Graph {
+    fn new(mem: &mut [u8]) -> Result<Self, BackendError> {
+        // SAFETY: the context lives inside `mem`, which outlives the graph (both are used
+        // within one call of the model); `no_alloc` keeps tensor data out of it.
+        unsafe {
+            let ctx = sys::ggml_init(sys::ggml_init_params {
+                mem_size: mem.len(),
+                mem_buffer: mem.as_mut_ptr().cast(),
+                no_alloc: true,
+            });
+            if ctx.is_null() {
+                return Err(BackendError::Engine("ggml could not start a graph".into()));
+            }
+            let graph = sys::ggml_new_graph_custom(ctx, GRAPH_NODES, false);
+            Ok(Self { ctx, graph })
+        }
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: made in `Graph::new`, freed once; the memory itself is the model's.
+        unsafe { sys::ggml_free(self.ctx) }
+    }
+}
+
+/// `W x + b`.
+///
+/// # Safety
+/// `ctx` is a live graph context; `x` is `[n_in, n]`.
+unsafe fn linear(ctx: *mut sys::ggml_context, l: Linear, x: Tensor) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let y = sys::ggml_mul_mat(ctx, l.w, x);
+        match l.b {
+            Some(b) => sys::ggml_add(ctx, y, b),
+            None => y,
+        }
+    }
+}
+
+/// Layer norm over the model dimension.
+///
+/// # Safety
+/// As [`linear`].
+unsafe fn norm(ctx: *mut sys::ggml_context, x: Tensor, n: Norm) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let y = sys::ggml_norm(ctx, x, LN_EPS);
+        sys::ggml_add(ctx, sys::ggml_mul(ctx, y, n.w), n.b)
+    }
+}
+
+/// The block's MLP branch: `fc2(gelu(fc1(ln(x))))`.
+///
+/// # Safety
+/// As [`linear`].
+unsafe fn mlp(ctx: *mut sys::ggml_context, b: &Block, x: Tensor) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let h = linear(ctx, b.fc1, norm(ctx, x, b.mlp_ln));
+        linear(ctx, b.fc2, sys::ggml_gelu_erf(ctx, h))
+    }
+}
+
+/// `[d, n]` → `[d_head, n, n_head]` (a view).
+///
+/// # Safety
+/// As [`linear`].
+unsafe fn heads(ctx: *mut sys::ggml_context, x: Tensor, d: Dims) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let n = (*x).ne[1];
+        sys::ggml_permute(
+            ctx,
+            sys::ggml_reshape_3d(ctx, x, d.head(), d.n_head, n),
+            0,
+            2,
+            1,
+            3,
+        )
+    }
+}
+
+/// Attention of the queries `q` over the keys `k` and values `v` (all `[d, n]`, no mask)
+/// with ggml's flash-attention kernel, which never stores the `n × n` weights: keys and
+/// values go to float16 as the kernel wants them. Returns `[d, n]`.
+///
+/// # Safety
+/// As [`linear`].
+unsafe fn flash_attend(
+    ctx: *mut sys::ggml_context,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    d: Dims,
+) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let n = (*q).ne[1];
+        let half = |x: Tensor| {
+            let t =
+                sys::ggml_new_tensor_3d(ctx, sys::GGML_TYPE_F16, d.head(), (*x).ne[1], d.n_head);
+            sys::ggml_cpy(ctx, heads(ctx, x, d), t)
+        };
+        let scale = 1.0 / (d.head() as f32).sqrt();
+        let out = sys::ggml_flash_attn_ext(
+            ctx,
+            heads(ctx, q, d),
+            half(k),
+            half(v),
+            null_mut(),
+            scale,
+            0.0,
+            0.0,
+        );
+        // The kernel's output is already `[d_head, n_head, n]`.
+        sys::ggml_reshape_2d(ctx, out, d.n_state, n)
+    }
+}
+
+/// Scaled dot-product attention of the queries `q` (`[d, n_q]`) over keys `k`
+/// (`[d_head, n_kv, n_head]`) and values `v` (`[n_kv, d_head, n_head]`), both best
+/// contiguous (ggml falls back to a slow dot product per row pair otherwise); with
+/// `causal_past = Some(p)` query `i` sees keys up to `p + i`. Returns `[d, n_q]`.
+///
+/// # Safety
+/// As [`linear`].
+unsafe fn attend(
+    ctx: *mut sys::ggml_context,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    d: Dims,
+    causal_past: Option<i64>,
+) -> Tensor {
+    // SAFETY: per the contract.
+    unsafe {
+        let n_q = (*q).ne[1];
+        let scale = 1.0 / (d.head() as f32).sqrt();
+        let kq = sys::ggml_mul_mat(ctx, k, sys::ggml_cont(ctx, heads(ctx, q, d)));
+        let w = match causal_past {
+            Some(past) => {
+                let masked =
+                    sys::ggml_diag_mask_inf(ctx, sys::ggml_scale(ctx, kq, scale), past as i32);
+                sys::ggml_soft_max(ctx, masked)
+            }
+            None => sys::ggml_soft_max_ext(ctx, kq, null_mut(), scale, 0.0),
+        };
+        let out = sys::ggml_mul_mat(ctx, v, w);
+        sys::ggml_cont_2d(ctx, sys::ggml_permute(ctx, out, 0, 2, 1, 3), d.n_state, n_q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sinusoids_start_with_sines_then_cosines() {
+        let s = sinusoids(3, 4);
+        // Position 0: sin 0 = 0, cos 0 = 1.
+        assert_eq!(&s[..4], &[0.0, 0.0, 1.0, 1.0]);
+        // Position 1, first frequency 1: sin 1, then the lowest frequency 1e-4.
+        assert!((s[4] - 1f32.sin()).abs() < 1e-6);
+        assert!((s[5] - 1e-4f32.sin()).abs() < 1e-6);
+    }
+}
