@@ -58,7 +58,7 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
     );
     let asr = &models[0];
     assert_eq!(asr["model"], "whisper-tiny.en");
-    assert_eq!(asr["engine"], "candle-f32", "the default Whisper engine");
+    assert_eq!(asr["engine"], "ggml-q8", "the default Whisper engine");
     assert_eq!(asr["runs"], 1);
     for key in ["pre_ms", "exec_ms", "post_ms", "total_ms"] {
         positive_stage(asr, key);
@@ -68,7 +68,8 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
     }
     assert_eq!(asr["outputs_match"], true, "{asr}");
     let scan = &v["asr"];
-    assert_eq!(scan["engine"], "candle-f32");
+    assert_eq!(scan["engine"], "ggml-q8");
+    assert_eq!(scan["span"], "window", "the default encoder span");
     positive(scan, "rtf_1t");
     positive(scan, "rtf_2t");
     assert_eq!(
@@ -76,7 +77,7 @@ fn whisper_and_gemma_are_measured_against_direct_engine_calls() {
         Some(1),
         "{scan}"
     );
-    assert_eq!(v["engines"]["whisper-tiny.en"], "candle-f32", "{v}");
+    assert_eq!(v["engines"]["whisper-tiny.en"], "ggml-q8", "{v}");
     positive(&v["layer_ratios"], "whisper-tiny.en");
 
     let llm = &v["llm"];

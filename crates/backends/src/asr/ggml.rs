@@ -107,7 +107,6 @@ impl Dims {
 }
 
 /// Whisper on ggml with its weights, caches, CPU backend and scratch allocator.
-#[derive(Debug)]
 pub struct GgmlWhisper {
     dims: Dims,
     /// The file's metadata; owns nothing the graphs use.
@@ -137,6 +136,18 @@ pub struct GgmlWhisper {
     cached: usize,
     threads: usize,
     derived_bytes: u64,
+}
+
+impl std::fmt::Debug for GgmlWhisper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The pointers and the graph buffer say nothing to a reader.
+        f.debug_struct("GgmlWhisper")
+            .field("dims", &self.dims)
+            .field("threads", &self.threads)
+            .field("cached", &self.cached)
+            .field("memory_bytes", &self.memory_bytes())
+            .finish_non_exhaustive()
+    }
 }
 
 // SAFETY: every ggml object here is owned by this value alone and used through `&mut self`
