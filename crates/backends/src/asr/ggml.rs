@@ -34,6 +34,7 @@ use std::ptr::{NonNull, null, null_mut};
 use candle_transformers::models::whisper::Config;
 use llama_cpp_sys_2 as sys;
 
+use crate::asr::quantized::sinusoids;
 use crate::backend::BackendError;
 
 /// Graph nodes reserved per graph (the encoder of a 4-layer model needs about 300).
@@ -106,19 +107,55 @@ impl Dims {
     }
 }
 
-/// Whisper on ggml with its weights, caches, CPU backend and scratch allocator.
-pub struct GgmlWhisper {
-    dims: Dims,
-    /// The file's metadata; owns nothing the graphs use.
-    gguf: NonNull<sys::gguf_context>,
-    /// The file's tensors, with their data.
-    weights: NonNull<sys::ggml_context>,
-    /// Widened and quantised copies, position tables and caches.
-    derived: NonNull<sys::ggml_context>,
-    backend: NonNull<sys::ggml_backend>,
-    galloc: NonNull<sys::ggml_gallocr>,
-    /// Tensor and graph headers of the graph being built (no tensor data).
-    graph_mem: Vec<u8>,
+/// Declares an owning handle of a ggml object that `$free` releases when it drops.
+macro_rules! owned {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $free:path) => {
+        $(#[$doc])*
+        struct $name(NonNull<$ty>);
+
+        impl $name {
+            /// Takes ownership of `p`, or `None` when the constructor returned null.
+            fn new(p: *mut $ty) -> Option<Self> {
+                NonNull::new(p).map(Self)
+            }
+
+            fn ptr(&self) -> *mut $ty {
+                self.0.as_ptr()
+            }
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                // SAFETY: the pointer came from its ggml constructor (`new`) and is freed
+                // once, here; graphs that use it live only inside one call of the model.
+                unsafe { $free(self.0.as_ptr()) }
+            }
+        }
+    };
+}
+
+owned!(
+    /// A ggml context and the tensors in it.
+    Context,
+    sys::ggml_context,
+    sys::ggml_free
+);
+owned!(
+    /// ggml's CPU backend, which computes the graphs.
+    CpuBackend,
+    sys::ggml_backend,
+    sys::ggml_backend_free
+);
+owned!(
+    /// The graph allocator and its scratch buffer.
+    Allocator,
+    sys::ggml_gallocr,
+    sys::ggml_gallocr_free
+);
+
+/// The tensors the graphs read: weights, derived tables and caches.
+#[derive(Debug)]
+struct Net {
     conv1: (Tensor, Tensor),
     conv2: (Tensor, Tensor),
     encoder_positions: Tensor,
@@ -130,12 +167,26 @@ pub struct GgmlWhisper {
     decoder_ln: Norm,
     output: Tensor,
     caches: Vec<Caches>,
+}
+
+/// Whisper on ggml with its weights, caches, CPU backend and scratch allocator.
+pub struct GgmlWhisper {
+    dims: Dims,
+    /// Pointers into `weights` and `derived`, which outlive them (fields drop after it).
+    net: Net,
+    galloc: Allocator,
+    backend: CpuBackend,
+    /// Widened and quantised copies, position tables and caches.
+    derived: Context,
+    /// The file's tensors, with their data.
+    weights: Context,
+    /// Tensor and graph headers of the graph being built (no tensor data).
+    graph_mem: Vec<u8>,
     /// Audio positions of the current window (0 before the first one).
     n_audio: i64,
     /// Tokens in the self-attention caches.
     cached: usize,
     threads: usize,
-    derived_bytes: u64,
 }
 
 impl std::fmt::Debug for GgmlWhisper {
@@ -153,20 +204,6 @@ impl std::fmt::Debug for GgmlWhisper {
 // SAFETY: every ggml object here is owned by this value alone and used through `&mut self`
 // by one thread at a time; ggml ties no context, backend or allocator to a thread.
 unsafe impl Send for GgmlWhisper {}
-
-impl Drop for GgmlWhisper {
-    fn drop(&mut self) {
-        // SAFETY: each object was created once in `load` and is freed once here; no graph
-        // is alive (graphs live only inside a call).
-        unsafe {
-            sys::ggml_gallocr_free(self.galloc.as_ptr());
-            sys::ggml_backend_free(self.backend.as_ptr());
-            sys::ggml_free(self.derived.as_ptr());
-            sys::ggml_free(self.weights.as_ptr());
-            sys::gguf_free(self.gguf.as_ptr());
-        }
-    }
-}
 
 fn load_err(path: &Path, reason: impl Into<String>) -> BackendError {
     BackendError::Load {
@@ -204,6 +241,36 @@ unsafe fn values_f32(t: Tensor) -> Option<Vec<f32>> {
     }
 }
 
+/// Bytes the derived context needs: widened 1-D tensors and the decoder position table,
+/// the encoder position table, the q8_0 output matrix, the caches, and tensor headers.
+fn derived_size(d: Dims, weights: &Context, config: &Config) -> usize {
+    let f32s = |n: i64| usize::try_from(n).unwrap_or(0) * 4;
+    let mut bytes = 0usize;
+    let mut tensors = 0usize;
+    // SAFETY: walks the live weights context's tensor list.
+    unsafe {
+        let mut t = sys::ggml_get_first_tensor(weights.ptr());
+        while !t.is_null() {
+            // 1-D float tensors (biases, norms) are widened; the context also holds
+            // the file's whole data as one 1-D byte tensor, which is not.
+            let float = matches!((*t).type_, sys::GGML_TYPE_F32 | sys::GGML_TYPE_F16);
+            if float && sys::ggml_n_dims(t) == 1 {
+                bytes += f32s(sys::ggml_nelements(t));
+                tensors += 1;
+            }
+            t = sys::ggml_get_next_tensor(weights.ptr(), t);
+        }
+        bytes += sys::ggml_row_size(sys::GGML_TYPE_Q8_0, d.n_state) * config.vocab_size;
+    }
+    bytes += f32s(d.n_state * (d.n_audio_ctx + d.n_text_ctx));
+    let layers = config.decoder_layers;
+    bytes += layers * 2 * f32s(d.n_state * (d.n_text_ctx + d.n_audio_ctx));
+    tensors += 3 + 4 * layers;
+    // SAFETY: a plain value.
+    let overhead = unsafe { sys::ggml_tensor_overhead() };
+    bytes + (tensors + 16) * (overhead + 64) + (1 << 20)
+}
+
 /// Reads the weights and builds the derived tensors (see [`GgmlWhisper::load`]).
 struct Loader<'a> {
     path: &'a Path,
@@ -233,20 +300,21 @@ impl Loader<'_> {
         Ok(t)
     }
 
+    /// A new tensor of `ty` and shape `ne` in the derived context, its data not set.
+    fn new_tensor(&self, ty: sys::ggml_type, ne: &[i64]) -> Tensor {
+        // SAFETY: the derived context has room for every tensor made here (see
+        // `derived_size`); `ne` holds at most 4 dimensions.
+        unsafe { sys::ggml_new_tensor(self.derived, ty, ne.len() as i32, ne.as_ptr()) }
+    }
+
     /// A new float32 tensor in the derived context filled with `values`.
     fn new_f32(&self, ne: &[i64], values: &[f32]) -> Tensor {
-        // SAFETY: the derived context has room for every tensor made here (sized in
-        // `load`), and `values` holds exactly the tensor's element count.
+        let t = self.new_tensor(sys::GGML_TYPE_F32, ne);
+        // SAFETY: `values` holds exactly the new tensor's element count.
         unsafe {
-            let t = sys::ggml_new_tensor(
-                self.derived,
-                sys::GGML_TYPE_F32,
-                ne.len() as i32,
-                ne.as_ptr(),
-            );
-            std::ptr::copy_nonoverlapping(values.as_ptr(), (*t).data as *mut f32, values.len());
-            t
-        }
+            std::ptr::copy_nonoverlapping(values.as_ptr(), (*t).data as *mut f32, values.len())
+        };
+        t
     }
 
     /// The file's tensor `name` as float32 (a widened copy when it is stored as float16).
@@ -312,20 +380,100 @@ impl Loader<'_> {
             fc2: self.linear(&format!("{prefix}.fc2"), 4 * n, n, true)?,
         })
     }
-}
 
-/// Whisper's sinusoidal encoder positions, `length` rows of `channels` (sines, then cosines).
-fn sinusoids(length: usize, channels: usize) -> Vec<f32> {
-    let half = channels / 2;
-    let increment = 10000f32.ln() / (half.max(2) - 1) as f32;
-    let mut out = Vec::with_capacity(length * channels);
-    for t in 0..length {
-        let scaled = (0..half).map(|i| t as f32 * (-increment * i as f32).exp());
-        let row: Vec<f32> = scaled.collect();
-        out.extend(row.iter().map(|x| x.sin()));
-        out.extend(row.iter().map(|x| x.cos()));
+    /// Finds and prepares every tensor the graphs use.
+    fn net(&self, d: Dims, config: &Config) -> Result<Net, BackendError> {
+        let e = "model.encoder";
+        let conv1 = (
+            self.get(&format!("{e}.conv1.weight"), &[3, d.n_mels, d.n_state])?,
+            self.get_f32(&format!("{e}.conv1.bias"), &[d.n_state])?,
+        );
+        let conv2 = (
+            self.get(&format!("{e}.conv2.weight"), &[3, d.n_state, d.n_state])?,
+            self.get_f32(&format!("{e}.conv2.bias"), &[d.n_state])?,
+        );
+        for (name, (w, _)) in [("conv1", conv1), ("conv2", conv2)] {
+            // SAFETY: a live tensor of the file.
+            let ty = unsafe { (*w).type_ };
+            if ty != sys::GGML_TYPE_F16 && ty != sys::GGML_TYPE_F32 {
+                return Err(load_err(
+                    self.path,
+                    format!("{e}.{name}.weight must be float16 or float32"),
+                ));
+            }
+        }
+        let audio_ctx = usize::try_from(d.n_audio_ctx).unwrap_or(0);
+        let encoder_positions = self.new_f32(
+            &[d.n_state, d.n_audio_ctx],
+            &sinusoids(audio_ctx, config.d_model),
+        );
+        let dec = "model.decoder";
+        let token_embedding = self.get(
+            &format!("{dec}.embed_tokens.weight"),
+            &[d.n_state, d.n_vocab],
+        )?;
+        // The logits' matrix: the token embedding (tied weights) quantised to q8_0, as
+        // every other projection is.
+        // SAFETY: a live tensor of the file.
+        let table = unsafe { values_f32(token_embedding) }.ok_or_else(|| {
+            load_err(
+                self.path,
+                "the token embedding is neither float32 nor float16",
+            )
+        })?;
+        if d.n_state % 32 != 0 {
+            return Err(load_err(
+                self.path,
+                "the model width is not a multiple of 32",
+            ));
+        }
+        let output = self.new_tensor(sys::GGML_TYPE_Q8_0, &[d.n_state, d.n_vocab]);
+        // SAFETY: the new tensor holds `n_vocab` q8_0 rows of `n_state` values, and the
+        // table as many float rows, each a whole number of 32-value blocks (checked above).
+        unsafe {
+            sys::ggml_quantize_chunk(
+                sys::GGML_TYPE_Q8_0,
+                table.as_ptr(),
+                (*output).data,
+                0,
+                d.n_vocab,
+                d.n_state,
+                null(),
+            )
+        };
+        // Caches are written before they are read (a token's keys and values before its
+        // attention, a window's cross-attention before its first token): no zeroing.
+        let (dh, nh) = (d.head(), d.n_head);
+        let f32 = sys::GGML_TYPE_F32;
+        let caches = (0..config.decoder_layers)
+            .map(|_| Caches {
+                self_k: self.new_tensor(f32, &[d.n_state, d.n_text_ctx]),
+                self_v: self.new_tensor(f32, &[d.n_state, d.n_text_ctx]),
+                cross_k: self.new_tensor(f32, &[dh, d.n_audio_ctx, nh]),
+                cross_v: self.new_tensor(f32, &[d.n_audio_ctx, dh, nh]),
+            })
+            .collect();
+        Ok(Net {
+            conv1,
+            conv2,
+            encoder_positions,
+            encoder: (0..config.encoder_layers)
+                .map(|i| self.block(&format!("{e}.layers.{i}"), d.n_state, false))
+                .collect::<Result<_, _>>()?,
+            encoder_ln: self.norm(&format!("{e}.layer_norm"), d.n_state)?,
+            token_embedding,
+            decoder_positions: self.get_f32(
+                &format!("{dec}.embed_positions.weight"),
+                &[d.n_state, d.n_text_ctx],
+            )?,
+            decoder: (0..config.decoder_layers)
+                .map(|i| self.block(&format!("{dec}.layers.{i}"), d.n_state, true))
+                .collect::<Result<_, _>>()?,
+            decoder_ln: self.norm(&format!("{dec}.layer_norm"), d.n_state)?,
+            output,
+            caches,
+        })
     }
-    out
 }
 
 impl GgmlWhisper {
@@ -352,238 +500,80 @@ impl GgmlWhisper {
         }
         let c_path = CString::new(path.to_string_lossy().as_bytes())
             .map_err(|_| load_err(path, "the path contains a NUL byte"))?;
-        let mut weights: *mut sys::ggml_context = null_mut();
-        // SAFETY: the path is a valid C string; on success `weights` receives a context
+        let mut tensors: *mut sys::ggml_context = null_mut();
+        // SAFETY: the path is a valid C string; on success `tensors` receives a context
         // holding every tensor with its data (`no_alloc: false`).
-        let gguf = unsafe {
-            sys::gguf_init_from_file(
+        unsafe {
+            let gguf = sys::gguf_init_from_file(
                 c_path.as_ptr(),
                 sys::gguf_init_params {
                     no_alloc: false,
-                    ctx: &mut weights,
+                    ctx: &mut tensors,
                 },
-            )
-        };
-        let gguf = NonNull::new(gguf).ok_or_else(|| load_err(path, "not a readable GGUF file"))?;
-        let Some(weights) = NonNull::new(weights) else {
-            // SAFETY: created above, freed once.
-            unsafe { sys::gguf_free(gguf.as_ptr()) };
-            return Err(load_err(path, "the GGUF file holds no tensors"));
-        };
-        let derived_bytes = Self::derived_size(dims, weights.as_ptr(), config);
+            );
+            // Only the metadata is freed: the tensors live in their own context.
+            if !gguf.is_null() {
+                sys::gguf_free(gguf);
+            }
+        }
+        let weights = Context::new(tensors)
+            .ok_or_else(|| load_err(path, "not a readable GGUF file with tensors"))?;
+        let derived_bytes = derived_size(dims, &weights, config);
         // SAFETY: a plain allocation of `derived_bytes` owned by the new context.
-        let derived = unsafe {
+        let derived = Context::new(unsafe {
             sys::ggml_init(sys::ggml_init_params {
                 mem_size: derived_bytes,
                 mem_buffer: null_mut(),
                 no_alloc: false,
             })
-        };
-        let Some(derived) = NonNull::new(derived) else {
-            // SAFETY: created above, freed once.
-            unsafe {
-                sys::ggml_free(weights.as_ptr());
-                sys::gguf_free(gguf.as_ptr());
-            }
-            return Err(load_err(path, "cannot allocate the model's working memory"));
-        };
-        // SAFETY: plain constructors; checked for null below.
+        })
+        .ok_or_else(|| load_err(path, "cannot allocate the model's working memory"))?;
+        // SAFETY: plain constructors, checked for null.
         let (backend, galloc) = unsafe {
             (
-                sys::ggml_backend_cpu_init(),
-                sys::ggml_gallocr_new(sys::ggml_backend_cpu_buffer_type()),
+                CpuBackend::new(sys::ggml_backend_cpu_init()),
+                Allocator::new(sys::ggml_gallocr_new(sys::ggml_backend_cpu_buffer_type())),
             )
         };
-        let (Some(backend), Some(galloc)) = (NonNull::new(backend), NonNull::new(galloc)) else {
-            // SAFETY: created above, each freed once.
-            unsafe {
-                if !galloc.is_null() {
-                    sys::ggml_gallocr_free(galloc);
-                }
-                if !backend.is_null() {
-                    sys::ggml_backend_free(backend);
-                }
-                sys::ggml_free(derived.as_ptr());
-                sys::ggml_free(weights.as_ptr());
-                sys::gguf_free(gguf.as_ptr());
-            }
+        let (Some(backend), Some(galloc)) = (backend, galloc) else {
             return Err(load_err(path, "cannot start ggml's CPU backend"));
         };
+        let net = Loader {
+            path,
+            weights: weights.ptr(),
+            derived: derived.ptr(),
+        }
+        .net(dims, config)?;
         // SAFETY: graph headers only: the size ggml asks for a graph of GRAPH_NODES nodes
         // and as many tensor headers.
         let graph_bytes = unsafe {
             sys::ggml_tensor_overhead() * GRAPH_NODES
                 + sys::ggml_graph_overhead_custom(GRAPH_NODES, false)
         };
-        // From here on `Drop` frees everything; the fields below are filled next.
-        let mut model = Self {
+        Ok(Self {
             dims,
-            gguf,
-            weights,
-            derived,
-            backend,
+            net,
             galloc,
+            backend,
+            derived,
+            weights,
             graph_mem: vec![0; graph_bytes],
-            conv1: (null_mut(), null_mut()),
-            conv2: (null_mut(), null_mut()),
-            encoder_positions: null_mut(),
-            encoder: Vec::new(),
-            encoder_ln: Norm {
-                w: null_mut(),
-                b: null_mut(),
-            },
-            token_embedding: null_mut(),
-            decoder_positions: null_mut(),
-            decoder: Vec::new(),
-            decoder_ln: Norm {
-                w: null_mut(),
-                b: null_mut(),
-            },
-            output: null_mut(),
-            caches: Vec::new(),
             n_audio: 0,
             cached: 0,
             threads: threads.max(1),
-            derived_bytes: derived_bytes as u64,
-        };
-        model.fill(path, config)?;
-        Ok(model)
-    }
-
-    /// Bytes the derived context needs: widened 1-D tensors and the decoder position table,
-    /// the encoder position table, the q8_0 output matrix, the caches, and tensor headers.
-    fn derived_size(d: Dims, weights: *mut sys::ggml_context, config: &Config) -> usize {
-        let f32s = |n: i64| usize::try_from(n).unwrap_or(0) * 4;
-        let mut bytes = 0usize;
-        let mut tensors = 0usize;
-        // SAFETY: walks the live weights context's tensor list.
-        unsafe {
-            let mut t = sys::ggml_get_first_tensor(weights);
-            while !t.is_null() {
-                // 1-D float tensors (biases, norms) are widened; the context also holds
-                // the file's whole data as one 1-D byte tensor, which is not.
-                let float = matches!((*t).type_, sys::GGML_TYPE_F32 | sys::GGML_TYPE_F16);
-                if float && sys::ggml_n_dims(t) == 1 {
-                    bytes += f32s(sys::ggml_nelements(t));
-                    tensors += 1;
-                }
-                t = sys::ggml_get_next_tensor(weights, t);
-            }
-            bytes += sys::ggml_row_size(sys::GGML_TYPE_Q8_0, d.n_state) * config.vocab_size;
-        }
-        bytes += f32s(d.n_state * (d.n_audio_ctx + d.n_text_ctx));
-        let layers = config.decoder_layers;
-        bytes += layers * 2 * f32s(d.n_state * (d.n_text_ctx + d.n_audio_ctx));
-        tensors += 3 + 4 * layers;
-        // SAFETY: a plain value.
-        let overhead = unsafe { sys::ggml_tensor_overhead() };
-        bytes + (tensors + 16) * (overhead + 64) + (1 << 20)
-    }
-
-    /// Finds and prepares every tensor the graphs use.
-    fn fill(&mut self, path: &Path, config: &Config) -> Result<(), BackendError> {
-        let d = self.dims;
-        let l = Loader {
-            path,
-            weights: self.weights.as_ptr(),
-            derived: self.derived.as_ptr(),
-        };
-        let e = "model.encoder";
-        self.conv1 = (
-            l.get(&format!("{e}.conv1.weight"), &[3, d.n_mels, d.n_state])?,
-            l.get_f32(&format!("{e}.conv1.bias"), &[d.n_state])?,
-        );
-        self.conv2 = (
-            l.get(&format!("{e}.conv2.weight"), &[3, d.n_state, d.n_state])?,
-            l.get_f32(&format!("{e}.conv2.bias"), &[d.n_state])?,
-        );
-        for (name, (w, _)) in [("conv1", self.conv1), ("conv2", self.conv2)] {
-            // SAFETY: a live tensor of the file.
-            let ty = unsafe { (*w).type_ };
-            if ty != sys::GGML_TYPE_F16 && ty != sys::GGML_TYPE_F32 {
-                return Err(load_err(
-                    path,
-                    format!("{e}.{name}.weight must be float16 or float32"),
-                ));
-            }
-        }
-        let audio_ctx = usize::try_from(d.n_audio_ctx).unwrap_or(0);
-        self.encoder_positions = l.new_f32(
-            &[d.n_state, d.n_audio_ctx],
-            &sinusoids(audio_ctx, config.d_model),
-        );
-        self.encoder = (0..config.encoder_layers)
-            .map(|i| l.block(&format!("{e}.layers.{i}"), d.n_state, false))
-            .collect::<Result<_, _>>()?;
-        self.encoder_ln = l.norm(&format!("{e}.layer_norm"), d.n_state)?;
-
-        let dec = "model.decoder";
-        self.token_embedding = l.get(
-            &format!("{dec}.embed_tokens.weight"),
-            &[d.n_state, d.n_vocab],
-        )?;
-        self.decoder_positions = l.get_f32(
-            &format!("{dec}.embed_positions.weight"),
-            &[d.n_state, d.n_text_ctx],
-        )?;
-        self.decoder = (0..config.decoder_layers)
-            .map(|i| l.block(&format!("{dec}.layers.{i}"), d.n_state, true))
-            .collect::<Result<_, _>>()?;
-        self.decoder_ln = l.norm(&format!("{dec}.layer_norm"), d.n_state)?;
-
-        // The logits' matrix: the token embedding (tied weights) quantised to q8_0, as
-        // every other projection is.
-        // SAFETY: a live tensor of the file.
-        let table = unsafe { values_f32(self.token_embedding) }
-            .ok_or_else(|| load_err(path, "the token embedding is neither float32 nor float16"))?;
-        if d.n_state % 32 != 0 {
-            return Err(load_err(path, "the model width is not a multiple of 32"));
-        }
-        // SAFETY: the derived context has room for this tensor (see `derived_size`); the
-        // source holds `n_vocab` rows of `n_state` values, a whole number of 32-value
-        // blocks per row (checked above).
-        self.output = unsafe {
-            let t = sys::ggml_new_tensor_2d(
-                self.derived.as_ptr(),
-                sys::GGML_TYPE_Q8_0,
-                d.n_state,
-                d.n_vocab,
-            );
-            sys::ggml_quantize_chunk(
-                sys::GGML_TYPE_Q8_0,
-                table.as_ptr(),
-                (*t).data,
-                0,
-                d.n_vocab,
-                d.n_state,
-                null(),
-            );
-            t
-        };
-        let (dh, nh) = (d.head(), d.n_head);
-        let zeros = |n: i64| vec![0f32; usize::try_from(n).unwrap_or(0)];
-        self.caches = (0..config.decoder_layers)
-            .map(|_| Caches {
-                self_k: l.new_f32(&[d.n_state, d.n_text_ctx], &zeros(d.n_state * d.n_text_ctx)),
-                self_v: l.new_f32(&[d.n_state, d.n_text_ctx], &zeros(d.n_state * d.n_text_ctx)),
-                cross_k: l.new_f32(&[dh, d.n_audio_ctx, nh], &zeros(d.n_state * d.n_audio_ctx)),
-                cross_v: l.new_f32(&[d.n_audio_ctx, dh, nh], &zeros(d.n_state * d.n_audio_ctx)),
-            })
-            .collect();
-        Ok(())
+        })
     }
 
     /// Bytes held: the file's tensors, the derived ones (caches included) and the scratch
     /// buffer (as large as the largest graph run so far: about 60 MB after a window).
     pub fn memory_bytes(&self) -> u64 {
         // SAFETY: reads sizes of a live context and allocator.
-        let (file, scratch) = unsafe {
-            (
-                sys::ggml_get_mem_size(self.weights.as_ptr()),
-                sys::ggml_gallocr_get_buffer_size(self.galloc.as_ptr(), 0),
-            )
+        let bytes = unsafe {
+            sys::ggml_get_mem_size(self.weights.ptr())
+                + sys::ggml_get_mem_size(self.derived.ptr())
+                + sys::ggml_gallocr_get_buffer_size(self.galloc.ptr(), 0)
         };
-        (file + scratch) as u64 + self.derived_bytes
+        bytes as u64
     }
 
     /// Threads the next calls use.
@@ -634,16 +624,16 @@ impl GgmlWhisper {
                 sys::ggml_gelu_erf(ctx, y)
             };
             // [frames, n_mels] → [frames, d] → [frames / 2, d] → [d, n_ctx]
-            let x = conv(input, self.conv1, 1);
-            let x = conv(x, self.conv2, 2);
+            let x = conv(input, self.net.conv1, 1);
+            let x = conv(x, self.net.conv2, 2);
             let mut x = sys::ggml_cont(ctx, sys::ggml_transpose(ctx, x));
-            let pos = self.encoder_positions;
+            let pos = self.net.encoder_positions;
             x = sys::ggml_add(
                 ctx,
                 x,
                 sys::ggml_view_2d(ctx, pos, d.n_state, n_ctx, (*pos).nb[1], 0),
             );
-            for b in &self.encoder {
+            for b in &self.net.encoder {
                 let h = norm(ctx, x, b.attn_ln);
                 let q = linear(ctx, b.attn.q, h);
                 let k = linear(ctx, b.attn.k, h);
@@ -652,8 +642,8 @@ impl GgmlWhisper {
                 x = sys::ggml_add(ctx, x, linear(ctx, b.attn.out, a));
                 x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
             }
-            let x = norm(ctx, x, self.encoder_ln);
-            for (b, c) in self.decoder.iter().zip(&self.caches) {
+            let x = norm(ctx, x, self.net.encoder_ln);
+            for (b, c) in self.net.decoder.iter().zip(&self.net.caches) {
                 let Some((_, cross)) = b.cross else { continue };
                 let k = heads(ctx, linear(ctx, cross.k, x), d);
                 let ck = c.cross_k;
@@ -725,16 +715,16 @@ impl GgmlWhisper {
             let ctx = g.ctx;
             let input = sys::ggml_new_tensor_1d(ctx, sys::GGML_TYPE_I32, n);
             sys::ggml_set_input(input);
-            let pos = self.decoder_positions;
+            let pos = self.net.decoder_positions;
             let row = (*pos).nb[1];
-            let mut x = sys::ggml_get_rows(ctx, self.token_embedding, input);
+            let mut x = sys::ggml_get_rows(ctx, self.net.token_embedding, input);
             x = sys::ggml_add(
                 ctx,
                 x,
                 sys::ggml_view_2d(ctx, pos, d.n_state, n, row, row * past as usize),
             );
             let n_kv = past + n;
-            for (b, c) in self.decoder.iter().zip(&self.caches) {
+            for (b, c) in self.net.decoder.iter().zip(&self.net.caches) {
                 let h = norm(ctx, x, b.attn_ln);
                 let q = linear(ctx, b.attn.q, h);
                 let col = (*c.self_k).nb[1];
@@ -797,7 +787,7 @@ impl GgmlWhisper {
                 }
                 x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
             }
-            let x = norm(ctx, x, self.decoder_ln);
+            let x = norm(ctx, x, self.net.decoder_ln);
             let last = sys::ggml_view_2d(
                 ctx,
                 x,
@@ -806,7 +796,7 @@ impl GgmlWhisper {
                 (*x).nb[1],
                 (*x).nb[1] * (n - 1) as usize,
             );
-            let out = sys::ggml_mul_mat(ctx, self.output, last);
+            let out = sys::ggml_mul_mat(ctx, self.net.output, last);
             sys::ggml_set_output(out);
             sys::ggml_build_forward_expand(g.graph, out);
             self.run(&g, &[(input, as_bytes(&ids))])?;
@@ -824,7 +814,7 @@ impl GgmlWhisper {
     unsafe fn run(&mut self, g: &Graph, inputs: &[(Tensor, &[u8])]) -> Result<(), BackendError> {
         // SAFETY: per the contract.
         unsafe {
-            if !sys::ggml_gallocr_alloc_graph(self.galloc.as_ptr(), g.graph) {
+            if !sys::ggml_gallocr_alloc_graph(self.galloc.ptr(), g.graph) {
                 return Err(BackendError::Engine(
                     "ggml could not allocate the Whisper graph".into(),
                 ));
@@ -833,10 +823,10 @@ impl GgmlWhisper {
                 sys::ggml_backend_tensor_set(t, bytes.as_ptr().cast(), 0, bytes.len());
             }
             sys::ggml_backend_cpu_set_n_threads(
-                self.backend.as_ptr(),
+                self.backend.ptr(),
                 i32::try_from(self.threads).unwrap_or(1),
             );
-            let status = sys::ggml_backend_graph_compute(self.backend.as_ptr(), g.graph);
+            let status = sys::ggml_backend_graph_compute(self.backend.ptr(), g.graph);
             if status != sys::GGML_STATUS_SUCCESS {
                 return Err(BackendError::Engine(format!(
                     "ggml failed computing Whisper (status {status})"
@@ -1011,20 +1001,5 @@ unsafe fn attend(
         };
         let out = sys::ggml_mul_mat(ctx, v, w);
         sys::ggml_cont_2d(ctx, sys::ggml_permute(ctx, out, 0, 2, 1, 3), d.n_state, n_q)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sinusoids_start_with_sines_then_cosines() {
-        let s = sinusoids(3, 4);
-        // Position 0: sin 0 = 0, cos 0 = 1.
-        assert_eq!(&s[..4], &[0.0, 0.0, 1.0, 1.0]);
-        // Position 1, first frequency 1: sin 1, then the lowest frequency 1e-4.
-        assert!((s[4] - 1f32.sin()).abs() < 1e-6);
-        assert!((s[5] - 1e-4f32.sin()).abs() < 1e-6);
     }
 }

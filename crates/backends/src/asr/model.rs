@@ -142,7 +142,8 @@ pub enum AudioFeatures {
     InEngine,
 }
 
-fn candle(e: candle_core::Error) -> BackendError {
+/// A candle error as the backend reports it.
+pub(super) fn candle(e: candle_core::Error) -> BackendError {
     BackendError::Engine(e.to_string())
 }
 
@@ -183,16 +184,6 @@ impl WhisperNet {
         tokens: &[u32],
         features: &AudioFeatures,
     ) -> Result<Tensor, BackendError> {
-        let features = match (&*self, features) {
-            #[cfg(feature = "llama")]
-            (WhisperNet::Ggml(_), _) => None,
-            (_, AudioFeatures::Tensor(t)) => Some(t),
-            (_, AudioFeatures::InEngine) => {
-                return Err(BackendError::InvalidInput(
-                    "this Whisper engine needs the encoder's output tensor".into(),
-                ));
-            }
-        };
         match (self, features) {
             #[cfg(feature = "llama")]
             (WhisperNet::Ggml(m), _) => {
@@ -201,7 +192,7 @@ impl WhisperNet {
                 let n = logits.len();
                 Tensor::from_vec(logits, n, &Device::Cpu).map_err(candle)
             }
-            (WhisperNet::F32(m), Some(features)) => {
+            (WhisperNet::F32(m), AudioFeatures::Tensor(features)) => {
                 let input = Tensor::new(tokens, features.device())
                     .and_then(|t| t.unsqueeze(0))
                     .map_err(candle)?;
@@ -212,11 +203,11 @@ impl WhisperNet {
                     .and_then(|l| l.i(0)?.i(0))
                     .map_err(candle)
             }
-            (WhisperNet::Q8(m), Some(features)) => {
+            (WhisperNet::Q8(m), AudioFeatures::Tensor(features)) => {
                 let seen = m.decoder.cached().min(tokens.len().saturating_sub(1));
                 m.decoder.step(&tokens[seen..], features).map_err(candle)
             }
-            _ => Err(BackendError::InvalidInput(
+            (_, AudioFeatures::InEngine) => Err(BackendError::InvalidInput(
                 "this Whisper engine needs the encoder's output tensor".into(),
             )),
         }

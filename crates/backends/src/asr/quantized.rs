@@ -17,7 +17,7 @@
 //! (see `mmsched_models::whisper_quantize`), with the Hugging Face tensor names.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::{Conv1d, Conv1dConfig, LayerNorm};
 use candle_transformers::models::whisper::Config;
 use candle_transformers::quantized_nn::{Linear, layer_norm, linear, linear_no_bias};
@@ -187,19 +187,19 @@ impl Block {
     }
 }
 
-fn sinusoids(length: usize, channels: usize, device: &Device) -> Result<Tensor> {
-    let max_timescale = 10000f32;
-    let increment = max_timescale.ln() / (channels / 2 - 1) as f32;
-    let inv: Vec<f32> = (0..channels / 2)
-        .map(|i| (i as f32 * (-increment)).exp())
-        .collect();
-    let inv = Tensor::new(inv.as_slice(), device)?.unsqueeze(0)?;
-    let t = Tensor::arange(0, length as u32, device)?
-        .to_dtype(DType::F32)?
-        .unsqueeze(1)?;
-    let shape = (length, channels / 2);
-    let scaled = (t.broadcast_as(shape)? * inv.broadcast_as(shape)?)?;
-    Tensor::cat(&[scaled.sin()?, scaled.cos()?], 1)
+/// Whisper's sinusoidal encoder positions: `length` rows of `channels` values, the sines
+/// of a row's frequencies, then their cosines (as OpenAI's `sinusoids`).
+pub(crate) fn sinusoids(length: usize, channels: usize) -> Vec<f32> {
+    let half = channels / 2;
+    let increment = 10000f32.ln() / (half.max(2) - 1) as f32;
+    let inv: Vec<f32> = (0..half).map(|i| (i as f32 * (-increment)).exp()).collect();
+    let mut out = Vec::with_capacity(length * channels);
+    for t in 0..length {
+        let scaled: Vec<f32> = inv.iter().map(|f| t as f32 * f).collect();
+        out.extend(scaled.iter().map(|x| x.sin()));
+        out.extend(scaled.iter().map(|x| x.cos()));
+    }
+    out
 }
 
 /// The audio encoder: two convolutions, sinusoidal positions, transformer blocks.
@@ -225,7 +225,11 @@ impl Encoder {
         Ok(Self {
             conv1: conv1d(cfg.num_mel_bins, n_state, conv(1), vb.pp("conv1"))?,
             conv2: conv1d(n_state, n_state, conv(2), vb.pp("conv2"))?,
-            positions: sinusoids(cfg.max_source_positions, n_state, vb.device())?,
+            positions: Tensor::from_vec(
+                sinusoids(cfg.max_source_positions, n_state),
+                (cfg.max_source_positions, n_state),
+                vb.device(),
+            )?,
             blocks: (0..cfg.encoder_layers)
                 .map(|i| {
                     Block::load(
@@ -363,5 +367,20 @@ impl QuantizedWhisper {
             encoder: Encoder::load(vb.pp("model.encoder"), config)?,
             decoder: Decoder::load(vb.pp("model.decoder"), config)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sinusoids_start_with_sines_then_cosines() {
+        let s = sinusoids(3, 4);
+        // Position 0: sin 0 = 0, cos 0 = 1.
+        assert_eq!(&s[..4], &[0.0, 0.0, 1.0, 1.0]);
+        // Position 1, first frequency 1: sin 1, then the lowest frequency 1e-4.
+        assert!((s[4] - 1f32.sin()).abs() < 1e-6);
+        assert!((s[5] - 1e-4f32.sin()).abs() < 1e-6);
     }
 }

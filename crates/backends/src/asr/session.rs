@@ -6,7 +6,7 @@ use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
 use crate::asr::mel::log_mel_spectrogram;
-use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet};
+use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet, candle};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
 
@@ -107,10 +107,6 @@ pub struct AsrSession {
     suppress_first: Tensor,
 }
 
-fn engine(e: candle_core::Error) -> BackendError {
-    BackendError::Engine(e.to_string())
-}
-
 impl AsrSession {
     /// Loads Whisper from `files`.
     pub fn load(files: &WhisperFiles, options: &AsrOptions) -> Result<Self, BackendError> {
@@ -139,8 +135,8 @@ impl AsrSession {
                 *m = f32::NEG_INFINITY;
             }
         }
-        let suppress = Tensor::new(mask.as_slice(), &Device::Cpu).map_err(engine)?;
-        let suppress_first = Tensor::new(first.as_slice(), &Device::Cpu).map_err(engine)?;
+        let suppress = Tensor::new(mask.as_slice(), &Device::Cpu).map_err(candle)?;
+        let suppress_first = Tensor::new(first.as_slice(), &Device::Cpu).map_err(candle)?;
         Ok(Self {
             whisper,
             span: options.span,
@@ -190,7 +186,7 @@ fn decode_window(
         let mask = if i == 0 { suppress_first } else { suppress };
         let next = (logits + mask)
             .and_then(|l| l.argmax(candle_core::D::Minus1)?.to_scalar::<u32>())
-            .map_err(engine)?;
+            .map_err(candle)?;
         if next == m.special.eot || tokens.len() >= m.config.max_target_positions {
             break;
         }
@@ -247,7 +243,7 @@ impl Backend for AsrSession {
                 .collect::<candle_core::Result<Vec<_>>>()
         });
         Ok(MelWindows {
-            windows: windows.map_err(engine)?,
+            windows: windows.map_err(candle)?,
         })
     }
 
