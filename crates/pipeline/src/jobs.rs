@@ -16,8 +16,23 @@ use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
 use crate::engines::{Shared, lock};
 
-/// Prompt tokens fed per LLM prefill step (a step is one schedulable unit).
+/// Prompt tokens fed per prefill step of a request served over the API, where prompts can
+/// be long: a 64-token chunk keeps the prefill at full speed (a 200-token prompt takes
+/// 1.6 s at one thread; 3.5 s in 4-token chunks), and the request still yields to due
+/// work between chunks.
 pub const PREFILL_CHUNK_TOKENS: usize = 64;
+
+/// Prompt tokens fed per prefill step of a field run's request. A step cannot be
+/// preempted, so its length bounds how long a due frame waits behind the text branch, and
+/// the cost predicted for the class's next step (a high percentile of its recent steps,
+/// nearly all decoding steps) must hold for prefill steps too, or a step booked into the
+/// gap before a stream's reserved slot overruns it. One forward pass costs about a decoding
+/// step plus ~5 ms a token at one thread, so 4 tokens keep a prefill step within about 1.5
+/// decoding steps; a whole 20-token prompt in one step took 3–4 decoding steps and made a
+/// frame miss its deadline on `inspection`. The price is the prompt's time to first token
+/// (233 ms instead of 151 ms for a 20-token prompt), well inside a field prompt's SLA.
+/// The same for every scheduler, so the comparison stays on equal footing.
+pub const RUN_PREFILL_CHUNK_TOKENS: usize = 4;
 
 /// What a finished step produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,7 +217,7 @@ impl Work for AsrWork {
 }
 
 /// One text request, generated step by step: the first steps feed the prompt in chunks
-/// of [`PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
+/// of [`RUN_PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
 /// the scheduler decides again at every token boundary — unless `preemptible` is off,
 /// when the first step runs the whole request (what a scheduler without token preemption
 /// does). Each step runs on the threads the scheduler granted it ([`Work::grant_threads`]).
@@ -274,7 +289,7 @@ impl Work for LlmWork {
             let token = if self.prompt_done {
                 session.step().map(Some)
             } else {
-                session.prefill_chunk(PREFILL_CHUNK_TOKENS)
+                session.prefill_chunk(RUN_PREFILL_CHUNK_TOKENS)
             };
             drop(session);
             let token = match token {

@@ -197,13 +197,16 @@ impl LlamaGemma {
         unsafe { sys::llama_set_n_threads(self.ctx.as_ptr(), n, n) }
     }
 
-    /// Empties the KV cache: the next call starts a new sequence at position 0.
+    /// Empties the KV cache: the next call starts a new sequence at position 0. Only the
+    /// cells' bookkeeping is reset: freed cells are masked out of attention, so their old
+    /// values are never read, and zeroing the whole cache cost a pass over every layer's
+    /// keys and values at the start of each request.
     pub fn clear(&mut self) {
         // SAFETY: the memory handle belongs to the live context.
         unsafe {
             let mem = sys::llama_get_memory(self.ctx.as_ptr());
             if !mem.is_null() {
-                sys::llama_memory_clear(mem, true);
+                sys::llama_memory_clear(mem, false);
             }
         }
     }
