@@ -219,8 +219,8 @@ impl Work for AsrWork {
 /// One text request, generated step by step: the first steps feed the prompt in chunks
 /// of [`RUN_PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
 /// the scheduler decides again at every token boundary — unless `preemptible` is off,
-/// when the first step runs the whole request (what a scheduler without token preemption
-/// does). Each step runs on the threads the scheduler granted it ([`Work::grant_threads`]).
+/// when the first step runs the whole request, its prompt in chunks of
+/// [`PREFILL_CHUNK_TOKENS`] (what a scheduler without token preemption does). Each step runs on the threads the scheduler granted it ([`Work::grant_threads`]).
 ///
 /// The pipeline runs one request at a time on the one LLM session, so the session's KV
 /// cache belongs to this request from its first step to its last.
@@ -289,7 +289,14 @@ impl Work for LlmWork {
             let token = if self.prompt_done {
                 session.step().map(Some)
             } else {
-                session.prefill_chunk(RUN_PREFILL_CHUNK_TOKENS)
+                // Short prompt steps only matter where steps yield: without token
+                // preemption the prompt runs in one step anyway, at full speed.
+                let chunk = if self.preemptible {
+                    RUN_PREFILL_CHUNK_TOKENS
+                } else {
+                    PREFILL_CHUNK_TOKENS
+                };
+                session.prefill_chunk(chunk)
             };
             drop(session);
             let token = match token {
