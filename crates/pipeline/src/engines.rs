@@ -172,7 +172,8 @@ impl Engines {
         if let Some(llm) = &self.llm {
             let mut l = lock(llm);
             l.start("Hello").map_err(model_err("LLM (Gemma-3)"))?;
-            l.prefill_chunk(64).map_err(model_err("LLM (Gemma-3)"))?;
+            l.prefill_chunk(crate::jobs::PREFILL_CHUNK_TOKENS)
+                .map_err(model_err("LLM (Gemma-3)"))?;
             l.step().map_err(model_err("LLM (Gemma-3)"))?;
         }
         Ok(())

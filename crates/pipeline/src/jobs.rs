@@ -16,10 +16,11 @@ use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
 use crate::engines::{Shared, lock};
 
-/// Prompt tokens fed per prefill step of a request served over the API, where prompts can
-/// be long: a 64-token chunk keeps the prefill at full speed (a 200-token prompt takes
-/// 1.6 s at one thread; 3.5 s in 4-token chunks), and the request still yields to due
-/// work between chunks.
+/// Prompt tokens fed per prefill chunk of a request served over the API, where prompts can
+/// be long, and of a field request without token preemption (one step for the whole
+/// request): a 64-token chunk keeps the prefill at full speed (a 200-token prompt takes
+/// 1.6 s at one thread; 3.5 s in 4-token chunks). An API request still yields to due work
+/// between chunks.
 pub const PREFILL_CHUNK_TOKENS: usize = 64;
 
 /// Prompt tokens fed per prefill step of a field run's request. A step cannot be
@@ -27,8 +28,8 @@ pub const PREFILL_CHUNK_TOKENS: usize = 64;
 /// the cost predicted for the class's next step (a high percentile of its recent steps,
 /// nearly all decoding steps) must hold for prefill steps too, or a step booked into the
 /// gap before a stream's reserved slot overruns it. One forward pass costs about a decoding
-/// step plus ~5 ms a token at one thread, so 4 tokens keep a prefill step within about 1.5
-/// decoding steps; a whole 20-token prompt in one step took 3–4 decoding steps and made a
+/// step plus ~5 ms a token at one thread, so 4 tokens keep a prefill step within one to two
+/// decoding steps (44–82 ms against 21–60 ms in a traced `inspection` run); a whole 20-token prompt in one step took 3–4 decoding steps and made a
 /// frame miss its deadline on `inspection`. The price is the prompt's time to first token
 /// (233 ms instead of 151 ms for a 20-token prompt), well inside a field prompt's SLA.
 /// The same for every scheduler, so the comparison stays on equal footing.
