@@ -108,9 +108,10 @@ fn soak_arms_differ_only_through_remedies_and_restarts_without_assumptions() {
 
 #[test]
 fn the_health_loop_lowers_drops_under_wifi_switching() {
-    // The inspection robot on its switching Wi-Fi link, with frames that cost more than
-    // their 250 ms SLA: the health loop degrades, halves the camera, re-requests lost audio
-    // packets and breaks the heaviest branch.
+    // The inspection robot on its switching Wi-Fi link, with frames that cost 350 ms,
+    // more than their 250 ms SLA and their 250 ms cadence: the health loop degrades, halves
+    // the camera (its branch is behind), re-requests lost audio packets and breaks the
+    // heaviest branch.
     let dir = tempfile::tempdir().expect("temp dir");
     let scenario = dir.path().join("wifi.toml");
     let text = std::fs::read_to_string(concat!(
@@ -120,7 +121,7 @@ fn the_health_loop_lowers_drops_under_wifi_switching() {
     .expect("shipped scenario")
     .replacen(
         "kind = \"vision\"\n",
-        "kind = \"vision\"\ncost_ms = 300\n",
+        "kind = \"vision\"\ncost_ms = 350\n",
         1,
     )
     .replacen("name = \"inspection\"", "name = \"wifi-overload\"", 1);

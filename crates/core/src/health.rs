@@ -19,8 +19,9 @@
 //!
 //! The levels' actions of S3, as the runtime carries them out:
 //!
-//! - *degraded*: the camera runs at `1 / CAMERA_RATE_DIVISOR` of its rate
-//!   ([`Remedies::camera_scaled`]) and missing audio packets are re-requested
+//! - *degraded*: the camera runs at down to `1 / CAMERA_RATE_DIVISOR` of its rate
+//!   ([`Remedies::camera_scaled`]: every second frame is dropped while the vision branch
+//!   is behind) and missing audio packets are re-requested
 //!   ([`Remedies::retransmit`]);
 //! - *critical*: the breaker opens on the heaviest branch ([`heaviest_branch`]) and that
 //!   branch answers from the last good result, marked stale ([`Remedies::use_cache`]).
@@ -39,8 +40,12 @@ use crate::time::Nanos;
 /// How long a level must stay unseen before its remedies are withdrawn.
 pub const RECOVERY_NANOS: Nanos = 1_000_000_000;
 
-/// The camera's rate under [`Remedies::camera_scaled`] is divided by this (every second
-/// frame is dropped).
+/// The camera's rate under [`Remedies::camera_scaled`] is divided by up to this: every
+/// second frame is dropped, but only while the vision branch is behind — an earlier frame
+/// is still in work (waiting for a worker or running), or the last one that ended was shed
+/// or late. Why the condition: the index is measured over a sliding window, so it stays
+/// degraded for a while after a burst has passed; dropping a frame while the branch keeps
+/// up relieves nothing and loses the frame.
 pub const CAMERA_RATE_DIVISOR: u32 = 2;
 
 /// What the caller measured over its window, for one step.
@@ -57,7 +62,8 @@ pub struct Measurements {
 /// The remedies in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Remedies {
-    /// The camera runs at `1 / CAMERA_RATE_DIVISOR` of its rate (degraded, `scale_frequency`).
+    /// The camera runs at down to `1 / CAMERA_RATE_DIVISOR` of its rate (degraded,
+    /// `scale_frequency`; see [`CAMERA_RATE_DIVISOR`] for when a frame is dropped).
     pub camera_scaled: bool,
     /// Missing audio packets are re-requested (degraded, `retransmit`).
     pub retransmit: bool,

@@ -13,6 +13,7 @@
 use crate::Modality;
 use crate::arbiter::ClassId;
 use crate::scheduler::{Scheduler, SchedulerError};
+use crate::slots::SlotError;
 use crate::time::{NANOS_PER_MICRO, Nanos};
 
 /// Job classes the audio lane runs.
@@ -68,6 +69,13 @@ impl Layout {
 /// Books (or re-books) the standing reservation of `class`'s periodic stream on
 /// [`STANDING_LANE`]: every `period_nanos` from `first_nanos`, as many slots as
 /// `cost_nanos` covers. Returns the lane it went on.
+///
+/// The slot table books a stream's occurrences inside the horizon all or none, so one
+/// occurrence taken now — typically by the job running on the lane when the stream is
+/// re-booked because its cost moved — would refuse the whole stream and leave the lane
+/// without it (and open to a long job that blocks the camera's lane for seconds). The
+/// stream therefore starts at its first occurrence whose slots are free, at most one
+/// horizon later; only then is the conflict returned.
 pub fn book_stream(
     sched: &mut Scheduler,
     class: ClassId,
@@ -80,15 +88,22 @@ pub fn book_stream(
         .table(STANDING_LANE)
         .map_or(1, |t| (t.slot_len_micros() * NANOS_PER_MICRO).max(1));
     let len = u32::try_from(cost_nanos.div_ceil(slot_nanos).max(1)).unwrap_or(u32::MAX);
-    sched.reserve_stream(
-        STANDING_LANE,
-        class,
-        modality,
-        first_nanos,
-        period_nanos,
-        len,
-    )?;
-    Ok(STANDING_LANE)
+    let horizon_nanos = sched.table(STANDING_LANE).map_or(0, |t| {
+        u64::from(t.horizon_slots()).saturating_mul(slot_nanos)
+    });
+    let last_first = first_nanos.saturating_add(horizon_nanos);
+    let mut first = first_nanos;
+    loop {
+        match sched.reserve_stream(STANDING_LANE, class, modality, first, period_nanos, len) {
+            Ok(_) => return Ok(STANDING_LANE),
+            Err(SchedulerError::Slots(SlotError::Conflict(_)))
+                if period_nanos > 0 && first.saturating_add(period_nanos) <= last_first =>
+            {
+                first += period_nanos;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +122,38 @@ mod tests {
         assert_ne!(vad, vision);
         let id = book_stream(&mut s, vision, Modality::Image, 0, 200_000_000, 70_000_000);
         assert_eq!(id.expect("booked"), STANDING_LANE);
+    }
+
+    #[test]
+    fn a_stream_rebooked_over_a_running_job_starts_at_its_first_free_occurrence() {
+        use crate::arbiter::{Job, JobId};
+        use crate::scheduler::{Decision, SchedEvent};
+        const MS: Nanos = 1_000_000;
+        let l = Layout::new(1);
+        let mut s = Scheduler::new(&Policy::default(), l.lanes(), 0).expect("scheduler");
+        l.apply(&mut s).expect("restrict");
+        let llm = s.class("llm");
+        let vision = s.class("vision");
+        // A 50 ms step runs on the standing lane from 0 ms.
+        let step = Job {
+            id: JobId(1),
+            class: llm,
+            modality: Modality::Text,
+            deadline_nanos: 5_000 * MS,
+            predicted_cost_nanos: 50 * MS,
+            importance: 0.5,
+        };
+        let mut out = Vec::new();
+        s.step(0, &[SchedEvent::Arrive(step)], &mut out);
+        assert!(
+            matches!(out[..], [.., Decision::Start { worker: 0, .. }]),
+            "{out:?}"
+        );
+        // Frames every 40 ms from 20 ms: the first one's slots are the step's.
+        book_stream(&mut s, vision, Modality::Image, 20 * MS, 40 * MS, 30 * MS).expect("booked");
+        let t = s.table(STANDING_LANE).expect("lane");
+        let occurrence = |ms: u64| t.occupant(t.slot_at(ms * MS)).ok().flatten();
+        assert!(occurrence(60).is_some_and(|r| r.standing.is_some()));
+        assert!(occurrence(100).is_some_and(|r| r.standing.is_some()));
     }
 }

@@ -17,9 +17,10 @@
 //! 4. dispatches admitted jobs to idle workers by the policy's rule (EDF by default),
 //!    booking `⌈cost / slot⌉` contiguous slots on the worker's table starting now and
 //!    firing them. A job of a periodic stream with a standing reservation on the worker
-//!    runs in its stream's occurrence; any other job must fit in free slots before the
-//!    next reserved one — so a long step never runs into the slot booked for the next
-//!    frame. A job that does not fit is passed over (within a small lookahead) for one
+//!    runs in its stream's occurrence (started early when the worker is idle before it,
+//!    so a frame never waits for its slot on an idle worker); any other job must fit in
+//!    free slots before the next reserved one — so a long step never runs into the slot
+//!    booked for the next frame. A job that does not fit is passed over (within a small lookahead) for one
 //!    that does, and waits for a later step. A worker may be restricted to some classes
 //!    (e.g. a real-time audio worker that runs only voice-activity jobs).
 //!
@@ -171,6 +172,7 @@ pub enum SchedulerError {
 #[derive(Debug, Clone, Copy)]
 struct Running {
     job: JobId,
+    class: ClassId,
     reservation: ReservationId,
 }
 
@@ -395,6 +397,14 @@ impl Scheduler {
     /// Admitted jobs waiting for a worker.
     pub fn queued(&self) -> usize {
         self.ready.len()
+    }
+
+    /// Admitted jobs of `class` not finished yet: waiting for a worker or running.
+    /// O(queued + workers).
+    pub fn in_work(&self, class: ClassId) -> usize {
+        let waiting = self.ready.iter().filter(|q| q.job.class == class).count();
+        let running = self.running.iter().flatten().filter(|r| r.class == class);
+        waiting + running.count()
     }
 
     /// The job a worker is running, if any.
@@ -702,6 +712,7 @@ impl Scheduler {
                 self.track_remove(&job);
                 self.running[w] = Some(Running {
                     job: job.id,
+                    class: job.class,
                     reservation,
                 });
                 out.push(Decision::Start {
@@ -725,27 +736,32 @@ impl Scheduler {
     ) -> Option<(ReservationId, SlotId, u32)> {
         let table = &mut self.tables[w];
         let now_slot = table.slot_at(now_nanos);
-        if let Some(standing) = self.streams[w].get(&job.class).copied() {
-            let own = |r: &crate::slots::Reservation| {
-                r.standing == Some(standing) && r.state == SlotState::Reserved
-            };
-            for (slot, needs_idle_now) in [(now_slot, false), (now_slot + 1, true)] {
-                if let Ok(Some(r)) = table.occupant(slot)
-                    && own(&r)
-                    && (!needs_idle_now || table.state(now_slot).ok() == Some(SlotState::Idle))
-                {
-                    return table
-                        .activate(r.id)
-                        .ok()
-                        .map(|r| (r.id, r.start_slot, r.len_slots));
-                }
-            }
-        }
         let slot_nanos = table.slot_len_micros() * NANOS_PER_MICRO;
         let len = job.predicted_cost_nanos.div_ceil(slot_nanos).max(1);
         let len = u32::try_from(len)
             .unwrap_or(u32::MAX)
             .min(table.horizon_slots());
+        if let Some(standing) = self.streams[w].get(&job.class).copied() {
+            // The stream's occurrence holding this slot; else, when the slots up to the
+            // stream's next occurrence are idle and the job would run into it, that
+            // occurrence fired early: the job starts now. Waiting for it would leave the
+            // worker idle while a frame ages, and nothing else can use the idle slots
+            // before it while the job runs.
+            let own = |r: &crate::slots::Reservation| {
+                r.standing == Some(standing) && r.state == SlotState::Reserved
+            };
+            let occurrence = table
+                .next_booking(now_slot, len.max(2))
+                .ok()
+                .flatten()
+                .filter(own);
+            if let Some(r) = occurrence {
+                return table
+                    .activate(r.id)
+                    .ok()
+                    .map(|r| (r.id, r.start_slot, r.len_slots));
+            }
+        }
         let r = table.reserve_at(job.modality, now_slot, len).ok()?;
         table
             .activate(r.id)
@@ -1091,6 +1107,76 @@ mod tests {
         // Cancelling the stream frees its future occurrences.
         s.cancel_stream(0, audio);
         assert_eq!(s.table(0).map(|t| t.live_reservations()), Some(1));
+    }
+
+    #[test]
+    fn a_streams_job_on_an_idle_worker_starts_early_in_its_next_occurrence() {
+        const MS: Nanos = NANOS_PER_MILLI;
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let camera = s.arbiter_mut().class("camera");
+        let llm = s.arbiter_mut().class("llm");
+        // Frames every 100 ms from 100 ms, 30 slots (1 ms each) per occurrence.
+        s.reserve_stream(0, camera, Modality::Image, 100 * MS, 100 * MS, 30)
+            .expect("books");
+        let mut out = Vec::new();
+        // At 80 ms a 30 ms frame does not fit before the occurrence at 100 ms, and the
+        // worker is idle: it starts at once, in that occurrence.
+        s.step(
+            80 * MS,
+            &[SchedEvent::Arrive(job(1, camera, 230, 30))],
+            &mut out,
+        );
+        assert_eq!(
+            out.last(),
+            Some(&Decision::Start {
+                worker: 0,
+                job: JobId(1),
+                start_slot: 100,
+                len_slots: 30
+            }),
+            "{out:?}"
+        );
+        assert_eq!(
+            (s.in_work(camera), s.in_work(llm)),
+            (1, 0),
+            "running counts"
+        );
+        out.clear();
+        s.step(
+            110 * MS,
+            &[SchedEvent::Finish {
+                worker: 0,
+                job: JobId(1),
+            }],
+            &mut out,
+        );
+        assert_eq!(s.in_work(camera), 0);
+        // Another class still may not run into the stream's next occurrence (at 200 ms)...
+        s.step(
+            185 * MS,
+            &[SchedEvent::Arrive(job(2, llm, 5_000, 20))],
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|d| matches!(d, Decision::Start { .. })),
+            "{out:?}"
+        );
+        assert_eq!(s.in_work(llm), 1, "waiting counts");
+        // ...and the stream's own frame keeps its place ahead of it.
+        s.step(
+            190 * MS,
+            &[SchedEvent::Arrive(job(3, camera, 330, 30))],
+            &mut out,
+        );
+        assert!(
+            out.contains(&Decision::Start {
+                worker: 0,
+                job: JobId(3),
+                start_slot: 200,
+                len_slots: 30
+            }),
+            "{out:?}"
+        );
     }
 
     #[test]

@@ -429,6 +429,9 @@ impl<'a> Simulator<'a> {
         }
         let mut metas: BTreeMap<u64, Meta> = BTreeMap::new();
         let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); self.classes.len()];
+        // Per class: whether the last job that ended was shed or late (the camera's
+        // remedy acts only while its branch is behind).
+        let mut behind = vec![false; self.classes.len()];
         let mut report = DesReport {
             simulated: true,
             seconds: duration_nanos as f64 / 1e9,
@@ -548,7 +551,12 @@ impl<'a> Simulator<'a> {
                                     r.lost += 1;
                                     continue;
                                 }
-                                if remedies.camera_scaled && lane.ticks.is_multiple_of(2) {
+                                // The runtime's rule: every second frame, while the
+                                // branch is behind.
+                                if remedies.camera_scaled
+                                    && lane.ticks.is_multiple_of(2)
+                                    && (behind[c] || sched.in_work(class_ids[c]) > 0)
+                                {
                                     r.decimated += 1;
                                     continue;
                                 }
@@ -692,6 +700,7 @@ impl<'a> Simulator<'a> {
                                 .get_mut(name(m.class))
                                 .expect("every class has a report");
                             r.completed += 1;
+                            behind[m.class] = now > m.deadline_nanos;
                             if now > m.deadline_nanos {
                                 r.deadline_misses += 1;
                             }
@@ -765,6 +774,7 @@ impl<'a> Simulator<'a> {
                                 .expect("every class has a report");
                             // A dropped token ends its request.
                             r.shed += 1;
+                            behind[m.class] = true;
                             r.pruned += u64::from(pruned);
                             if let Some(h) = health.as_deref_mut() {
                                 h.dropped(m.class, now);

@@ -242,6 +242,16 @@ impl SlotTable {
         Ok((owner != FREE).then(|| self.view(owner)))
     }
 
+    /// The first booking holding a slot of `from..from + len` (clipped to the horizon),
+    /// if any; `from` must be inside the horizon. O(log horizon + len / 64).
+    pub fn next_booking(&self, from: SlotId, len: u32) -> Result<Option<Reservation>, SlotError> {
+        self.check_inside(from)?;
+        match self.first_taken(from, len) {
+            Some(slot) => self.occupant(slot),
+            None => Ok(None),
+        }
+    }
+
     /// A live reservation by id.
     pub fn reservation(&self, id: ReservationId) -> Result<Reservation, SlotError> {
         Ok(self.view(self.live_index(id)?))

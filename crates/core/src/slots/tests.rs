@@ -38,6 +38,18 @@ fn reserve_takes_the_first_fit() {
 }
 
 #[test]
+fn next_booking_finds_the_first_booking_within_the_span() {
+    let mut t = table(16);
+    let a = t.reserve_at(Image, 6, 2).unwrap();
+    t.reserve_at(Text, 9, 2).unwrap();
+    assert_eq!(t.next_booking(0, 6).unwrap(), None, "slots 0..6 are idle");
+    assert_eq!(t.next_booking(0, 7).unwrap().map(|r| r.id), Some(a.id));
+    assert_eq!(t.next_booking(7, 1).unwrap().map(|r| r.id), Some(a.id));
+    assert_eq!(t.next_booking(8, 1).unwrap(), None);
+    assert!(t.next_booking(16, 1).is_err(), "outside the horizon");
+}
+
+#[test]
 fn state_machine_happy_path() {
     let mut t = table(8);
     let r = t.reserve(Audio, 1, 2).unwrap();

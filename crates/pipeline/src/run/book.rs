@@ -144,6 +144,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     };
                     self.book.outputs.remove(&info.tag);
                     self.stats.shed(rec.kind, now);
+                    if rec.kind == Kind::Vision {
+                        self.vision.behind = true;
+                    }
                     self.observer.shed(rec.kind.as_str());
                     self.trace.instant(
                         stage::SHED,
@@ -196,6 +199,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let missed = self
             .stats
             .completed(rec.kind, rec.release, rec.deadline, end);
+        if rec.kind == Kind::Vision {
+            self.vision.behind = missed;
+        }
         let latency_ms = end.saturating_sub(rec.release) as f64 / 1e6;
         self.monitor
             .series

@@ -20,6 +20,12 @@ pub(super) struct VisionBranch {
     /// The camera's standing reservation: predicted frame cost it was booked with, and
     /// whether at the halved rate.
     booking: Option<(Nanos, bool)>,
+    /// Whether the last frame that ended was shed or late: one of the two signs that the
+    /// branch is behind (see `frame_behind`).
+    pub(super) behind: bool,
+    /// Bookings of the standing reservation the scheduler refused, and the last reason
+    /// (a run note: until the next booking the camera has no reserved slots).
+    pub(super) refused: (u32, Option<String>),
 }
 
 impl VisionBranch {
@@ -28,6 +34,8 @@ impl VisionBranch {
             router,
             last_ocr: None,
             booking: None,
+            behind: false,
+            refused: (0, None),
         }
     }
 }
@@ -41,8 +49,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         for a in arrivals {
             let capture = self.place(&name, &a);
             self.stats.offered(Kind::Vision);
-            if self.remedies().camera_scaled && a.event.seq % 2 == 1 {
-                // Degraded: half the frame rate (the frequency scaling this device can do).
+            if self.remedies().camera_scaled && a.event.seq % 2 == 1 && self.frame_behind() {
+                // Degraded: half the frame rate (the frequency scaling this device can do)
+                // while the branch is behind (see `CAMERA_RATE_DIVISOR`).
                 self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
                 continue;
             }
@@ -97,6 +106,17 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
+    /// Whether the vision branch is behind: the last frame that ended was shed or late,
+    /// or an earlier frame is still in work (mmsched only: the baselines take no health
+    /// actions).
+    fn frame_behind(&mut self) -> bool {
+        let class = self.classes.vision;
+        let behind = self.vision.behind;
+        self.exec
+            .mmsched()
+            .is_some_and(|m| behind || m.in_work(class) > 0)
+    }
+
     /// A frame's OCR ended: its text becomes the cached answer.
     pub(super) fn on_ocr(&mut self, output: Option<Output>) {
         if let Some(Output::Vision { text, .. }) = output
@@ -127,7 +147,11 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             return;
         };
         m.cancel_stream(class);
-        m.reserve_stream(class, Modality::Image, first, period, cost);
+        if let Err(e) = m.reserve_stream(class, Modality::Image, first, period, cost) {
+            self.vision.refused.0 += 1;
+            self.vision.refused.1 = Some(e.to_string());
+        }
+        // Kept even when refused, so the next change of cost books again.
         self.vision.booking = Some((cost, halved));
     }
 

@@ -304,24 +304,28 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
         first_nanos: Nanos,
         period_nanos: Nanos,
         cost_nanos: Nanos,
-    ) {
+    ) -> Result<(), SchedulerError> {
         // The shared layout's booking (the simulator books the same way).
-        if let Ok(lane) = mmsched_core::layout::book_stream(
+        let lane = mmsched_core::layout::book_stream(
             &mut self.sched,
             class,
             modality,
             first_nanos,
             period_nanos,
             cost_nanos,
-        ) {
-            self.streams.insert(class, lane);
-        }
+        )?;
+        self.streams.insert(class, lane);
+        Ok(())
     }
 
     fn cancel_stream(&mut self, class: ClassId) {
         if let Some(w) = self.streams.remove(&class) {
             self.sched.cancel_stream(w, class);
         }
+    }
+
+    fn in_work(&self, class: ClassId) -> usize {
+        self.sched.in_work(class)
     }
 
     fn set_policy(&mut self, policy: &Policy) {
@@ -453,7 +457,8 @@ mod tests {
             now + 1_000_000,
             4_000_000,
             2_000_000,
-        );
+        )
+        .expect("books");
         let granted = Arc::new(AtomicUsize::new(0));
         let t = task(&mut ex, now, &granted);
         ex.submit(now, t);

@@ -28,6 +28,7 @@ use std::time::Duration;
 use mmsched_core::Modality;
 use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::policy::Policy;
+use mmsched_core::scheduler::SchedulerError;
 use mmsched_core::time::Nanos;
 
 pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
@@ -248,7 +249,7 @@ pub trait Executor: Send {
 /// not implement it; a caller reaches it through [`Executor::mmsched`].
 pub trait MmschedControl {
     /// Books a standing reservation for a periodic stream. `cost_nanos` is the predicted
-    /// cost per period.
+    /// cost per period. On an error the stream has no reservation.
     fn reserve_stream(
         &mut self,
         class: ClassId,
@@ -256,10 +257,13 @@ pub trait MmschedControl {
         first_nanos: Nanos,
         period_nanos: Nanos,
         cost_nanos: Nanos,
-    );
+    ) -> Result<(), SchedulerError>;
 
     /// Cancels a stream's standing reservation.
     fn cancel_stream(&mut self, class: ClassId);
+
+    /// Admitted jobs of `class` not finished yet (waiting for a worker or running).
+    fn in_work(&self, class: ClassId) -> usize;
 
     /// Applies a new policy from the next decision on.
     fn set_policy(&mut self, policy: &Policy);
