@@ -48,6 +48,15 @@ pub const RECOVERY_NANOS: Nanos = 1_000_000_000;
 /// up relieves nothing and loses the frame.
 pub const CAMERA_RATE_DIVISOR: u32 = 2;
 
+/// Whether the camera's frame number `nth` (0 for the first) is dropped under `remedies`;
+/// `behind` says whether the vision branch is behind, asked only when it matters (see
+/// [`CAMERA_RATE_DIVISOR`]). The runtime and the simulator both ask this, so they drop the
+/// same frames.
+pub fn camera_drops(remedies: &Remedies, nth: u64, behind: impl FnOnce() -> bool) -> bool {
+    let divisor = u64::from(CAMERA_RATE_DIVISOR);
+    remedies.camera_scaled && nth % divisor == divisor - 1 && behind()
+}
+
 /// What the caller measured over its window, for one step.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Measurements {
@@ -306,6 +315,22 @@ impl<B: AsRef<[f64]> + AsMut<[f64]>> HealthController<B> {
 mod tests {
     use super::*;
     use crate::policy::Policy;
+
+    #[test]
+    fn the_camera_drops_every_second_frame_only_while_scaled_and_behind() {
+        let scaled = Remedies {
+            camera_scaled: true,
+            ..Remedies::default()
+        };
+        let dropped = |r: &Remedies, behind| {
+            (0..6)
+                .filter(|&n| camera_drops(r, n, || behind))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(dropped(&scaled, true), [1, 3, 5]);
+        assert!(dropped(&scaled, false).is_empty());
+        assert!(dropped(&Remedies::default(), true).is_empty());
+    }
 
     const MS: Nanos = 1_000_000;
 

@@ -777,6 +777,32 @@ mod tests {
     use crate::arbiter::ClassId;
     use crate::time::NANOS_PER_MILLI;
 
+    /// Worker 0 reports job `id` finished at `at`.
+    fn finish(s: &mut Scheduler, at: Nanos, id: u64, out: &mut Vec<Decision>) {
+        let done = SchedEvent::Finish {
+            worker: 0,
+            job: JobId(id),
+        };
+        s.step(at, &[done], out);
+    }
+
+    /// One worker whose periodic stream of class `stream` holds `len` 1 ms slots every
+    /// `every_ms` from `every_ms` on, and the class `llm` that must fit around it.
+    fn one_worker_with_a_stream(
+        stream: &str,
+        modality: Modality,
+        every_ms: u64,
+        len: u32,
+    ) -> (Scheduler, ClassId, ClassId) {
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let class = s.arbiter_mut().class(stream);
+        let llm = s.arbiter_mut().class("llm");
+        let every = every_ms * NANOS_PER_MILLI;
+        s.reserve_stream(0, class, modality, every, every, len)
+            .expect("books");
+        (s, class, llm)
+    }
+
     fn job(id: u64, class: ClassId, deadline_ms: u64, cost_ms: u64) -> Job {
         Job {
             id: JobId(id),
@@ -817,14 +843,7 @@ mod tests {
         assert_eq!(len_slots, (10.0 / slot_ms).ceil() as u32);
         assert_eq!(s.running(0), Some(JobId(2)));
         out.clear();
-        s.step(
-            10 * NANOS_PER_MILLI,
-            &[SchedEvent::Finish {
-                worker: 0,
-                job: JobId(2),
-            }],
-            &mut out,
-        );
+        finish(&mut s, 10 * NANOS_PER_MILLI, 2, &mut out);
         assert!(matches!(out[0], Decision::Start { job: JobId(1), .. }));
     }
 
@@ -1048,12 +1067,8 @@ mod tests {
     #[test]
     fn long_steps_never_run_into_a_streams_reserved_slot() {
         const MS: Nanos = NANOS_PER_MILLI;
-        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
-        let audio = s.arbiter_mut().class("audio");
-        let llm = s.arbiter_mut().class("llm");
         // Audio every 20 ms from 20 ms, 3 slots (1 ms each) per occurrence.
-        s.reserve_stream(0, audio, Modality::Audio, 20 * MS, 20 * MS, 3)
-            .expect("books");
+        let (mut s, audio, llm) = one_worker_with_a_stream("audio", Modality::Audio, 20, 3);
         assert!(
             s.reserve_stream(3, audio, Modality::Audio, 0, MS, 1)
                 .is_err()
@@ -1085,14 +1100,7 @@ mod tests {
         );
         out.clear();
         // After it, 10 ms fit before the next occurrence at 40 ms.
-        s.step(
-            23 * MS,
-            &[SchedEvent::Finish {
-                worker: 0,
-                job: JobId(2),
-            }],
-            &mut out,
-        );
+        finish(&mut s, 23 * MS, 2, &mut out);
         assert!(
             matches!(
                 out[..],
@@ -1112,12 +1120,8 @@ mod tests {
     #[test]
     fn a_streams_job_on_an_idle_worker_starts_early_in_its_next_occurrence() {
         const MS: Nanos = NANOS_PER_MILLI;
-        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
-        let camera = s.arbiter_mut().class("camera");
-        let llm = s.arbiter_mut().class("llm");
         // Frames every 100 ms from 100 ms, 30 slots (1 ms each) per occurrence.
-        s.reserve_stream(0, camera, Modality::Image, 100 * MS, 100 * MS, 30)
-            .expect("books");
+        let (mut s, camera, llm) = one_worker_with_a_stream("camera", Modality::Image, 100, 30);
         let mut out = Vec::new();
         // At 80 ms a 30 ms frame does not fit before the occurrence at 100 ms, and the
         // worker is idle: it starts at once, in that occurrence.
@@ -1142,14 +1146,7 @@ mod tests {
             "running counts"
         );
         out.clear();
-        s.step(
-            110 * MS,
-            &[SchedEvent::Finish {
-                worker: 0,
-                job: JobId(1),
-            }],
-            &mut out,
-        );
+        finish(&mut s, 110 * MS, 1, &mut out);
         assert_eq!(s.in_work(camera), 0);
         // Another class still may not run into the stream's next occurrence (at 200 ms)...
         s.step(

@@ -29,8 +29,9 @@ pub const PREFILL_CHUNK_TOKENS: usize = 64;
 /// nearly all decoding steps) must hold for prefill steps too, or a step booked into the
 /// gap before a stream's reserved slot overruns it. One forward pass costs about a decoding
 /// step plus ~5 ms a token at one thread, so 4 tokens keep a prefill step within one to two
-/// decoding steps (44–82 ms against 21–60 ms in a traced `inspection` run); a whole 20-token prompt in one step took 3–4 decoding steps and made a
-/// frame miss its deadline on `inspection`. The price is the prompt's time to first token
+/// decoding steps (44–82 ms against 21–60 ms in a traced `inspection` run); a whole
+/// 20-token prompt in one step took 3–4 decoding steps and made a frame miss its deadline
+/// on `inspection`. The price is the prompt's time to first token
 /// (233 ms instead of 151 ms for a 20-token prompt), well inside a field prompt's SLA.
 /// The same for every scheduler, so the comparison stays on equal footing.
 pub const RUN_PREFILL_CHUNK_TOKENS: usize = 4;
@@ -221,7 +222,8 @@ impl Work for AsrWork {
 /// of [`RUN_PREFILL_CHUNK_TOKENS`], every later step decodes one token. Each step yields, so
 /// the scheduler decides again at every token boundary — unless `preemptible` is off,
 /// when the first step runs the whole request, its prompt in chunks of
-/// [`PREFILL_CHUNK_TOKENS`] (what a scheduler without token preemption does). Each step runs on the threads the scheduler granted it ([`Work::grant_threads`]).
+/// [`PREFILL_CHUNK_TOKENS`] (what a scheduler without token preemption does). Each step
+/// runs on the threads the scheduler granted it ([`Work::grant_threads`]).
 ///
 /// The pipeline runs one request at a time on the one LLM session, so the session's KV
 /// cache belongs to this request from its first step to its last.

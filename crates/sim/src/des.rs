@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use mmsched_core::Modality;
 use mmsched_core::arbiter::{ClassId, Job, JobId};
-use mmsched_core::health::{Branch, heaviest_branch};
+use mmsched_core::health::{Branch, camera_drops, heaviest_branch};
 use mmsched_core::layout::{self, Layout};
 use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::{Decision, SchedEvent, Scheduler};
@@ -551,12 +551,10 @@ impl<'a> Simulator<'a> {
                                     r.lost += 1;
                                     continue;
                                 }
-                                // The runtime's rule: every second frame, while the
-                                // branch is behind.
-                                if remedies.camera_scaled
-                                    && lane.ticks.is_multiple_of(2)
-                                    && (behind[c] || sched.in_work(class_ids[c]) > 0)
-                                {
+                                let nth = lane.ticks - 1;
+                                if camera_drops(&remedies, nth, || {
+                                    behind[c] || sched.in_work(class_ids[c]) > 0
+                                }) {
                                     r.decimated += 1;
                                     continue;
                                 }
@@ -700,10 +698,9 @@ impl<'a> Simulator<'a> {
                                 .get_mut(name(m.class))
                                 .expect("every class has a report");
                             r.completed += 1;
-                            behind[m.class] = now > m.deadline_nanos;
-                            if now > m.deadline_nanos {
-                                r.deadline_misses += 1;
-                            }
+                            let late = now > m.deadline_nanos;
+                            behind[m.class] = late;
+                            r.deadline_misses += u64::from(late);
                             let latency = now - m.request_nanos;
                             latencies[m.class].push(latency as f64 / NANOS_PER_MILLI as f64);
                             if let Some(h) = health.as_deref_mut() {

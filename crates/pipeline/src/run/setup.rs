@@ -323,7 +323,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 self.exec.decision_nanos() as f64 / 1e6,
             ));
         }
-        if let (n @ 1.., Some(why)) = &self.vision.refused {
+        if let Some((n, why)) = &self.vision.refused {
             notes.push(format!(
                 "camera: the scheduler refused its standing reservation {n} time(s), last: {why}"
             ));

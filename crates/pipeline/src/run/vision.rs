@@ -3,6 +3,7 @@
 
 use mmsched_backends::{RgbFrame, gate};
 use mmsched_core::Modality;
+use mmsched_core::health::camera_drops;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
@@ -23,9 +24,9 @@ pub(super) struct VisionBranch {
     /// Whether the last frame that ended was shed or late: one of the two signs that the
     /// branch is behind (see `frame_behind`).
     pub(super) behind: bool,
-    /// Bookings of the standing reservation the scheduler refused, and the last reason
-    /// (a run note: until the next booking the camera has no reserved slots).
-    pub(super) refused: (u32, Option<String>),
+    /// How many bookings of the standing reservation the scheduler refused, and the last
+    /// reason (a run note: until the next booking the camera has no reserved slots).
+    pub(super) refused: Option<(u32, String)>,
 }
 
 impl VisionBranch {
@@ -35,7 +36,7 @@ impl VisionBranch {
             last_ocr: None,
             booking: None,
             behind: false,
-            refused: (0, None),
+            refused: None,
         }
     }
 }
@@ -49,9 +50,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         for a in arrivals {
             let capture = self.place(&name, &a);
             self.stats.offered(Kind::Vision);
-            if self.remedies().camera_scaled && a.event.seq % 2 == 1 && self.frame_behind() {
+            let remedies = self.remedies();
+            if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
-                // while the branch is behind (see `CAMERA_RATE_DIVISOR`).
+                // while the branch is behind.
                 self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
                 continue;
             }
@@ -148,8 +150,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         };
         m.cancel_stream(class);
         if let Err(e) = m.reserve_stream(class, Modality::Image, first, period, cost) {
-            self.vision.refused.0 += 1;
-            self.vision.refused.1 = Some(e.to_string());
+            let n = self.vision.refused.as_ref().map_or(0, |r| r.0);
+            self.vision.refused = Some((n + 1, e.to_string()));
         }
         // Kept even when refused, so the next change of cost books again.
         self.vision.booking = Some((cost, halved));
