@@ -12,7 +12,7 @@
 
 use crate::Modality;
 use crate::arbiter::ClassId;
-use crate::scheduler::{Scheduler, SchedulerError};
+use crate::scheduler::{Scheduler, SchedulerError, StreamBooking};
 use crate::slots::SlotError;
 use crate::time::{NANOS_PER_MICRO, Nanos};
 
@@ -68,7 +68,8 @@ impl Layout {
 
 /// Books (or re-books) the standing reservation of `class`'s periodic stream on
 /// [`STANDING_LANE`]: every `period_nanos` from `first_nanos`, as many slots as
-/// `cost_nanos` covers. Returns the lane it went on.
+/// `cost_nanos` covers (at most the period), each occurrence's job due `due_after_nanos`
+/// after the occurrence starts (see [`StreamBooking`]). Returns the lane it went on.
 ///
 /// The slot table books a stream's occurrences inside the horizon all or none, so one
 /// occurrence taken now — typically by the job running on the lane when the stream is
@@ -83,6 +84,7 @@ pub fn book_stream(
     first_nanos: Nanos,
     period_nanos: Nanos,
     cost_nanos: Nanos,
+    due_after_nanos: Option<Nanos>,
 ) -> Result<u32, SchedulerError> {
     let slot_nanos = sched
         .table(STANDING_LANE)
@@ -94,7 +96,14 @@ pub fn book_stream(
     let last_first = first_nanos.saturating_add(horizon_nanos);
     let mut first = first_nanos;
     loop {
-        match sched.reserve_stream(STANDING_LANE, class, modality, first, period_nanos, len) {
+        let booking = StreamBooking {
+            modality,
+            first_nanos: first,
+            period_nanos,
+            len_slots: len,
+            due_after_nanos,
+        };
+        match sched.reserve_stream(STANDING_LANE, class, booking) {
             Ok(_) => return Ok(STANDING_LANE),
             Err(SchedulerError::Slots(SlotError::Conflict(_)))
                 if period_nanos > 0 && first.saturating_add(period_nanos) <= last_first =>
@@ -120,7 +129,15 @@ mod tests {
         let vad = s.class("vad");
         let vision = s.class("vision");
         assert_ne!(vad, vision);
-        let id = book_stream(&mut s, vision, Modality::Image, 0, 200_000_000, 70_000_000);
+        let id = book_stream(
+            &mut s,
+            vision,
+            Modality::Image,
+            0,
+            200_000_000,
+            70_000_000,
+            None,
+        );
         assert_eq!(id.expect("booked"), STANDING_LANE);
     }
 
@@ -150,7 +167,16 @@ mod tests {
             "{out:?}"
         );
         // Frames every 40 ms from 20 ms: the first one's slots are the step's.
-        book_stream(&mut s, vision, Modality::Image, 20 * MS, 40 * MS, 30 * MS).expect("booked");
+        book_stream(
+            &mut s,
+            vision,
+            Modality::Image,
+            20 * MS,
+            40 * MS,
+            30 * MS,
+            None,
+        )
+        .expect("booked");
         let t = s.table(STANDING_LANE).expect("lane");
         let occurrence = |ms: u64| t.occupant(t.slot_at(ms * MS)).ok().flatten();
         assert!(occurrence(60).is_some_and(|r| r.standing.is_some()));

@@ -32,6 +32,7 @@ pub mod policy;
 pub mod profile;
 pub mod scheduler;
 pub mod slots;
+pub mod steps;
 pub mod text;
 pub mod time;
 

@@ -20,9 +20,12 @@
 //!    runs in its stream's occurrence (started early when the worker is idle before it,
 //!    so a frame never waits for its slot on an idle worker); any other job must fit in
 //!    free slots before the next reserved one — so a long step never runs into the slot
-//!    booked for the next frame. A job that does not fit is passed over (within a small lookahead) for one
-//!    that does, and waits for a later step. A worker may be restricted to some classes
-//!    (e.g. a real-time audio worker that runs only voice-activity jobs).
+//!    booked for the next frame — unless it is due before that frame: an occurrence not
+//!    started yet yields its slots to a job due earlier than the stream's job for it
+//!    ([`StreamBooking::due_after_nanos`]), so reservations never reverse the order of
+//!    deadlines. A job that does not fit is passed over (within a small lookahead) for
+//!    one that does, and waits for a later step. A worker may be restricted to some
+//!    classes (e.g. a real-time audio worker that runs only voice-activity jobs).
 //!
 //! Jobs are not preempted once started: long work is cut into schedulable units by the
 //! caller (an LLM request is one job per token, S7), so a due frame waits at most one unit.
@@ -93,6 +96,23 @@ pub enum Decision {
     },
 }
 
+/// A periodic stream's standing reservation ([`Scheduler::reserve_stream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamBooking {
+    /// The stream's modality (recorded, never branched on).
+    pub modality: Modality,
+    /// Start of the first occurrence.
+    pub first_nanos: Nanos,
+    /// Time between occurrences.
+    pub period_nanos: Nanos,
+    /// Slots per occurrence, at most a period's worth.
+    pub len_slots: u32,
+    /// How long after an occurrence starts the stream's job for it is due. Until the
+    /// occurrence starts, a job due earlier may take its slots: reservations keep the
+    /// order of deadlines. `None`: the occurrences never yield.
+    pub due_after_nanos: Option<Nanos>,
+}
+
 /// One call on a [`Scheduler`], as recorded for replay (see [`Scheduler::record`]).
 ///
 /// A log of these, applied in order to a scheduler built with the same policy, worker
@@ -122,14 +142,8 @@ pub enum LogEntry {
         worker: u32,
         /// The stream's class.
         class: ClassId,
-        /// Its modality.
-        modality: Modality,
-        /// First occurrence.
-        first_nanos: Nanos,
-        /// Period.
-        period_nanos: Nanos,
-        /// Slots per occurrence.
-        len_slots: u32,
+        /// Its booking.
+        booking: StreamBooking,
     },
     /// [`Scheduler::cancel_stream`].
     CancelStream {
@@ -190,8 +204,9 @@ pub struct Scheduler {
     assessments: Vec<Assessment>,
     /// Per worker: the classes it may run (`None`: any).
     allowed: Vec<Option<Vec<ClassId>>>,
-    /// Per worker: standing reservations of periodic streams, by class.
-    streams: Vec<BTreeMap<ClassId, StandingId>>,
+    /// Per worker: standing reservations of periodic streams, by class, with how long
+    /// after an occurrence starts the stream's job for it is due.
+    streams: Vec<BTreeMap<ClassId, (StandingId, Option<Nanos>)>>,
     passed: Vec<QueuedJob>,
     log: Option<Vec<LogEntry>>,
     created_nanos: Nanos,
@@ -325,39 +340,37 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Books a standing reservation on `worker` for the periodic stream of `class`: `len`
-    /// slots every `period_nanos` from `first_nanos`. Jobs of `class` on that worker run in
-    /// its occurrences; other jobs must fit around them. A class holds at most one
-    /// stream per worker: booking again replaces the previous one.
+    /// Books a standing reservation on `worker` for the periodic stream of `class` (see
+    /// [`StreamBooking`]). Jobs of `class` on that worker run in its occurrences; other
+    /// jobs must fit around them, unless they are due before the stream's job of an
+    /// occurrence that has not started. A class holds at most one stream per worker:
+    /// booking again replaces the previous one.
     pub fn reserve_stream(
         &mut self,
         worker: u32,
         class: ClassId,
-        modality: Modality,
-        first_nanos: Nanos,
-        period_nanos: Nanos,
-        len_slots: u32,
+        booking: StreamBooking,
     ) -> Result<StandingId, SchedulerError> {
         let w = worker as usize;
         let workers = self.workers();
         let Some(table) = self.tables.get_mut(w) else {
             return Err(SchedulerError::NoSuchWorker { worker, workers });
         };
-        if let Some(old) = self.streams[w].remove(&class) {
+        if let Some((old, _)) = self.streams[w].remove(&class) {
             let _ = table.cancel_standing(old);
         }
         let slot_nanos = table.slot_len_micros() * NANOS_PER_MICRO;
-        let period = (period_nanos / slot_nanos).max(u64::from(len_slots.max(1)));
-        let first = first_nanos / slot_nanos;
-        let id = table.reserve_periodic(modality, first, period, len_slots.max(1))?;
-        self.streams[w].insert(class, id);
+        // An occurrence longer than the period would overlap the next one: it is cut to
+        // the period, so occurrence k still starts with the stream's k-th job.
+        let period = (booking.period_nanos / slot_nanos).max(1);
+        let len = u32::try_from(u64::from(booking.len_slots.max(1)).min(period)).unwrap_or(1);
+        let first = booking.first_nanos / slot_nanos;
+        let id = table.reserve_periodic(booking.modality, first, period, len)?;
+        self.streams[w].insert(class, (id, booking.due_after_nanos));
         self.note(|| LogEntry::ReserveStream {
             worker,
             class,
-            modality,
-            first_nanos,
-            period_nanos,
-            len_slots,
+            booking,
         });
         Ok(id)
     }
@@ -369,7 +382,7 @@ impl Scheduler {
             self.tables.get_mut(w),
             self.streams.get_mut(w).and_then(|s| s.remove(&class)),
         ) {
-            let _ = table.cancel_standing(id);
+            let _ = table.cancel_standing(id.0);
         }
         self.note(|| LogEntry::CancelStream { worker, class });
     }
@@ -478,19 +491,9 @@ impl Scheduler {
                 LogEntry::ReserveStream {
                     worker,
                     class,
-                    modality,
-                    first_nanos,
-                    period_nanos,
-                    len_slots,
+                    booking,
                 } => {
-                    let _ = self.reserve_stream(
-                        *worker,
-                        *class,
-                        *modality,
-                        *first_nanos,
-                        *period_nanos,
-                        *len_slots,
-                    );
+                    let _ = self.reserve_stream(*worker, *class, *booking);
                 }
                 LogEntry::CancelStream { worker, class } => self.cancel_stream(*worker, *class),
                 LogEntry::SetPolicy(p) => self.set_policy(p),
@@ -741,7 +744,7 @@ impl Scheduler {
         let len = u32::try_from(len)
             .unwrap_or(u32::MAX)
             .min(table.horizon_slots());
-        if let Some(standing) = self.streams[w].get(&job.class).copied() {
+        if let Some((standing, _)) = self.streams[w].get(&job.class).copied() {
             // The stream's occurrence holding this slot; else, when the slots up to the
             // stream's next occurrence are idle and the job would run into it, that
             // occurrence fired early: the job starts now. Waiting for it would leave the
@@ -762,12 +765,56 @@ impl Scheduler {
                     .map(|r| (r.id, r.start_slot, r.len_slots));
             }
         }
-        let r = table.reserve_at(job.modality, now_slot, len).ok()?;
+        let r = match table.reserve_at(job.modality, now_slot, len) {
+            Ok(r) => r,
+            Err(_) => {
+                let yielding = occurrences_due_after(table, &self.streams[w], now_slot, len, job)?;
+                for id in yielding {
+                    table.release(id).ok()?;
+                }
+                table.reserve_at(job.modality, now_slot, len).ok()?
+            }
+        };
         table
             .activate(r.id)
             .ok()
             .map(|r| (r.id, r.start_slot, r.len_slots))
     }
+}
+
+/// The bookings of `table` in `from..from + len` when every one of them is a standing
+/// occurrence not started yet whose stream's job is due after `job`: EDF would run `job`
+/// first, so those occurrences yield their slots to it. `None` when anything else is in
+/// the way (a running job, a one-off booking, an occurrence due no later than `job`).
+fn occurrences_due_after(
+    table: &SlotTable,
+    streams: &BTreeMap<ClassId, (StandingId, Option<Nanos>)>,
+    from: SlotId,
+    len: u32,
+    job: &Job,
+) -> Option<Vec<ReservationId>> {
+    let end = from.saturating_add(u64::from(len)).min(table.end_slot());
+    let mut yielding = Vec::new();
+    let mut at = from;
+    while at < end {
+        let left = u32::try_from(end - at).unwrap_or(u32::MAX);
+        let Some(b) = table.next_booking(at, left).ok().flatten() else {
+            break;
+        };
+        let due_after = streams
+            .values()
+            .find(|(id, _)| b.standing == Some(*id))
+            .and_then(|(_, due_after)| *due_after)?;
+        let due = table
+            .slot_start_nanos(b.start_slot)
+            .saturating_add(due_after);
+        if b.state != SlotState::Reserved || due <= job.deadline_nanos {
+            return None;
+        }
+        yielding.push(b.id);
+        at = b.end_slot();
+    }
+    Some(yielding)
 }
 
 #[cfg(test)]
@@ -786,6 +833,22 @@ mod tests {
         s.step(at, &[done], out);
     }
 
+    fn booking(
+        modality: Modality,
+        first_nanos: Nanos,
+        period_nanos: Nanos,
+        len_slots: u32,
+        due_after_nanos: Option<Nanos>,
+    ) -> StreamBooking {
+        StreamBooking {
+            modality,
+            first_nanos,
+            period_nanos,
+            len_slots,
+            due_after_nanos,
+        }
+    }
+
     /// One worker whose periodic stream of class `stream` holds `len` 1 ms slots every
     /// `every_ms` from `every_ms` on, and the class `llm` that must fit around it.
     fn one_worker_with_a_stream(
@@ -798,7 +861,7 @@ mod tests {
         let class = s.arbiter_mut().class(stream);
         let llm = s.arbiter_mut().class("llm");
         let every = every_ms * NANOS_PER_MILLI;
-        s.reserve_stream(0, class, modality, every, every, len)
+        s.reserve_stream(0, class, booking(modality, every, every, len, None))
             .expect("books");
         (s, class, llm)
     }
@@ -964,15 +1027,14 @@ mod tests {
                     .map(|c| s.class(c))
                     .collect();
                 s.restrict_worker(2, &[classes[1]]).expect("exists");
-                s.reserve_stream(
-                    0,
-                    classes[0],
+                let frames = booking(
                     Modality::Image,
                     5 * NANOS_PER_MILLI,
                     40 * NANOS_PER_MILLI,
                     4,
-                )
-                .expect("books");
+                    Some(30 * NANOS_PER_MILLI),
+                );
+                s.reserve_stream(0, classes[0], frames).expect("books");
                 (s, classes)
             };
             let (mut fast, classes) = build(true);
@@ -1070,7 +1132,7 @@ mod tests {
         // Audio every 20 ms from 20 ms, 3 slots (1 ms each) per occurrence.
         let (mut s, audio, llm) = one_worker_with_a_stream("audio", Modality::Audio, 20, 3);
         assert!(
-            s.reserve_stream(3, audio, Modality::Audio, 0, MS, 1)
+            s.reserve_stream(3, audio, booking(Modality::Audio, 0, MS, 1, None))
                 .is_err()
         );
         let mut out = Vec::new();
@@ -1115,6 +1177,96 @@ mod tests {
         // Cancelling the stream frees its future occurrences.
         s.cancel_stream(0, audio);
         assert_eq!(s.table(0).map(|t| t.live_reservations()), Some(1));
+    }
+
+    #[test]
+    fn an_occurrence_not_started_yields_to_a_job_due_before_its_frame() {
+        const MS: Nanos = NANOS_PER_MILLI;
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let camera = s.class("camera");
+        let llm = s.class("llm");
+        // Frames every 100 ms from 100 ms, 30 slots each, a frame due 50 ms after its
+        // occurrence starts.
+        let frames = booking(Modality::Image, 100 * MS, 100 * MS, 30, Some(50 * MS));
+        s.reserve_stream(0, camera, frames).expect("books");
+        let mut out = Vec::new();
+        // A 20 ms step due at 200 ms does not fit before the occurrence at 100 ms, whose
+        // frame is due first (150 ms): it waits.
+        s.step(
+            90 * MS,
+            &[SchedEvent::Arrive(job(1, llm, 200, 20))],
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|d| matches!(d, Decision::Start { .. })),
+            "{out:?}"
+        );
+        // A step due at 130 ms is due before that frame: the occurrence yields to it.
+        s.step(
+            91 * MS,
+            &[SchedEvent::Arrive(job(2, llm, 130, 20))],
+            &mut out,
+        );
+        assert_eq!(
+            out.last(),
+            Some(&Decision::Start {
+                worker: 0,
+                job: JobId(2),
+                start_slot: 91,
+                len_slots: 20
+            }),
+            "{out:?}"
+        );
+        let t = s.table(0).expect("worker 0");
+        assert!(t.occupant(t.slot_at(200 * MS)).expect("inside").is_some());
+        // The frame then runs in free slots as soon as the step ends.
+        out.clear();
+        s.step(
+            100 * MS,
+            &[SchedEvent::Arrive(job(3, camera, 150, 30))],
+            &mut out,
+        );
+        finish(&mut s, 111 * MS, 2, &mut out);
+        assert_eq!(
+            out.last(),
+            Some(&Decision::Start {
+                worker: 0,
+                job: JobId(3),
+                start_slot: 111,
+                len_slots: 30
+            }),
+            "{out:?}"
+        );
+        // Occurrences of a stream booked without a due time never yield.
+        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
+        let camera = s.class("camera");
+        let llm = s.class("llm");
+        let frames = booking(Modality::Image, 100 * MS, 100 * MS, 30, None);
+        s.reserve_stream(0, camera, frames).expect("books");
+        out.clear();
+        s.step(
+            91 * MS,
+            &[SchedEvent::Arrive(job(2, llm, 130, 20))],
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|d| matches!(d, Decision::Start { .. })),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_stream_costlier_than_its_period_keeps_its_period() {
+        const MS: Nanos = NANOS_PER_MILLI;
+        let (s, _, _) = one_worker_with_a_stream("camera", Modality::Image, 100, 150);
+        let t = s.table(0).expect("worker 0");
+        for k in 1..4u64 {
+            let r = t.occupant(t.slot_at(k * 100 * MS)).expect("inside");
+            assert!(
+                r.is_some_and(|r| r.start_slot == k * 100 && r.len_slots == 100),
+                "occurrence {k}: {r:?}"
+            );
+        }
     }
 
     #[test]
@@ -1207,15 +1359,14 @@ mod tests {
         let vad = s.class("vad");
         let llm = s.class("llm");
         s.restrict_worker(1, &[vad]).expect("exists");
-        s.reserve_stream(
-            0,
-            vad,
+        let chunks = booking(
             Modality::Audio,
             20 * NANOS_PER_MILLI,
             20 * NANOS_PER_MILLI,
             2,
-        )
-        .expect("books");
+            Some(10 * NANOS_PER_MILLI),
+        );
+        s.reserve_stream(0, vad, chunks).expect("books");
         let mut out = Vec::new();
         for i in 0..40u64 {
             let class = if i % 3 == 0 { llm } else { vad };

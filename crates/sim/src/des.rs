@@ -15,7 +15,8 @@
 //!   10 s recorded utterance and 4 s of silence in a loop, and the speech gate closes the
 //!   utterance 0.8 s into the silence;
 //! - text: one `llm` request whose tokens are released one after the other (the next when
-//!   the previous finishes) with the request's deadline; counted once per request;
+//!   the previous finishes), each due when the tokens after it still fit before the
+//!   request's deadline (`mmsched_core::steps`); counted once per request;
 //! - imu: no model job (its samples only feed alignment).
 //!
 //! Deadline of a job: its release (arrival on the device after pipeline latency and
@@ -36,6 +37,7 @@ use mmsched_core::health::{Branch, camera_drops, heaviest_branch};
 use mmsched_core::layout::{self, Layout};
 use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::{Decision, SchedEvent, Scheduler};
+use mmsched_core::steps::step_deadline;
 use mmsched_core::time::{NANOS_PER_MILLI, Nanos};
 use mmsched_scenario::{EpisodeKind, ModelKind, Scenario, StreamKind};
 use rand::RngExt;
@@ -411,7 +413,8 @@ impl<'a> Simulator<'a> {
                     && let Some(&c) = lane.classes.first()
                 {
                     // The camera's standing reservation, booked as the runtime books it:
-                    // each frame's slot as long as its predicted cost.
+                    // each frame's slot as long as its predicted cost, the frame due its
+                    // SLA after it arrives.
                     let _ = layout::book_stream(
                         &mut sched,
                         class_ids[c],
@@ -419,6 +422,7 @@ impl<'a> Simulator<'a> {
                         phase + lane.latency_nanos,
                         lane.period_nanos,
                         self.predicted_nanos(c, cond),
+                        Some(lane.sla_nanos),
                     );
                 }
             }
@@ -646,12 +650,20 @@ impl<'a> Simulator<'a> {
                     }
                     Ev::Release(id) => {
                         if let Some(m) = metas.get(&id) {
+                            let predicted = self.predicted_nanos(m.class, cond);
                             let job = Job {
                                 id: JobId(id),
                                 class: class_ids[m.class],
                                 modality: m.modality,
-                                deadline_nanos: m.deadline_nanos,
-                                predicted_cost_nanos: self.predicted_nanos(m.class, cond),
+                                // A token is due when the tokens after it still fit, as the
+                                // runtime paces its text requests.
+                                deadline_nanos: step_deadline(
+                                    now,
+                                    m.deadline_nanos,
+                                    m.tokens_left,
+                                    predicted,
+                                ),
+                                predicted_cost_nanos: predicted,
                                 importance: m.importance,
                             };
                             if let Some(t) = trace.as_deref_mut() {

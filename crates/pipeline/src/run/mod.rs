@@ -197,11 +197,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// Submits a new job (or the next step of one, `tag` reused).
     fn submit(&mut self, now: Nanos, tag: u64, rec: JobRec, work: Box<dyn Work>) {
+        let predicted = self.cost.predict(self.class(rec.kind), now);
         let info = TaskInfo {
             class: self.class(rec.kind),
             modality: rec.kind.modality(),
-            deadline_nanos: rec.deadline,
-            predicted_cost_nanos: self.cost.predict(self.class(rec.kind), now),
+            deadline_nanos: self.step_deadline(now, &rec, predicted),
+            predicted_cost_nanos: predicted,
             importance: self.importance(rec.kind),
             tag,
         };
@@ -209,6 +210,21 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let t0 = ThreadCpu::now();
         self.exec.submit(now, Task { info, work });
         self.overhead_nanos += t0.elapsed_nanos();
+    }
+
+    /// The deadline the scheduler sees for `rec`'s next step: its own, except for a step of
+    /// a text request under mmsched's token preemption, which is due when the request's
+    /// remaining tokens, at `step_cost` each, still fit before the request's deadline
+    /// ([`mmsched_core::steps`]). The prompt's chunks are not counted: a step's deadline
+    /// errs late, never ahead of what the request needs.
+    fn step_deadline(&self, now: Nanos, rec: &JobRec, step_cost: Nanos) -> Nanos {
+        match &self.text.request {
+            Some(r) if rec.kind == Kind::Llm && self.mmsched_has(|m| m.token_preemption) => {
+                let after = r.max_tokens.saturating_sub(r.tokens.saturating_add(1));
+                mmsched_core::steps::step_deadline(now, rec.deadline, after, step_cost)
+            }
+            _ => rec.deadline,
+        }
     }
 
     /// Places an arrived event on the device timeline (and checks the placement against

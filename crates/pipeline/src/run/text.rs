@@ -1,6 +1,7 @@
 //! The text branch: requests queue and run one at a time, one token per step (with token
-//! preemption), every step with the request's deadline; a shed step waits and competes
-//! again instead of losing the tokens its request already has.
+//! preemption), each step due when the request's remaining tokens still fit before its
+//! deadline (`Run::step_deadline`); a shed step waits and competes again instead of
+//! losing the tokens its request already has.
 
 use std::collections::VecDeque;
 
@@ -20,6 +21,8 @@ pub(super) struct LlmRequest {
     /// The answer so far (for results).
     pub(super) answer: String,
     pub(super) tokens: u32,
+    /// Most tokens the request may generate.
+    pub(super) max_tokens: u32,
 }
 
 /// A request waiting: when it arrived, its prompt and its token budget.
@@ -87,6 +90,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let sla = self.sla_nanos(Kind::Llm);
         let tag = self.book.new_tag();
         self.stats.job(Kind::Llm);
+        let max_tokens = q.max_tokens;
         let preemptible = self.mmsched_has(|m| m.token_preemption)
             || self.config.scheduler != SchedulerKind::Mmsched;
         let work = self.models.llm(
@@ -102,6 +106,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             last_token_at: None,
             answer: String::new(),
             tokens: 0,
+            max_tokens,
         });
         self.submit(
             now,

@@ -145,11 +145,14 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         // start of the inputs, and arrive after the stream's latency.
         let k = now.saturating_sub(self.start) / period + 1;
         let first = self.start + k * period + latency;
+        // A frame arrives as its occurrence starts and is due its SLA after arriving.
+        let due_after = (s.sla_ms * 1e6) as Nanos;
         let Some(m) = self.exec.mmsched() else {
             return;
         };
         m.cancel_stream(class);
-        if let Err(e) = m.reserve_stream(class, Modality::Image, first, period, cost) {
+        let booked = m.reserve_stream(class, Modality::Image, first, period, cost, Some(due_after));
+        if let Err(e) = booked {
             let n = self.vision.refused.as_ref().map_or(0, |r| r.0);
             self.vision.refused = Some((n + 1, e.to_string()));
         }

@@ -304,6 +304,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
         first_nanos: Nanos,
         period_nanos: Nanos,
         cost_nanos: Nanos,
+        due_after_nanos: Option<Nanos>,
     ) -> Result<(), SchedulerError> {
         // The shared layout's booking (the simulator books the same way).
         let lane = mmsched_core::layout::book_stream(
@@ -313,6 +314,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
             first_nanos,
             period_nanos,
             cost_nanos,
+            due_after_nanos,
         )?;
         self.streams.insert(class, lane);
         Ok(())
@@ -457,6 +459,7 @@ mod tests {
             now + 1_000_000,
             4_000_000,
             2_000_000,
+            None,
         )
         .expect("books");
         let granted = Arc::new(AtomicUsize::new(0));

@@ -249,7 +249,10 @@ pub trait Executor: Send {
 /// not implement it; a caller reaches it through [`Executor::mmsched`].
 pub trait MmschedControl {
     /// Books a standing reservation for a periodic stream. `cost_nanos` is the predicted
-    /// cost per period. On an error the stream has no reservation.
+    /// cost per period; a job of the stream is due `due_after_nanos` after its occurrence
+    /// starts, and until then the occurrence yields to jobs due earlier (`None`: never;
+    /// see [`mmsched_core::scheduler::StreamBooking`]). On an error the stream has no
+    /// reservation.
     fn reserve_stream(
         &mut self,
         class: ClassId,
@@ -257,6 +260,7 @@ pub trait MmschedControl {
         first_nanos: Nanos,
         period_nanos: Nanos,
         cost_nanos: Nanos,
+        due_after_nanos: Option<Nanos>,
     ) -> Result<(), SchedulerError>;
 
     /// Cancels a stream's standing reservation.
