@@ -76,6 +76,9 @@ pub struct Mechanisms {
     pub token_preemption: bool,
     /// The router's information gates (dark and blurred frames skipped).
     pub routing: bool,
+    /// A step at risk of missing its deadline runs with its worker's resource group at a
+    /// raised CPU weight (with resource groups only).
+    pub risk_boost: bool,
 }
 
 impl Default for Mechanisms {
@@ -86,6 +89,7 @@ impl Default for Mechanisms {
             health_actions: true,
             token_preemption: true,
             routing: true,
+            risk_boost: true,
         }
     }
 }
@@ -93,7 +97,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 5] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 6] {
         let all = Mechanisms::default();
         [
             (
@@ -128,6 +132,13 @@ impl Mechanisms {
                 "no-routing",
                 Mechanisms {
                     routing: false,
+                    ..all
+                },
+            ),
+            (
+                "no-risk-boost",
+                Mechanisms {
+                    risk_boost: false,
                     ..all
                 },
             ),

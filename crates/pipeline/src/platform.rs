@@ -13,6 +13,11 @@ use crate::config::RunError;
 use crate::inputs::Device;
 use crate::run::Observer;
 
+/// The audio worker's group's CPU weight, the heaviest of the groups (v2 semantics,
+/// default 100). mmsched raises a worker's group to it while a step at risk of missing
+/// its deadline runs there: such a step competes for its core like the audio path.
+const AUDIO_CPU_WEIGHT: u32 = 400;
+
 /// Creates the resource groups of the workers (`vision`, `general`, `audio`); what
 /// the OS allowed or refused goes into `notes`. `None` when there are none to use.
 #[cfg(target_os = "linux")]
@@ -25,7 +30,9 @@ pub fn resource_groups(
         .iter()
         .filter_map(|n| ClassLimits::new(n).ok())
         .map(|c| match c.name() {
-            "audio" => c.with_cpu_weight(400).with_rt_runtime_micros(100_000),
+            "audio" => c
+                .with_cpu_weight(AUDIO_CPU_WEIGHT)
+                .with_rt_runtime_micros(100_000),
             "general" => c.with_cpu_weight(100).with_memory_high_bytes(4 << 30),
             _ => c.with_cpu_weight(200),
         })
@@ -80,6 +87,7 @@ pub fn mmsched_setup(layout: &LaneLayout, record_steps: bool, no_shedding: bool)
         record_steps,
         no_shedding,
         max_thread_grant: max_thread_grant(),
+        at_risk_cpu_weight: Some(AUDIO_CPU_WEIGHT),
     }
 }
 

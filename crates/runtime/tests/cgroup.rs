@@ -86,6 +86,10 @@ fn hybrid_v1_tree_gets_per_class_groups_and_is_cleaned_up() {
 
     set.set_cpu_quota("vision", None).expect("lifts");
     assert_eq!(read(&group.join("vision/cpu.cfs_quota_us")), "-1");
+    set.set_cpu_weight("vision", Some(400)).expect("raises");
+    assert_eq!(read(&group.join("vision/cpu.shares")), "4096");
+    set.set_cpu_weight("vision", None).expect("restores");
+    assert_eq!(read(&group.join("vision/cpu.shares")), "1024");
 
     assert_eq!(
         set.class_dirs("audio"),
@@ -139,6 +143,12 @@ fn pure_v2_tree_uses_threaded_groups() {
     assert_eq!(read(&group.join("llm/cgroup.threads")), "1234");
     set.set_cpu_quota("audio", Some(20_000)).expect("sets");
     assert_eq!(read(&group.join("audio/cpu.max")), "20000 100000");
+    set.handle()
+        .set_cpu_weight("llm", Some(400))
+        .expect("raises");
+    assert_eq!(read(&group.join("llm/cpu.weight")), "400");
+    set.handle().set_cpu_weight("llm", None).expect("restores");
+    assert_eq!(read(&group.join("llm/cpu.weight")), "50");
     drop(set);
     assert!(!group.exists(), "drop removes the groups");
     assert_eq!(

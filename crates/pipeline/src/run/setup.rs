@@ -73,7 +73,7 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         .external
         .as_ref()
         .map_or_else(Device::new, |e| e.clock);
-    let exec = platform::executor(
+    let mut exec = platform::executor(
         config.scheduler,
         &config.policy,
         workers,
@@ -84,6 +84,9 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         #[cfg(target_os = "linux")]
         cgroup_set.as_ref().map(|s| s.handle()),
     )?;
+    if let Some(m) = exec.mmsched() {
+        m.set_risk_boost(config.mechanisms.risk_boost);
+    }
     notes.extend(exec.notes());
     #[cfg(target_os = "linux")]
     if let Some(load) = std::fs::read_to_string("/proc/loadavg")
@@ -322,6 +325,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 self.overhead_nanos as f64 / 1e6,
                 self.exec.decision_nanos() as f64 / 1e6,
             ));
+        }
+        if let Some(note) = self.exec.mmsched().and_then(|m| m.risk_boost_note()) {
+            notes.push(note);
         }
         if let Some((n, why)) = &self.vision.refused {
             notes.push(format!(

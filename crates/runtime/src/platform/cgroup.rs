@@ -596,6 +596,7 @@ fn create_v1(
         }
         let entry = inner.classes.entry(class.name().to_string()).or_default();
         entry.cpu_period_micros = class.cpu_period_micros;
+        entry.cpu_weight = class.cpu_weight;
         entry.members.push(Member {
             dir,
             file: "tasks",
@@ -649,6 +650,7 @@ fn create_v2(
         }
         let entry = inner.classes.entry(class.name().to_string()).or_default();
         entry.cpu_period_micros = class.cpu_period_micros;
+        entry.cpu_weight = class.cpu_weight;
         entry.members.push(Member {
             dir,
             file: "cgroup.threads",
@@ -682,6 +684,8 @@ struct Member {
 struct ClassEntry {
     members: Vec<Member>,
     cpu_period_micros: u64,
+    /// The weight the group was created with.
+    cpu_weight: u32,
 }
 
 #[derive(Debug, Default)]
@@ -744,6 +748,27 @@ impl Inner {
             if !existed {
                 self.created_files.push(file);
             }
+        }
+        Ok(())
+    }
+
+    fn set_cpu_weight(&self, class: &str, weight: Option<u32>) -> Result<(), CgroupError> {
+        let entry = self.class(class)?;
+        let limits = ClassLimits::new(class)?.with_cpu_weight(weight.unwrap_or(entry.cpu_weight));
+        for m in &entry.members {
+            let (file, line) = match m.controller {
+                Some(Controller::Cpu) => {
+                    (m.dir.join("cpu.shares"), limits.cpu_shares().to_string())
+                }
+                Some(Controller::Memory) => continue,
+                None => {
+                    if !m.dir.join("cpu.weight").exists() {
+                        continue;
+                    }
+                    (m.dir.join("cpu.weight"), limits.cpu_weight.to_string())
+                }
+            };
+            std::fs::write(&file, line).map_err(|e| CgroupError::io("write", &file, e))?;
         }
         Ok(())
     }
@@ -878,6 +903,12 @@ impl CgroupSet {
         self.lock().set_cpu_quota(class, quota_micros)
     }
 
+    /// Changes the CPU weight of `class` (1–10 000, v2 semantics; `None`: back to the
+    /// weight it was created with), e.g. while a job at risk of missing its deadline runs.
+    pub fn set_cpu_weight(&self, class: &str, weight: Option<u32>) -> Result<(), CgroupError> {
+        self.lock().set_cpu_weight(class, weight)
+    }
+
     /// Moves the calling thread into the groups of `class`.
     pub fn add_current_thread(&self, class: &str) -> Result<(), CgroupError> {
         let tid = current_tid()
@@ -927,6 +958,11 @@ impl CgroupHandle {
     /// Same as [`CgroupSet::add_thread`].
     pub fn add_thread(&self, class: &str, tid: u32) -> Result<(), CgroupError> {
         lock(&self.inner).add_thread(class, tid)
+    }
+
+    /// Same as [`CgroupSet::set_cpu_weight`].
+    pub fn set_cpu_weight(&self, class: &str, weight: Option<u32>) -> Result<(), CgroupError> {
+        lock(&self.inner).set_cpu_weight(class, weight)
     }
 }
 

@@ -37,7 +37,8 @@ pub struct E2eArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
     repeat: u32,
     /// Also run mmsched with one mechanism off at a time (admission/shedding, standing
-    /// reservations, health actions, token preemption, routing): what each is worth here.
+    /// reservations, health actions, token preemption, routing, the raised CPU weight of
+    /// a step at risk): what each is worth here.
     #[arg(long)]
     ablate: bool,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
@@ -74,7 +75,9 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-reservations" => "mmsched-no-reservations",
                 "no-health-actions" => "mmsched-no-health-actions",
                 "no-token-preemption" => "mmsched-no-token-preemption",
-                _ => "mmsched-no-routing",
+                "no-routing" => "mmsched-no-routing",
+                "no-risk-boost" => "mmsched-no-risk-boost",
+                other => other,
             },
             kind: SchedulerKind::Mmsched,
             mechanisms,
@@ -186,7 +189,7 @@ mod tests {
     fn ablations_follow_the_four_schedulers_with_one_mechanism_off_each() {
         assert_eq!(columns(false).len(), 4);
         let c = columns(true);
-        assert_eq!(c.len(), 9);
+        assert_eq!(c.len(), 10);
         assert!(
             c[4..]
                 .iter()
@@ -195,5 +198,7 @@ mod tests {
         assert_eq!(c[4].name, "mmsched-no-admission");
         assert!(!c[4].mechanisms.admission && c[4].mechanisms.routing);
         assert!(!c[8].mechanisms.routing);
+        assert_eq!(c[9].name, "mmsched-no-risk-boost");
+        assert!(!c[9].mechanisms.risk_boost && c[9].mechanisms.routing);
     }
 }

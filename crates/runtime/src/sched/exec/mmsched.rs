@@ -10,6 +10,9 @@ use mmsched_core::scheduler::{Decision, LogEntry, SchedEvent, Scheduler, Schedul
 use mmsched_core::slots::SlotState;
 use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 
+use super::boost::RiskBoost;
+#[cfg(target_os = "linux")]
+use super::boost::SetWeight;
 use super::steps::{StepLanes, ThreadLanes};
 use super::{ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event};
 use crate::sched::worker::LaneConfig;
@@ -33,6 +36,9 @@ pub struct MmschedSetup {
     /// Most intra-op threads one step may be granted (0 or 1: every step gets one).
     /// See [`thread_grant`].
     pub max_thread_grant: usize,
+    /// The CPU weight a worker's resource group is raised to while a step at risk runs on
+    /// it (see [`RiskBoost`]; `None`, or no resource groups: never raised).
+    pub at_risk_cpu_weight: Option<u32>,
 }
 
 /// Intra-op threads for a step about to start: all `max` when no other job is queued or
@@ -70,6 +76,10 @@ pub struct MmschedExecutor<C: Clock, L: StepLanes = ThreadLanes> {
     /// Standing reservations by class: the worker that holds them.
     streams: HashMap<ClassId, u32>,
     max_thread_grant: usize,
+    /// Raises a worker's group while a step at risk runs on it (with resource groups).
+    boost: Option<RiskBoost>,
+    /// Whether [`Self::boost`] acts (off: an ablation).
+    boost_on: bool,
 }
 
 impl<C: Clock, L: StepLanes> std::fmt::Debug for MmschedExecutor<C, L> {
@@ -89,13 +99,30 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
         clock: C,
         #[cfg(target_os = "linux")] cgroups: Option<crate::platform::cgroup::CgroupHandle>,
     ) -> Result<Self, SchedulerError> {
+        #[cfg(target_os = "linux")]
+        let boost = match (setup.at_risk_cpu_weight, cgroups.clone()) {
+            (Some(weight), Some(handle)) => {
+                let groups = setup.lanes.iter().map(|l| l.cgroup_class.clone()).collect();
+                let set: SetWeight = Box::new(move |group: &str, weight: Option<u32>| {
+                    handle
+                        .set_cpu_weight(group, weight)
+                        .map_err(|e| e.to_string())
+                });
+                Some(RiskBoost::new(weight, groups, set))
+            }
+            _ => None,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let boost = None;
         let lanes = ThreadLanes::start(
             &setup.lanes,
             clock.clone(),
             #[cfg(target_os = "linux")]
             cgroups,
         );
-        Self::with_lanes(policy, setup, clock, lanes)
+        let mut exec = Self::with_lanes(policy, setup, clock, lanes)?;
+        exec.boost = boost;
+        Ok(exec)
     }
 }
 
@@ -131,7 +158,24 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
             clock,
             streams: HashMap::new(),
             max_thread_grant: setup.max_thread_grant,
+            boost: None,
+            boost_on: true,
         })
+    }
+
+    /// Whether `job`'s step starting at `now_nanos` is at risk: predicted to end after its
+    /// deadline, and of a class that matters at least as much as every other job in
+    /// flight (it may take CPU time from them).
+    fn at_risk(&self, now_nanos: Nanos, job: JobId) -> bool {
+        let Some(entry) = self.jobs.get(&job) else {
+            return false;
+        };
+        let info = &entry.info;
+        info.predicted_cost_nanos > info.deadline_nanos.saturating_sub(now_nanos)
+            && self
+                .jobs
+                .values()
+                .all(|e| e.info.importance <= info.importance)
     }
 
     /// Threads to grant `job`'s step starting at `now_nanos` ([`thread_grant`]).
@@ -193,6 +237,9 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
     fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
         let mut events = std::mem::take(&mut self.arrivals);
         for c in self.lanes.finished() {
+            if let Some(b) = &mut self.boost {
+                b.end(c.lane);
+            }
             events.push(SchedEvent::Finish {
                 worker: c.lane as u32,
                 job: c.job,
@@ -230,6 +277,12 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                 }
                 Decision::Start { worker, job, .. } => {
                     let grant = self.grant_for(now_nanos, job);
+                    if self.boost_on
+                        && self.at_risk(now_nanos, job)
+                        && let Some(b) = &mut self.boost
+                    {
+                        b.start(worker as usize);
+                    }
                     let Some(entry) = self.jobs.get_mut(&job) else {
                         continue;
                     };
@@ -318,6 +371,17 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
         )?;
         self.streams.insert(class, lane);
         Ok(())
+    }
+
+    fn set_risk_boost(&mut self, on: bool) {
+        self.boost_on = on;
+    }
+
+    fn risk_boost_note(&self) -> Option<String> {
+        self.boost
+            .as_ref()
+            .filter(|_| self.boost_on)
+            .map(RiskBoost::note)
     }
 
     fn cancel_stream(&mut self, class: ClassId) {
@@ -444,6 +508,45 @@ mod tests {
         ex.submit(now, tb);
         drain(&mut ex);
         assert_eq!((a.load(Ordering::SeqCst), b.load(Ordering::SeqCst)), (1, 1));
+    }
+
+    #[test]
+    fn a_step_at_risk_raises_its_workers_group_until_it_ends() {
+        let mut ex = executor();
+        let (calls, set) = super::super::boost::recorder();
+        let groups = vec![Some("general".to_string()), Some("general".to_string())];
+        ex.boost = Some(RiskBoost::new(400, groups, set));
+        let granted = Arc::new(AtomicUsize::new(0));
+        // Due in 5 s: not at risk.
+        let now = ex.clock.now_nanos();
+        let t = task(&mut ex, now, &granted);
+        ex.submit(now, t);
+        drain(&mut ex);
+        assert!(calls.lock().expect("lock").is_empty());
+        // Due in 4 ms with 5 ms of predicted work: at risk.
+        let now = ex.clock.now_nanos();
+        let mut t = task(&mut ex, now, &granted);
+        t.info.deadline_nanos = now + 4_000_000;
+        ex.submit(now, t);
+        drain(&mut ex);
+        let seen = calls.lock().expect("lock").clone();
+        assert_eq!(
+            seen,
+            vec![
+                ("general".to_string(), Some(400)),
+                ("general".to_string(), None)
+            ]
+        );
+        // Switched off (the ablation), nothing is raised.
+        ex.set_risk_boost(false);
+        calls.lock().expect("lock").clear();
+        let now = ex.clock.now_nanos();
+        let mut t = task(&mut ex, now, &granted);
+        t.info.deadline_nanos = now + 4_000_000;
+        ex.submit(now, t);
+        drain(&mut ex);
+        assert!(calls.lock().expect("lock").is_empty());
+        assert_eq!(ex.risk_boost_note(), None);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! - [`SharedQueue`] by modality (`static-priority`): audio before vision before text,
 //!   first-come within a modality; no preemption.
 
+mod boost;
 mod mmsched;
 mod queue;
 mod steps;
@@ -31,6 +32,7 @@ use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::SchedulerError;
 use mmsched_core::time::Nanos;
 
+pub use boost::{RiskBoost, SetWeight};
 pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
 mod tests;
@@ -265,6 +267,14 @@ pub trait MmschedControl {
 
     /// Cancels a stream's standing reservation.
     fn cancel_stream(&mut self, class: ClassId);
+
+    /// Whether a step at risk of missing its deadline raises its worker's resource group
+    /// CPU weight while it runs (on by default; off to measure what it buys).
+    fn set_risk_boost(&mut self, on: bool);
+
+    /// What raising resource groups for steps at risk did (`None` without resource
+    /// groups, or when it is off).
+    fn risk_boost_note(&self) -> Option<String>;
 
     /// Admitted jobs of `class` not finished yet (waiting for a worker or running).
     fn in_work(&self, class: ClassId) -> usize;

@@ -233,6 +233,7 @@ fn mmsched(no_shedding: bool) -> (MmschedExecutor<MonotonicClock>, MonotonicCloc
         record_steps: false,
         no_shedding,
         max_thread_grant: 1,
+        at_risk_cpu_weight: None,
     };
     let e = MmschedExecutor::new(
         &Policy::default(),
