@@ -21,7 +21,8 @@
 //!    so a frame never waits for its slot on an idle worker); any other job must fit in
 //!    free slots before the next reserved one — so a long step never runs into the slot
 //!    booked for the next frame — unless it is due before that frame: an occurrence not
-//!    started yet yields its slots to a job due earlier than the stream's job for it
+//!    started yet yields its slots to another class's job due earlier than the stream's
+//!    job for it
 //!    ([`StreamBooking::due_after_nanos`]), so reservations never reverse the order of
 //!    deadlines. A job that does not fit is passed over (within a small lookahead) for
 //!    one that does, and waits for a later step. A worker may be restricted to some
@@ -378,11 +379,11 @@ impl Scheduler {
     /// Cancels the standing reservation of `class` on `worker`, if any.
     pub fn cancel_stream(&mut self, worker: u32, class: ClassId) {
         let w = worker as usize;
-        if let (Some(table), Some(id)) = (
+        if let (Some(table), Some((id, _))) = (
             self.tables.get_mut(w),
             self.streams.get_mut(w).and_then(|s| s.remove(&class)),
         ) {
-            let _ = table.cancel_standing(id.0);
+            let _ = table.cancel_standing(id);
         }
         self.note(|| LogEntry::CancelStream { worker, class });
     }
@@ -783,9 +784,11 @@ impl Scheduler {
 }
 
 /// The bookings of `table` in `from..from + len` when every one of them is a standing
-/// occurrence not started yet whose stream's job is due after `job`: EDF would run `job`
-/// first, so those occurrences yield their slots to it. `None` when anything else is in
-/// the way (a running job, a one-off booking, an occurrence due no later than `job`).
+/// occurrence not started yet, of another stream than `job`'s, whose stream's job is due
+/// after `job`: EDF would run `job` first, so those occurrences yield their slots to it.
+/// `None` when anything else is in the way (a running job, a one-off booking, an
+/// occurrence due no later than `job`, an occurrence of `job`'s own stream: a stream's
+/// jobs take its occurrences in order, see [`Scheduler::step`]).
 fn occurrences_due_after(
     table: &SlotTable,
     streams: &BTreeMap<ClassId, (StandingId, Option<Nanos>)>,
@@ -801,10 +804,13 @@ fn occurrences_due_after(
         let Some(b) = table.next_booking(at, left).ok().flatten() else {
             break;
         };
-        let due_after = streams
-            .values()
-            .find(|(id, _)| b.standing == Some(*id))
-            .and_then(|(_, due_after)| *due_after)?;
+        let (class, (_, due_after)) = streams
+            .iter()
+            .find(|(_, (id, _))| b.standing == Some(*id))?;
+        if *class == job.class {
+            return None;
+        }
+        let due_after = (*due_after)?;
         let due = table
             .slot_start_nanos(b.start_slot)
             .saturating_add(due_after);

@@ -296,7 +296,11 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                         .is_err()
                     {
                         // The worker thread is gone: tell the core the job ended so the
-                        // worker's slots are freed, and report the job as shed.
+                        // worker's slots (and its group's weight) are freed, and report the
+                        // job as shed.
+                        if let Some(b) = &mut self.boost {
+                            b.end(worker as usize);
+                        }
                         self.arrivals.push(SchedEvent::Finish { worker, job });
                         if let Some(e) = self.jobs.remove(&job) {
                             out.push(ExecEvent::Shed {
