@@ -796,7 +796,11 @@ fn occurrences_due_after(
     len: u32,
     job: &Job,
 ) -> Option<Vec<ReservationId>> {
-    let end = from.saturating_add(u64::from(len)).min(table.end_slot());
+    let end = from.saturating_add(u64::from(len));
+    if end > table.end_slot() {
+        // The job would not fit inside the horizon even with the occurrences released.
+        return None;
+    }
     let mut yielding = Vec::new();
     let mut at = from;
     while at < end {
@@ -856,18 +860,20 @@ mod tests {
     }
 
     /// One worker whose periodic stream of class `stream` holds `len` 1 ms slots every
-    /// `every_ms` from `every_ms` on, and the class `llm` that must fit around it.
+    /// `every_ms` from `every_ms` on, each occurrence's job due `due_after` after it starts,
+    /// and the class `llm` that must fit around it.
     fn one_worker_with_a_stream(
         stream: &str,
         modality: Modality,
         every_ms: u64,
         len: u32,
+        due_after: Option<Nanos>,
     ) -> (Scheduler, ClassId, ClassId) {
         let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
         let class = s.arbiter_mut().class(stream);
         let llm = s.arbiter_mut().class("llm");
         let every = every_ms * NANOS_PER_MILLI;
-        s.reserve_stream(0, class, booking(modality, every, every, len, None))
+        s.reserve_stream(0, class, booking(modality, every, every, len, due_after))
             .expect("books");
         (s, class, llm)
     }
@@ -1136,7 +1142,7 @@ mod tests {
     fn long_steps_never_run_into_a_streams_reserved_slot() {
         const MS: Nanos = NANOS_PER_MILLI;
         // Audio every 20 ms from 20 ms, 3 slots (1 ms each) per occurrence.
-        let (mut s, audio, llm) = one_worker_with_a_stream("audio", Modality::Audio, 20, 3);
+        let (mut s, audio, llm) = one_worker_with_a_stream("audio", Modality::Audio, 20, 3, None);
         assert!(
             s.reserve_stream(3, audio, booking(Modality::Audio, 0, MS, 1, None))
                 .is_err()
@@ -1188,13 +1194,10 @@ mod tests {
     #[test]
     fn an_occurrence_not_started_yields_to_a_job_due_before_its_frame() {
         const MS: Nanos = NANOS_PER_MILLI;
-        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
-        let camera = s.class("camera");
-        let llm = s.class("llm");
         // Frames every 100 ms from 100 ms, 30 slots each, a frame due 50 ms after its
         // occurrence starts.
-        let frames = booking(Modality::Image, 100 * MS, 100 * MS, 30, Some(50 * MS));
-        s.reserve_stream(0, camera, frames).expect("books");
+        let (mut s, camera, llm) =
+            one_worker_with_a_stream("camera", Modality::Image, 100, 30, Some(50 * MS));
         let mut out = Vec::new();
         // A 20 ms step due at 200 ms does not fit before the occurrence at 100 ms, whose
         // frame is due first (150 ms): it waits.
@@ -1244,11 +1247,7 @@ mod tests {
             "{out:?}"
         );
         // Occurrences of a stream booked without a due time never yield.
-        let mut s = Scheduler::new(&Policy::default(), 1, 0).expect("valid policy");
-        let camera = s.class("camera");
-        let llm = s.class("llm");
-        let frames = booking(Modality::Image, 100 * MS, 100 * MS, 30, None);
-        s.reserve_stream(0, camera, frames).expect("books");
+        let (mut s, _, llm) = one_worker_with_a_stream("camera", Modality::Image, 100, 30, None);
         out.clear();
         s.step(
             91 * MS,
@@ -1264,7 +1263,7 @@ mod tests {
     #[test]
     fn a_stream_costlier_than_its_period_keeps_its_period() {
         const MS: Nanos = NANOS_PER_MILLI;
-        let (s, _, _) = one_worker_with_a_stream("camera", Modality::Image, 100, 150);
+        let (s, _, _) = one_worker_with_a_stream("camera", Modality::Image, 100, 150, None);
         let t = s.table(0).expect("worker 0");
         for k in 1..4u64 {
             let r = t.occupant(t.slot_at(k * 100 * MS)).expect("inside");
@@ -1279,7 +1278,8 @@ mod tests {
     fn a_streams_job_on_an_idle_worker_starts_early_in_its_next_occurrence() {
         const MS: Nanos = NANOS_PER_MILLI;
         // Frames every 100 ms from 100 ms, 30 slots (1 ms each) per occurrence.
-        let (mut s, camera, llm) = one_worker_with_a_stream("camera", Modality::Image, 100, 30);
+        let (mut s, camera, llm) =
+            one_worker_with_a_stream("camera", Modality::Image, 100, 30, None);
         let mut out = Vec::new();
         // At 80 ms a 30 ms frame does not fit before the occurrence at 100 ms, and the
         // worker is idle: it starts at once, in that occurrence.

@@ -197,9 +197,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// Submits a new job (or the next step of one, `tag` reused).
     fn submit(&mut self, now: Nanos, tag: u64, rec: JobRec, work: Box<dyn Work>) {
-        let predicted = self.cost.predict(self.class(rec.kind), now);
+        let class = self.class(rec.kind);
+        let predicted = self.cost.predict(class, now);
         let info = TaskInfo {
-            class: self.class(rec.kind),
+            class,
             modality: rec.kind.modality(),
             deadline_nanos: self.step_deadline(now, &rec, predicted),
             predicted_cost_nanos: predicted,

@@ -78,7 +78,9 @@ impl RiskBoost {
         let Some(Some(group)) = self.groups.get(worker).cloned() else {
             return;
         };
-        let holders = self.holders.entry(group.clone()).or_insert(1);
+        let Some(holders) = self.holders.get_mut(&group) else {
+            return;
+        };
         *holders = holders.saturating_sub(1);
         if *holders == 0 {
             self.set(&group, None);
@@ -121,6 +123,12 @@ pub(super) fn recorder() -> (WeightCalls, SetWeight) {
     (calls, set)
 }
 
+/// What a [`recorder`] holds after one step at risk on `group`: raised, then restored.
+#[cfg(test)]
+pub(super) fn raised_then_restored(group: &str, weight: u32) -> Vec<(String, Option<u32>)> {
+    vec![(group.to_string(), Some(weight)), (group.to_string(), None)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,13 +150,7 @@ mod tests {
         b.end(0); // nothing raised there
         b.end(2);
         let calls = calls.lock().expect("lock").clone();
-        assert_eq!(
-            calls,
-            vec![
-                ("general".to_string(), Some(400)),
-                ("general".to_string(), None)
-            ]
-        );
+        assert_eq!(calls, raised_then_restored("general", 400));
         assert!(b.note().starts_with("steps at risk: 2 ran"), "{}", b.note());
     }
 

@@ -536,10 +536,7 @@ mod tests {
         let seen = calls.lock().expect("lock").clone();
         assert_eq!(
             seen,
-            vec![
-                ("general".to_string(), Some(400)),
-                ("general".to_string(), None)
-            ]
+            super::super::boost::raised_then_restored("general", 400)
         );
         // Switched off (the ablation), nothing is raised.
         ex.set_risk_boost(false);
