@@ -88,10 +88,11 @@ fn memory_accounting_follows_the_weights() {
     let q8 = session(AsrEngine::Q8).memory_bytes();
     let ggml = session(AsrEngine::Ggml).memory_bytes();
     // 37.8 M float32 parameters; q8: the GGUF plus the float32 embedding table for lookups;
-    // ggml: the GGUF plus its q8_0 output matrix (20 MB) and caches (24 MB).
+    // ggml: the GGUF plus its q8_0 output matrix (20 MB), caches (24 MB) and the encoder's
+    // weights widened to float32 (36 MB).
     assert!(f32 > 150_000_000, "{f32}");
     assert!(q8 > 40_000_000 && q8 < f32, "{q8} vs {f32}");
-    assert!(ggml > 60_000_000 && ggml < q8, "{ggml} vs {q8}");
+    assert!(ggml > 100_000_000 && ggml < f32, "{ggml} vs {f32}");
 }
 
 #[test]

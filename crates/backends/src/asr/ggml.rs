@@ -8,20 +8,19 @@
 //!
 //! The network is OpenAI's Whisper (`whisper/model.py`) written as ggml graphs:
 //!
-//! - **encoder** (once per 30 s window): two convolutions with GELU, sinusoidal positions,
-//!   the transformer blocks (self-attention by ggml's flash-attention kernel, 15 % faster
-//!   here than the plain products and softmax at 1 500 positions), a final layer norm; the
-//!   decoder's cross-attention keys and values of every layer are computed in the same graph
-//!   and kept for the window;
+//! - **encoder** (once per 30 s window): not on ggml but in float32 on the `gemm` crate
+//!   ([`Encoder`], about twice as fast at 1 500 positions); it writes the decoder's
+//!   cross-attention keys and values of every layer into the caches here, kept for the
+//!   window;
 //! - **decoder** (once per token): token and position embeddings, blocks of causal
 //!   self-attention over a KV cache, cross-attention over the window, the MLP, and the
 //!   logits of the last token only, through the token embedding quantised to q8_0 (tied
 //!   weights, as in candle's quantised Whisper).
 //!
-//! Weights keep the file's types (q8_0 projections, float16 convolutions and embedding);
-//! biases, norms and position tables are widened to float32 at load. Activations are
-//! float32. Scratch memory comes from one graph allocator that reuses its buffer (its size
-//! is that of the largest graph, the encoder's).
+//! The decoder's weights keep the file's types (q8_0 projections, float16 embedding);
+//! biases, norms and position tables are widened to float32 at load, and so is every
+//! encoder weight. Activations are float32. Scratch memory comes from one graph allocator
+//! that reuses its buffer.
 //!
 //! ggml aborts on malformed graphs; the shapes here are fixed by the configuration and
 //! checked against the file at load, and inputs are checked before a graph is built.
@@ -34,10 +33,11 @@ use std::ptr::{NonNull, null, null_mut};
 use candle_transformers::models::whisper::Config;
 use llama_cpp_sys_2 as sys;
 
-use crate::asr::quantized::sinusoids;
+use crate::asr::encoder::{CrossCache, Encoder};
 use crate::backend::BackendError;
+use crate::threads::EngineThreads;
 
-/// Graph nodes reserved per graph (the encoder of a 4-layer model needs about 300).
+/// Graph nodes reserved per graph (a decoder step of a 4-layer model needs about 200).
 const GRAPH_NODES: usize = 2048;
 /// Layer-norm epsilon of every Whisper norm.
 const LN_EPS: f32 = 1e-5;
@@ -67,12 +67,15 @@ struct Attention {
     out: Linear,
 }
 
-/// One transformer block; `cross` only in the decoder.
+/// One decoder block. The cross-attention's keys and values come from the caches the
+/// encoder fills, so only its query and output projections are here.
 #[derive(Debug, Clone, Copy)]
 struct Block {
     attn_ln: Norm,
     attn: Attention,
-    cross: Option<(Norm, Attention)>,
+    cross_ln: Norm,
+    cross_q: Linear,
+    cross_out: Linear,
     mlp_ln: Norm,
     fc1: Linear,
     fc2: Linear,
@@ -95,7 +98,6 @@ struct Caches {
 struct Dims {
     n_state: i64,
     n_head: i64,
-    n_mels: i64,
     n_audio_ctx: i64,
     n_text_ctx: i64,
     n_vocab: i64,
@@ -153,14 +155,9 @@ owned!(
     sys::ggml_gallocr_free
 );
 
-/// The tensors the graphs read: weights, derived tables and caches.
+/// The tensors the decoder's graphs read: weights, derived tables and caches.
 #[derive(Debug)]
 struct Net {
-    conv1: (Tensor, Tensor),
-    conv2: (Tensor, Tensor),
-    encoder_positions: Tensor,
-    encoder: Vec<Block>,
-    encoder_ln: Norm,
     token_embedding: Tensor,
     decoder_positions: Tensor,
     decoder: Vec<Block>,
@@ -172,6 +169,11 @@ struct Net {
 /// Whisper on ggml with its weights, caches, CPU backend and scratch allocator.
 pub struct GgmlWhisper {
     dims: Dims,
+    /// Fills the cross-attention caches of `net` once per window.
+    encoder: Encoder,
+    /// The encoder's threads when it is granted more than one (one per core; idle
+    /// otherwise): the calling thread's pool may be smaller than a later grant.
+    encoder_pool: EngineThreads,
     /// Pointers into `weights` and `derived`, which outlive them (fields drop after it).
     net: Net,
     galloc: Allocator,
@@ -216,24 +218,22 @@ fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// The float32 values of `t` (float32 or float16).
+/// The float32 values of `t` (float32, float16 or q8_0).
 ///
 /// # Safety
 /// `t` is a live tensor whose data is in host memory.
 unsafe fn values_f32(t: Tensor) -> Option<Vec<f32>> {
-    // SAFETY: per the contract; the data holds `nelements` values of the tensor's type.
+    // SAFETY: per the contract; the data holds `nelements` values of the tensor's type,
+    // which ggml's conversion for that type reads.
     unsafe {
         let n = usize::try_from(sys::ggml_nelements(t)).ok()?;
         let data = (*t).data;
         match (*t).type_ {
             sys::GGML_TYPE_F32 => Some(std::slice::from_raw_parts(data as *const f32, n).to_vec()),
-            sys::GGML_TYPE_F16 => {
+            ty @ (sys::GGML_TYPE_F16 | sys::GGML_TYPE_Q8_0) => {
+                let to_float = (*sys::ggml_get_type_traits(ty)).to_float?;
                 let mut out = vec![0f32; n];
-                sys::ggml_fp16_to_fp32_row(
-                    data as *const sys::ggml_fp16_t,
-                    out.as_mut_ptr(),
-                    to_i64(n),
-                );
+                to_float(data, out.as_mut_ptr(), to_i64(n));
                 Some(out)
             }
             _ => None,
@@ -242,7 +242,7 @@ unsafe fn values_f32(t: Tensor) -> Option<Vec<f32>> {
 }
 
 /// Bytes the derived context needs: widened 1-D tensors and the decoder position table,
-/// the encoder position table, the q8_0 output matrix, the caches, and tensor headers.
+/// the q8_0 output matrix, the caches, and tensor headers.
 fn derived_size(d: Dims, weights: &Context, config: &Config) -> usize {
     let f32s = |n: i64| usize::try_from(n).unwrap_or(0) * 4;
     let mut bytes = 0usize;
@@ -262,10 +262,10 @@ fn derived_size(d: Dims, weights: &Context, config: &Config) -> usize {
         }
         bytes += sys::ggml_row_size(sys::GGML_TYPE_Q8_0, d.n_state) * config.vocab_size;
     }
-    bytes += f32s(d.n_state * (d.n_audio_ctx + d.n_text_ctx));
+    bytes += f32s(d.n_state * d.n_text_ctx);
     let layers = config.decoder_layers;
     bytes += layers * 2 * f32s(d.n_state * (d.n_text_ctx + d.n_audio_ctx));
-    tensors += 3 + 4 * layers;
+    tensors += 2 + 4 * layers;
     // SAFETY: a plain value.
     let overhead = unsafe { sys::ggml_tensor_overhead() };
     bytes + (tensors + 16) * (overhead + 64) + (1 << 20)
@@ -317,16 +317,21 @@ impl Loader<'_> {
         t
     }
 
-    /// The file's tensor `name` as float32 (a widened copy when it is stored as float16).
-    fn get_f32(&self, name: &str, ne: &[i64]) -> Result<Tensor, BackendError> {
+    /// The file's tensor `name` with the shape `ne` as float32 values.
+    fn values(&self, name: &str, ne: &[i64]) -> Result<Vec<f32>, BackendError> {
         let t = self.get(name, ne)?;
         // SAFETY: `t` is a live tensor of the loaded file, data in host memory.
-        let values = unsafe { values_f32(t) }.ok_or_else(|| {
+        unsafe { values_f32(t) }.ok_or_else(|| {
             load_err(
                 self.path,
-                format!("tensor {name} is neither float32 nor float16"),
+                format!("tensor {name} is neither float32, float16 nor q8_0"),
             )
-        })?;
+        })
+    }
+
+    /// The file's tensor `name` as a float32 tensor (a widened copy unless it is one).
+    fn get_f32(&self, name: &str, ne: &[i64]) -> Result<Tensor, BackendError> {
+        let values = self.values(name, ne)?;
         Ok(self.new_f32(ne, &values))
     }
 
@@ -363,50 +368,22 @@ impl Loader<'_> {
         })
     }
 
-    fn block(&self, prefix: &str, n: i64, cross: bool) -> Result<Block, BackendError> {
+    fn block(&self, prefix: &str, n: i64) -> Result<Block, BackendError> {
+        let cross = format!("{prefix}.encoder_attn");
         Ok(Block {
             attn_ln: self.norm(&format!("{prefix}.self_attn_layer_norm"), n)?,
             attn: self.attention(&format!("{prefix}.self_attn"), n)?,
-            cross: if cross {
-                Some((
-                    self.norm(&format!("{prefix}.encoder_attn_layer_norm"), n)?,
-                    self.attention(&format!("{prefix}.encoder_attn"), n)?,
-                ))
-            } else {
-                None
-            },
+            cross_ln: self.norm(&format!("{prefix}.encoder_attn_layer_norm"), n)?,
+            cross_q: self.linear(&format!("{cross}.q_proj"), n, n, true)?,
+            cross_out: self.linear(&format!("{cross}.out_proj"), n, n, true)?,
             mlp_ln: self.norm(&format!("{prefix}.final_layer_norm"), n)?,
             fc1: self.linear(&format!("{prefix}.fc1"), n, 4 * n, true)?,
             fc2: self.linear(&format!("{prefix}.fc2"), 4 * n, n, true)?,
         })
     }
 
-    /// Finds and prepares every tensor the graphs use.
+    /// Finds and prepares every tensor the decoder's graphs use.
     fn net(&self, d: Dims, config: &Config) -> Result<Net, BackendError> {
-        let e = "model.encoder";
-        let conv1 = (
-            self.get(&format!("{e}.conv1.weight"), &[3, d.n_mels, d.n_state])?,
-            self.get_f32(&format!("{e}.conv1.bias"), &[d.n_state])?,
-        );
-        let conv2 = (
-            self.get(&format!("{e}.conv2.weight"), &[3, d.n_state, d.n_state])?,
-            self.get_f32(&format!("{e}.conv2.bias"), &[d.n_state])?,
-        );
-        for (name, (w, _)) in [("conv1", conv1), ("conv2", conv2)] {
-            // SAFETY: a live tensor of the file.
-            let ty = unsafe { (*w).type_ };
-            if ty != sys::GGML_TYPE_F16 && ty != sys::GGML_TYPE_F32 {
-                return Err(load_err(
-                    self.path,
-                    format!("{e}.{name}.weight must be float16 or float32"),
-                ));
-            }
-        }
-        let audio_ctx = usize::try_from(d.n_audio_ctx).unwrap_or(0);
-        let encoder_positions = self.new_f32(
-            &[d.n_state, d.n_audio_ctx],
-            &sinusoids(audio_ctx, config.d_model),
-        );
         let dec = "model.decoder";
         let token_embedding = self.get(
             &format!("{dec}.embed_tokens.weight"),
@@ -454,20 +431,13 @@ impl Loader<'_> {
             })
             .collect();
         Ok(Net {
-            conv1,
-            conv2,
-            encoder_positions,
-            encoder: (0..config.encoder_layers)
-                .map(|i| self.block(&format!("{e}.layers.{i}"), d.n_state, false))
-                .collect::<Result<_, _>>()?,
-            encoder_ln: self.norm(&format!("{e}.layer_norm"), d.n_state)?,
             token_embedding,
             decoder_positions: self.get_f32(
                 &format!("{dec}.embed_positions.weight"),
                 &[d.n_state, d.n_text_ctx],
             )?,
             decoder: (0..config.decoder_layers)
-                .map(|i| self.block(&format!("{dec}.layers.{i}"), d.n_state, true))
+                .map(|i| self.block(&format!("{dec}.layers.{i}"), d.n_state))
                 .collect::<Result<_, _>>()?,
             decoder_ln: self.norm(&format!("{dec}.layer_norm"), d.n_state)?,
             output,
@@ -484,7 +454,6 @@ impl GgmlWhisper {
         let dims = Dims {
             n_state: to_i64(config.d_model),
             n_head: to_i64(config.encoder_attention_heads),
-            n_mels: to_i64(config.num_mel_bins),
             n_audio_ctx: to_i64(config.max_source_positions),
             n_text_ctx: to_i64(config.max_target_positions),
             n_vocab: to_i64(config.vocab_size),
@@ -538,12 +507,16 @@ impl GgmlWhisper {
         let (Some(backend), Some(galloc)) = (backend, galloc) else {
             return Err(load_err(path, "cannot start ggml's CPU backend"));
         };
-        let net = Loader {
+        let loader = Loader {
             path,
             weights: weights.ptr(),
             derived: derived.ptr(),
-        }
-        .net(dims, config)?;
+        };
+        let net = loader.net(dims, config)?;
+        let encoder = Encoder::load(config, |name, ne| {
+            let ne: Vec<i64> = ne.iter().map(|&n| to_i64(n)).collect();
+            loader.values(name, &ne)
+        })?;
         // SAFETY: graph headers only: the size ggml asks for a graph of GRAPH_NODES nodes
         // and as many tensor headers.
         let graph_bytes = unsafe {
@@ -552,6 +525,8 @@ impl GgmlWhisper {
         };
         Ok(Self {
             dims,
+            encoder,
+            encoder_pool: EngineThreads::new("asr-encoder", 0)?,
             net,
             galloc,
             backend,
@@ -564,8 +539,8 @@ impl GgmlWhisper {
         })
     }
 
-    /// Bytes held: the file's tensors, the derived ones (caches included) and the scratch
-    /// buffer (as large as the largest graph run so far: about 60 MB after a window).
+    /// Bytes held: the file's tensors, the derived ones (caches included), the graphs'
+    /// scratch buffer and the encoder's float32 weights and working buffers.
     pub fn memory_bytes(&self) -> u64 {
         // SAFETY: reads sizes of a live context and allocator.
         let bytes = unsafe {
@@ -573,7 +548,7 @@ impl GgmlWhisper {
                 + sys::ggml_get_mem_size(self.derived.ptr())
                 + sys::ggml_gallocr_get_buffer_size(self.galloc.ptr(), 0)
         };
-        bytes as u64
+        bytes as u64 + self.encoder.memory_bytes()
     }
 
     /// Threads the next calls use.
@@ -594,93 +569,32 @@ impl GgmlWhisper {
     /// Encodes one window's log-mel spectrogram (`n_mels` rows of `frames` values, row
     /// major) and forgets the previous window's tokens.
     pub fn encode(&mut self, mel: &[f32], frames: usize) -> Result<(), BackendError> {
-        let d = self.dims;
-        let n_frames = to_i64(frames);
-        if frames == 0
-            || !frames.is_multiple_of(2)
-            || n_frames > 2 * d.n_audio_ctx
-            || mel.len() != frames * d.n_mels as usize
-        {
-            return Err(BackendError::InvalidInput(format!(
-                "a Whisper window is {} mel rows of an even number of frames up to {}; got {} values for {frames} frames",
-                d.n_mels,
-                2 * d.n_audio_ctx,
-                mel.len()
-            )));
-        }
-        let n_ctx = n_frames / 2;
+        // Until the encoder succeeds no window is encoded: the caches may be half written.
         self.cached = 0;
-        self.n_audio = n_ctx;
-        let g = Graph::new(&mut self.graph_mem)?;
-        // SAFETY: every tensor below is made in the graph context or is a live weight or
-        // cache; shapes follow the configuration checked at load.
-        unsafe {
-            let ctx = g.ctx;
-            let input = sys::ggml_new_tensor_2d(ctx, sys::GGML_TYPE_F32, n_frames, d.n_mels);
-            sys::ggml_set_input(input);
-            let conv = |x: Tensor, (w, b): (Tensor, Tensor), stride: i32| {
-                let y = sys::ggml_conv_1d(ctx, w, x, stride, 1, 1);
-                let y = sys::ggml_add(ctx, y, sys::ggml_reshape_2d(ctx, b, 1, d.n_state));
-                sys::ggml_gelu_erf(ctx, y)
-            };
-            // [frames, n_mels] → [frames, d] → [frames / 2, d] → [d, n_ctx]
-            let x = conv(input, self.net.conv1, 1);
-            let x = conv(x, self.net.conv2, 2);
-            let mut x = sys::ggml_cont(ctx, sys::ggml_transpose(ctx, x));
-            let pos = self.net.encoder_positions;
-            x = sys::ggml_add(
-                ctx,
-                x,
-                sys::ggml_view_2d(ctx, pos, d.n_state, n_ctx, (*pos).nb[1], 0),
-            );
-            for b in &self.net.encoder {
-                let h = norm(ctx, x, b.attn_ln);
-                let q = linear(ctx, b.attn.q, h);
-                let k = linear(ctx, b.attn.k, h);
-                let v = linear(ctx, b.attn.v, h);
-                let a = flash_attend(ctx, q, k, v, d);
-                x = sys::ggml_add(ctx, x, linear(ctx, b.attn.out, a));
-                x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
-            }
-            let x = norm(ctx, x, self.net.encoder_ln);
-            for (b, c) in self.net.decoder.iter().zip(&self.net.caches) {
-                let Some((_, cross)) = b.cross else { continue };
-                let k = heads(ctx, linear(ctx, cross.k, x), d);
-                let ck = c.cross_k;
-                let dst = sys::ggml_view_3d(
-                    ctx,
-                    ck,
-                    d.head(),
-                    n_ctx,
-                    d.n_head,
-                    (*ck).nb[1],
-                    (*ck).nb[2],
-                    0,
-                );
-                sys::ggml_build_forward_expand(g.graph, sys::ggml_cpy(ctx, k, dst));
-                let v = sys::ggml_permute(
-                    ctx,
-                    sys::ggml_reshape_3d(ctx, linear(ctx, cross.v, x), d.head(), d.n_head, n_ctx),
-                    1,
-                    2,
-                    0,
-                    3,
-                );
-                let cv = c.cross_v;
-                let dst = sys::ggml_view_3d(
-                    ctx,
-                    cv,
-                    n_ctx,
-                    d.head(),
-                    d.n_head,
-                    (*cv).nb[1],
-                    (*cv).nb[2],
-                    0,
-                );
-                sys::ggml_build_forward_expand(g.graph, sys::ggml_cpy(ctx, v, dst));
-            }
-            self.run(&g, &[(input, as_bytes(mel))])?;
+        self.n_audio = 0;
+        // SAFETY: each cache is a float32 tensor of the derived context, alive as long as
+        // `self`, and no graph runs while the encoder writes them.
+        let caches = self
+            .net
+            .caches
+            .iter()
+            .map(|c| unsafe {
+                let len = |t: Tensor| usize::try_from(sys::ggml_nelements(t)).unwrap_or(0);
+                CrossCache {
+                    k: std::slice::from_raw_parts_mut((*c.cross_k).data.cast(), len(c.cross_k)),
+                    v: std::slice::from_raw_parts_mut((*c.cross_v).data.cast(), len(c.cross_v)),
+                }
+            })
+            .collect();
+        let threads = self.threads.min(self.encoder_pool.threads());
+        if threads > 1 {
+            let encoder = &mut self.encoder;
+            self.encoder_pool
+                .install(|| encoder.encode(mel, frames, threads, caches))?;
+        } else {
+            self.encoder.encode(mel, frames, 1, caches)?;
         }
+        self.n_audio = to_i64(frames / 2);
         Ok(())
     }
 
@@ -758,33 +672,31 @@ impl GgmlWhisper {
                 let v = sys::ggml_cont(ctx, sys::ggml_permute(ctx, v, 1, 0, 2, 3));
                 let a = attend(ctx, q, k, v, d, (n > 1).then_some(past));
                 x = sys::ggml_add(ctx, x, linear(ctx, b.attn.out, a));
-                if let Some((ln, cross)) = b.cross {
-                    let q = linear(ctx, cross.q, norm(ctx, x, ln));
-                    let ck = c.cross_k;
-                    let k = sys::ggml_view_3d(
-                        ctx,
-                        ck,
-                        d.head(),
-                        self.n_audio,
-                        d.n_head,
-                        (*ck).nb[1],
-                        (*ck).nb[2],
-                        0,
-                    );
-                    let cv = c.cross_v;
-                    let v = sys::ggml_view_3d(
-                        ctx,
-                        cv,
-                        self.n_audio,
-                        d.head(),
-                        d.n_head,
-                        (*cv).nb[1],
-                        (*cv).nb[2],
-                        0,
-                    );
-                    let a = attend(ctx, q, k, v, d, None);
-                    x = sys::ggml_add(ctx, x, linear(ctx, cross.out, a));
-                }
+                let q = linear(ctx, b.cross_q, norm(ctx, x, b.cross_ln));
+                let ck = c.cross_k;
+                let k = sys::ggml_view_3d(
+                    ctx,
+                    ck,
+                    d.head(),
+                    self.n_audio,
+                    d.n_head,
+                    (*ck).nb[1],
+                    (*ck).nb[2],
+                    0,
+                );
+                let cv = c.cross_v;
+                let v = sys::ggml_view_3d(
+                    ctx,
+                    cv,
+                    self.n_audio,
+                    d.head(),
+                    d.n_head,
+                    (*cv).nb[1],
+                    (*cv).nb[2],
+                    0,
+                );
+                let a = attend(ctx, q, k, v, d, None);
+                x = sys::ggml_add(ctx, x, linear(ctx, b.cross_out, a));
                 x = sys::ggml_add(ctx, x, mlp(ctx, b, x));
             }
             let x = norm(ctx, x, self.net.decoder_ln);
@@ -931,43 +843,6 @@ unsafe fn heads(ctx: *mut sys::ggml_context, x: Tensor, d: Dims) -> Tensor {
             1,
             3,
         )
-    }
-}
-
-/// Attention of the queries `q` over the keys `k` and values `v` (all `[d, n]`, no mask)
-/// with ggml's flash-attention kernel, which never stores the `n × n` weights: keys and
-/// values go to float16 as the kernel wants them. Returns `[d, n]`.
-///
-/// # Safety
-/// As [`linear`].
-unsafe fn flash_attend(
-    ctx: *mut sys::ggml_context,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    d: Dims,
-) -> Tensor {
-    // SAFETY: per the contract.
-    unsafe {
-        let n = (*q).ne[1];
-        let half = |x: Tensor| {
-            let t =
-                sys::ggml_new_tensor_3d(ctx, sys::GGML_TYPE_F16, d.head(), (*x).ne[1], d.n_head);
-            sys::ggml_cpy(ctx, heads(ctx, x, d), t)
-        };
-        let scale = 1.0 / (d.head() as f32).sqrt();
-        let out = sys::ggml_flash_attn_ext(
-            ctx,
-            heads(ctx, q, d),
-            half(k),
-            half(v),
-            null_mut(),
-            scale,
-            0.0,
-            0.0,
-        );
-        // The kernel's output is already `[d_head, n_head, n]`.
-        sys::ggml_reshape_2d(ctx, out, d.n_state, n)
     }
 }
 

@@ -4,7 +4,8 @@
 //! - [`mel`]: the log-mel spectrogram (candle's, computed faster);
 //! - [`model`]: loading weights (q8_0 GGUF by default, or the float safetensors),
 //!   configuration and tokenizer; [`AsrEngine`] picks which;
-//! - [`ggml`]: the q8_0 Whisper on ggml (the default where llama.cpp is compiled in);
+//! - [`ggml`]: the q8_0 Whisper on ggml (the default where llama.cpp is compiled in), its
+//!   encoder in float32 on the `gemm` crate (`encoder`, `matmul`, `vecmath`);
 //! - [`quantized`]: the q8_0 Whisper with a cached decoder on candle;
 //! - [`wer`]: word error rate, to judge transcripts;
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
@@ -12,11 +13,17 @@
 
 pub mod audio;
 #[cfg(feature = "llama")]
+mod encoder;
+#[cfg(feature = "llama")]
 pub mod ggml;
+#[cfg(feature = "llama")]
+mod matmul;
 pub mod mel;
 pub mod model;
 pub mod quantized;
 pub mod session;
+#[cfg(feature = "llama")]
+mod vecmath;
 pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};

@@ -7,8 +7,9 @@ use mmsched_backends::{EngineKind, EngineOptions};
 /// Which Whisper engine runs speech recognition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AsrEngineArg {
-    /// q8_0 weights (`models fetch` makes them) on ggml, llama.cpp's tensor library: the
-    /// fastest, and the default.
+    /// q8_0 weights (`models fetch` makes them): the decoder on ggml, llama.cpp's tensor
+    /// library, the encoder widened to float32 on the `gemm` crate. The fastest, and the
+    /// default.
     Ggml,
     /// The same q8_0 weights on candle, with a cached decoder.
     Q8,

@@ -44,7 +44,7 @@ pub struct ModelsArgs {
     runs: u32,
     /// Engines to measure the ONNX models (PP-OCRv4, Silero VAD) with (default: every
     /// engine compiled in whose runtime is present; `auto`: the one `run` uses). Whisper
-    /// runs on candle (see --asr-engine), Gemma-3 on --llm-engine.
+    /// runs on --asr-engine, Gemma-3 on --llm-engine.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
     /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;

@@ -24,7 +24,7 @@ pub struct AsrArgs {
     /// follow `CANDLE_NUM_THREADS` instead (default: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
-    /// Whisper engine: `ggml` (q8_0 weights on ggml, the fastest), `q8` (the same weights
+    /// Whisper engine: `ggml` (q8_0 weights, decoder on ggml, the fastest), `q8` (the same weights
     /// on candle) or `f32` (float weights on candle's stock model).
     #[arg(long, value_enum, default_value = "ggml")]
     engine: AsrEngineArg,
