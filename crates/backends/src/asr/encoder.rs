@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use crate::asr::matmul::{Out, View, matmul};
+use crate::asr::matmul::{Out, Shape, View, matmul};
 use crate::asr::quantized::sinusoids;
 use crate::asr::vecmath::{exp_shifted, gelu, layer_norm};
 use crate::backend::BackendError;
@@ -377,10 +377,12 @@ impl Encoder {
             matmul(
                 Out {
                     data: cache.v,
-                    rows: n,
-                    cols: d,
-                    rs: 1,
-                    cs: n_audio_ctx,
+                    shape: Shape {
+                        rows: n,
+                        cols: d,
+                        rs: 1,
+                        cs: n_audio_ctx,
+                    },
                 },
                 View::rows(h, n, d),
                 c.v.wt(0..d),

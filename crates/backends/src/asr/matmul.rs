@@ -8,21 +8,19 @@
 
 use crate::backend::BackendError;
 
-/// A `rows × cols` matrix inside a slice: element `(r, c)` at `r * rs + c * cs`.
+/// Where a `rows × cols` matrix lies in a slice: element `(r, c)` at `r * rs + c * cs`.
 #[derive(Debug, Clone, Copy)]
-pub struct View<'a> {
-    pub data: &'a [f32],
+pub struct Shape {
     pub rows: usize,
     pub cols: usize,
     pub rs: usize,
     pub cs: usize,
 }
 
-impl<'a> View<'a> {
-    /// A row-major matrix (`cols` values per row).
-    pub fn rows(data: &'a [f32], rows: usize, cols: usize) -> Self {
+impl Shape {
+    /// Row major: `cols` values per row.
+    pub fn row_major(rows: usize, cols: usize) -> Self {
         Self {
-            data,
             rows,
             cols,
             rs: cols,
@@ -30,28 +28,7 @@ impl<'a> View<'a> {
         }
     }
 
-    /// The transpose (no copy).
-    pub fn t(self) -> Self {
-        Self {
-            data: self.data,
-            rows: self.cols,
-            cols: self.rows,
-            rs: self.cs,
-            cs: self.rs,
-        }
-    }
-
-    /// Columns `start..start + n` (no copy).
-    pub fn cols(self, start: usize, n: usize) -> Self {
-        let offset = (start * self.cs).min(self.data.len());
-        Self {
-            data: &self.data[offset..],
-            cols: n,
-            ..self
-        }
-    }
-
-    /// Whether every element lies inside the slice.
+    /// Whether every element lies inside a slice of `len` values.
     fn fits(&self, len: usize) -> bool {
         self.rows == 0
             || self.cols == 0
@@ -59,14 +36,54 @@ impl<'a> View<'a> {
     }
 }
 
-/// Where a product goes: `rows × cols` inside `data`, element `(r, c)` at `r * rs + c * cs`.
+/// A matrix to read.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    pub data: &'a [f32],
+    pub shape: Shape,
+}
+
+impl<'a> View<'a> {
+    /// A row-major matrix (`cols` values per row).
+    pub fn rows(data: &'a [f32], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            shape: Shape::row_major(rows, cols),
+        }
+    }
+
+    /// The transpose (no copy).
+    pub fn t(self) -> Self {
+        let s = self.shape;
+        Self {
+            data: self.data,
+            shape: Shape {
+                rows: s.cols,
+                cols: s.rows,
+                rs: s.cs,
+                cs: s.rs,
+            },
+        }
+    }
+
+    /// Columns `start..start + n` (no copy).
+    pub fn cols(self, start: usize, n: usize) -> Self {
+        let offset = (start * self.shape.cs).min(self.data.len());
+        Self {
+            data: &self.data[offset..],
+            shape: Shape {
+                cols: n,
+                ..self.shape
+            },
+        }
+    }
+}
+
+/// Where a product goes.
 #[derive(Debug)]
 pub struct Out<'a> {
     pub data: &'a mut [f32],
-    pub rows: usize,
-    pub cols: usize,
-    pub rs: usize,
-    pub cs: usize,
+    pub shape: Shape,
 }
 
 impl<'a> Out<'a> {
@@ -74,10 +91,7 @@ impl<'a> Out<'a> {
     pub fn rows(data: &'a mut [f32], rows: usize, cols: usize) -> Self {
         Self {
             data,
-            rows,
-            cols,
-            rs: cols,
-            cs: 1,
+            shape: Shape::row_major(rows, cols),
         }
     }
 }
@@ -91,23 +105,17 @@ pub fn matmul(
     scale: f32,
     threads: usize,
 ) -> Result<(), BackendError> {
-    let fits = a.cols == b.rows
-        && out.rows == a.rows
-        && out.cols == b.cols
-        && a.fits(a.data.len())
-        && b.fits(b.data.len())
-        && View {
-            data: &[],
-            rows: out.rows,
-            cols: out.cols,
-            rs: out.rs,
-            cs: out.cs,
-        }
-        .fits(out.data.len());
+    let (o, a_s, b_s) = (out.shape, a.shape, b.shape);
+    let fits = a_s.cols == b_s.rows
+        && o.rows == a_s.rows
+        && o.cols == b_s.cols
+        && a_s.fits(a.data.len())
+        && b_s.fits(b.data.len())
+        && o.fits(out.data.len());
     if !fits {
         return Err(BackendError::Engine(format!(
             "matrix product of {}×{} by {}×{} into {}×{} does not fit its buffers",
-            a.rows, a.cols, b.rows, b.cols, out.rows, out.cols
+            a_s.rows, a_s.cols, b_s.rows, b_s.cols, o.rows, o.cols
         )));
     }
     let parallelism = if threads > 1 {
@@ -120,19 +128,19 @@ pub fn matmul(
     // above); `out` is borrowed mutably, so it aliases neither input.
     unsafe {
         gemm::gemm(
-            out.rows,
-            out.cols,
-            a.cols,
+            o.rows,
+            o.cols,
+            a_s.cols,
             out.data.as_mut_ptr(),
-            stride(out.cs),
-            stride(out.rs),
+            stride(o.cs),
+            stride(o.rs),
             false,
             a.data.as_ptr(),
-            stride(a.cs),
-            stride(a.rs),
+            stride(a_s.cs),
+            stride(a_s.rs),
             b.data.as_ptr(),
-            stride(b.cs),
-            stride(b.rs),
+            stride(b_s.cs),
+            stride(b_s.rs),
             0.0,
             scale,
             false,
@@ -159,10 +167,12 @@ mod tests {
         matmul(
             Out {
                 data: &mut out,
-                rows: 2,
-                cols: 4,
-                rs: 1,
-                cs: 2,
+                shape: Shape {
+                    rows: 2,
+                    cols: 4,
+                    rs: 1,
+                    cs: 2,
+                },
             },
             View::rows(&a, 2, 3),
             View::rows(&bt, 4, 3).t(),
