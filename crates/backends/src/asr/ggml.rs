@@ -171,9 +171,9 @@ pub struct GgmlWhisper {
     dims: Dims,
     /// Fills the cross-attention caches of `net` once per window.
     encoder: Encoder,
-    /// The encoder's threads when it is granted more than one (one per core; idle
-    /// otherwise): the calling thread's pool may be smaller than a later grant.
-    encoder_pool: EngineThreads,
+    /// The encoder's threads, made at its first grant of more than one (one per core;
+    /// idle between windows): the calling thread's pool may be smaller than that grant.
+    encoder_pool: Option<EngineThreads>,
     /// Pointers into `weights` and `derived`, which outlive them (fields drop after it).
     net: Net,
     galloc: Allocator,
@@ -526,7 +526,7 @@ impl GgmlWhisper {
         Ok(Self {
             dims,
             encoder,
-            encoder_pool: EngineThreads::new("asr-encoder", 0)?,
+            encoder_pool: None,
             net,
             galloc,
             backend,
@@ -586,11 +586,14 @@ impl GgmlWhisper {
                 }
             })
             .collect();
-        let threads = self.threads.min(self.encoder_pool.threads());
-        if threads > 1 {
+        if self.threads > 1 {
+            let pool = match &mut self.encoder_pool {
+                Some(pool) => pool,
+                pool => pool.insert(EngineThreads::new("asr-encoder", 0)?),
+            };
+            let threads = self.threads.min(pool.threads());
             let encoder = &mut self.encoder;
-            self.encoder_pool
-                .install(|| encoder.encode(mel, frames, threads, caches))?;
+            pool.install(|| encoder.encode(mel, frames, threads, caches))?;
         } else {
             self.encoder.encode(mel, frames, 1, caches)?;
         }

@@ -3,7 +3,6 @@
 //! core (the background load, other processes) yields more of the core to it, and catches
 //! up once the step ends. Only mmsched does this; the baselines keep their groups' weights.
 
-use std::collections::HashMap;
 use std::fmt;
 
 /// Sets a resource group's CPU weight (`None`: back to the weight it was created with).
@@ -18,8 +17,6 @@ pub struct RiskBoost {
     groups: Vec<Option<String>>,
     /// Per worker: whether the step running on it raised its group's weight.
     raised: Vec<bool>,
-    /// Per group: how many workers' steps hold it raised (workers can share a group).
-    holders: HashMap<String, u32>,
     /// Steps that ran with their group's weight raised.
     steps: u64,
     /// The last refusal by the OS, and how many there were.
@@ -44,26 +41,32 @@ impl RiskBoost {
             weight,
             raised: vec![false; groups.len()],
             groups,
-            holders: HashMap::new(),
             steps: 0,
             refused: None,
         }
     }
 
+    /// Whether a step at risk on any worker in `group` holds it raised (workers can share
+    /// a group).
+    fn held(&self, group: &str) -> bool {
+        self.groups
+            .iter()
+            .zip(&self.raised)
+            .any(|(g, &raised)| raised && g.as_deref() == Some(group))
+    }
+
     /// A step at risk starts on `worker`.
     pub fn start(&mut self, worker: usize) {
-        let Some(Some(group)) = self.groups.get(worker) else {
+        let Some(Some(group)) = self.groups.get(worker).cloned() else {
             return;
         };
         if self.raised[worker] {
             return;
         }
-        let holders = self.holders.entry(group.clone()).or_insert(0);
-        *holders += 1;
+        let first = !self.held(&group);
         self.raised[worker] = true;
         self.steps += 1;
-        if *holders == 1 {
-            let group = group.clone();
+        if first {
             self.set(&group, Some(self.weight));
         }
     }
@@ -78,11 +81,7 @@ impl RiskBoost {
         let Some(Some(group)) = self.groups.get(worker).cloned() else {
             return;
         };
-        let Some(holders) = self.holders.get_mut(&group) else {
-            return;
-        };
-        *holders = holders.saturating_sub(1);
-        if *holders == 0 {
+        if !self.held(&group) {
             self.set(&group, None);
         }
     }

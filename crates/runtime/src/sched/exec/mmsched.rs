@@ -277,7 +277,9 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                 }
                 Decision::Start { worker, job, .. } => {
                     let grant = self.grant_for(now_nanos, job);
+                    // Only with resource groups to raise: the check walks the jobs in flight.
                     if self.boost_on
+                        && self.boost.is_some()
                         && self.at_risk(now_nanos, job)
                         && let Some(b) = &mut self.boost
                     {
