@@ -217,6 +217,10 @@ pub struct Scheduler {
     shedding: bool,
     /// Predicted cost of the queued jobs per worker group (general, dedicated).
     queued_cost: [u128; 2],
+    /// How many queued jobs each worker group has (general, dedicated): a dedicated
+    /// worker skips the queue while none is of its group, instead of passing over jobs it
+    /// may not run.
+    queued_jobs: [usize; 2],
     /// How many queued jobs have each deadline: the latest bounds the urgency of the set.
     queued_deadlines: BTreeMap<Nanos, u32>,
     /// Whether admission may skip the full pass when it provably decides the same (off
@@ -254,6 +258,7 @@ impl Scheduler {
             dispatch_order: (0..workers as usize).collect(),
             shedding: true,
             queued_cost: [0; 2],
+            queued_jobs: [0; 2],
             queued_deadlines: BTreeMap::new(),
             fast_admission: true,
         })
@@ -535,12 +540,14 @@ impl Scheduler {
     fn track_add(&mut self, job: &Job) {
         let g = self.group_of(job);
         self.queued_cost[g] += u128::from(job.predicted_cost_nanos);
+        self.queued_jobs[g] += 1;
         *self.queued_deadlines.entry(job.deadline_nanos).or_default() += 1;
     }
 
     fn track_remove(&mut self, job: &Job) {
         let g = self.group_of(job);
         self.queued_cost[g] -= u128::from(job.predicted_cost_nanos);
+        self.queued_jobs[g] -= 1;
         if let Some(n) = self.queued_deadlines.get_mut(&job.deadline_nanos) {
             *n -= 1;
             if *n == 0 {
@@ -552,6 +559,7 @@ impl Scheduler {
     /// Rebuilds the queued jobs' cost and deadline counts from the queue.
     fn retrack(&mut self) {
         self.queued_cost = [0; 2];
+        self.queued_jobs = [0; 2];
         self.queued_deadlines.clear();
         let jobs: Vec<Job> = self.ready.iter().map(|q| q.job).collect();
         for job in &jobs {
@@ -684,6 +692,7 @@ impl Scheduler {
     }
 
     fn dispatch(&mut self, now_nanos: Nanos, out: &mut Vec<Decision>) {
+        debug_assert_eq!(self.queued_jobs.iter().sum::<usize>(), self.ready.len());
         // Dedicated workers choose first: a job that a restricted worker accepts goes
         // there and leaves the general workers to the rest.
         for i in 0..self.dispatch_order.len() {
@@ -693,6 +702,11 @@ impl Scheduler {
             }
             if self.ready.is_empty() {
                 return;
+            }
+            if self.allowed[w].is_some() && self.queued_jobs[1] == 0 {
+                // No queued job is of a class a dedicated worker runs: popping would
+                // only pass over jobs this worker may not run.
+                continue;
             }
             let mut chosen = None;
             while self.passed.len() < LOOKAHEAD {
