@@ -89,33 +89,99 @@ impl RgbFrame {
         [self.data[i], self.data[i + 1], self.data[i + 2]]
     }
 
-    /// Bilinear sample at continuous coordinates (pixel centres at integer + 0.5).
+    /// Bilinear sample at continuous coordinates (pixel centres at integer + 0.5): the two
+    /// source rows are blended first, then the two columns of the result.
     #[inline]
     pub fn sample_bilinear(&self, fx: f32, fy: f32) -> [f32; 3] {
-        let x = (fx - 0.5).max(0.0);
-        let y = (fy - 0.5).max(0.0);
-        let x0 = x.floor();
-        let y0 = y.floor();
-        let ax = x - x0;
-        let ay = y - y0;
-        let (x0, y0) = (x0 as u32, y0 as u32);
-        let p00 = self.pixel(x0, y0);
-        let p10 = self.pixel(x0 + 1, y0);
-        let p01 = self.pixel(x0, y0 + 1);
-        let p11 = self.pixel(x0 + 1, y0 + 1);
-        let mut out = [0.0f32; 3];
-        for (c, o) in out.iter_mut().enumerate() {
-            let top = f32::from(p00[c]) * (1.0 - ax) + f32::from(p10[c]) * ax;
-            let bottom = f32::from(p01[c]) * (1.0 - ax) + f32::from(p11[c]) * ax;
-            *o = top * (1.0 - ay) + bottom * ay;
+        let x = Tap::at(fx, self.width);
+        let y = Tap::at(fy, self.height);
+        let (top, bottom) = (self.row(y.lo), self.row(y.hi));
+        let column = |i: u32| -> [f32; 3] {
+            let i = i as usize * 3;
+            std::array::from_fn(|c| lerp(f32::from(top[i + c]), f32::from(bottom[i + c]), y.weight))
+        };
+        let (l, h) = (column(x.lo), column(x.hi));
+        std::array::from_fn(|c| lerp(l[c], h[c], x.weight))
+    }
+
+    /// Bilinear resampling at a grid of points, row by row: `xs` and `ys` are the taps of
+    /// the output columns and rows ([`Tap::grid`]); `put(y, row)` receives output row `y`
+    /// as `[r, g, b]` per column, with exactly the values [`RgbFrame::sample_bilinear`]
+    /// gives. Separable: for each output row the two source rows are blended once over the
+    /// columns the taps read (a loop the compiler vectorises), then each output pixel
+    /// blends two entries of that row. This is most of a detector frame's pre-processing.
+    pub fn resample_rows(&self, xs: &[Tap], ys: &[Tap], mut put: impl FnMut(usize, &[[f32; 3]])) {
+        let Some(first) = xs.iter().map(|t| t.lo).min() else {
+            return;
+        };
+        let last = xs.iter().map(|t| t.hi).max().unwrap_or(first);
+        let (from, to) = (first as usize * 3, (last as usize + 1) * 3);
+        let mut blended = vec![0.0f32; to - from];
+        let mut row = vec![[0.0f32; 3]; xs.len()];
+        for (y, ty) in ys.iter().enumerate() {
+            let (top, bottom) = (&self.row(ty.lo)[from..to], &self.row(ty.hi)[from..to]);
+            for ((b, &t), &u) in blended.iter_mut().zip(top).zip(bottom) {
+                *b = lerp(f32::from(t), f32::from(u), ty.weight);
+            }
+            for (px, tx) in row.iter_mut().zip(xs) {
+                let (l, h) = (tx.lo as usize * 3 - from, tx.hi as usize * 3 - from);
+                *px = std::array::from_fn(|c| lerp(blended[l + c], blended[h + c], tx.weight));
+            }
+            put(y, &row);
         }
-        out
+    }
+
+    /// Source row `i` (inside the image) as interleaved RGB bytes.
+    fn row(&self, i: u32) -> &[u8] {
+        let w = self.width as usize * 3;
+        &self.data[i as usize * w..(i as usize + 1) * w]
+    }
+}
+
+/// `a` and `b` mixed with weight `t` on `b`.
+#[inline(always)]
+fn lerp(a: f32, b: f32, t: f32) -> f32 {
+    a * (1.0 - t) + b * t
+}
+
+/// One axis of a bilinear sample: the two source pixels (clamped into the image) and the
+/// weight of the second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tap {
+    lo: u32,
+    hi: u32,
+    weight: f32,
+}
+
+impl Tap {
+    /// The tap at continuous coordinate `f` (pixel centres at integer + 0.5) on an axis of
+    /// `len` pixels.
+    #[inline]
+    pub fn at(f: f32, len: u32) -> Tap {
+        let v = (f - 0.5).max(0.0);
+        let v0 = v.floor();
+        let i = v0 as u32;
+        let last = len.saturating_sub(1);
+        Tap {
+            lo: i.min(last),
+            hi: i.saturating_add(1).min(last),
+            weight: v - v0,
+        }
+    }
+
+    /// Taps of `n` output pixels whose centres sit at `origin + (i + 0.5) × step` on an
+    /// axis of `len` source pixels.
+    pub fn grid(n: usize, origin: f32, step: f32, len: u32) -> Vec<Tap> {
+        (0..n)
+            .map(|i| Tap::at(origin + (i as f32 + 0.5) * step, len))
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn rejects_wrong_buffer_length() {
@@ -130,6 +196,36 @@ mod tests {
         assert_eq!(f.sample_bilinear(0.5, 0.5), [0.0, 0.0, 0.0]);
         assert_eq!(f.sample_bilinear(1.5, 0.5), [200.0, 100.0, 50.0]);
         assert_eq!(f.sample_bilinear(1.0, 0.5), [100.0, 50.0, 25.0]);
+        // Between four pixels: their mean.
+        let f = RgbFrame::new(2, 2, vec![0, 0, 0, 40, 0, 0, 80, 0, 0, 120, 0, 4]).expect("valid");
+        assert_eq!(f.sample_bilinear(1.0, 1.0), [60.0, 0.0, 1.0]);
+    }
+
+    proptest! {
+        /// The separable resampler gives exactly the single-point sample at every grid
+        /// point, inside and outside the image (taps clamp to the border).
+        #[test]
+        fn resample_rows_matches_point_samples(
+            (w, h, data) in (1u32..9, 1u32..9).prop_flat_map(|(w, h)| {
+                (Just(w), Just(h), proptest::collection::vec(any::<u8>(), (w * h * 3) as usize))
+            }),
+            (nx, ny) in (1usize..12, 1usize..12),
+            (ox, oy, step_x, step_y) in (-2.0f32..6.0, -2.0f32..6.0, 0.05f32..3.0, 0.05f32..3.0),
+        ) {
+            let f = RgbFrame::new(w, h, data).expect("valid");
+            let xs = Tap::grid(nx, ox, step_x, w);
+            let ys = Tap::grid(ny, oy, step_y, h);
+            let mut rows = Vec::new();
+            f.resample_rows(&xs, &ys, |y, row| rows.push((y, row.to_vec())));
+            prop_assert_eq!(rows.len(), ny);
+            for (y, row) in rows {
+                for (x, px) in row.iter().enumerate() {
+                    let want = f.sample_bilinear(ox + (x as f32 + 0.5) * step_x, oy + (y as f32 + 0.5) * step_y);
+                    prop_assert_eq!(*px, want);
+                    prop_assert!(px.iter().all(|v| (0.0..=255.0).contains(v)));
+                }
+            }
+        }
     }
 
     #[test]

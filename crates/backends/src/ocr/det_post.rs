@@ -65,26 +65,44 @@ pub fn boxes_from_map(
             if seen[sy * vw + sx] || !is_text(sx, sy) {
                 continue;
             }
-            // Flood fill one component, tracking its bounding rectangle.
+            // Scanline fill of one 8-connected component, tracking its bounding rectangle:
+            // each seed grows into its whole run of text pixels in its row, and the rows
+            // above and below are searched from one pixel left of the run to one pixel
+            // right of it for the runs it touches (one seed per run).
             let (mut x0, mut y0, mut x1, mut y1) = (sx, sy, sx, sy);
             seen[sy * vw + sx] = true;
             stack.push((sx, sy));
             while let Some((x, y)) = stack.pop() {
-                x0 = x0.min(x);
-                x1 = x1.max(x);
+                let row = y * vw;
+                let (mut l, mut r) = (x, x);
+                while l > 0 && !seen[row + l - 1] && is_text(l - 1, y) {
+                    l -= 1;
+                    seen[row + l] = true;
+                }
+                while r + 1 < vw && !seen[row + r + 1] && is_text(r + 1, y) {
+                    r += 1;
+                    seen[row + r] = true;
+                }
+                x0 = x0.min(l);
+                x1 = x1.max(r);
                 y0 = y0.min(y);
                 y1 = y1.max(y);
-                for dy in -1i64..=1 {
-                    for dx in -1i64..=1 {
-                        let nx = x as i64 + dx;
-                        let ny = y as i64 + dy;
-                        if nx < 0 || ny < 0 || nx >= vw as i64 || ny >= vh as i64 {
-                            continue;
-                        }
-                        let (nx, ny) = (nx as usize, ny as usize);
+                let (from, to) = (l.saturating_sub(1), (r + 1).min(vw - 1));
+                for ny in [y.checked_sub(1), Some(y + 1).filter(|&n| n < vh)]
+                    .into_iter()
+                    .flatten()
+                {
+                    let mut nx = from;
+                    while nx <= to {
                         if !seen[ny * vw + nx] && is_text(nx, ny) {
                             seen[ny * vw + nx] = true;
                             stack.push((nx, ny));
+                            // The rest of this run is the seed's to grow.
+                            while nx <= to && is_text(nx, ny) {
+                                nx += 1;
+                            }
+                        } else {
+                            nx += 1;
                         }
                     }
                 }
@@ -139,6 +157,63 @@ pub fn sort_reading_order(boxes: &mut [RawBox]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The components' bounding rectangles by a plain flood fill over the 8 neighbours of
+    /// every pixel, in the order their first pixel is met in a raster scan.
+    fn reference_rects(map: &[f32], w: usize, h: usize, t: f32) -> Vec<[usize; 4]> {
+        let mut seen = vec![false; w * h];
+        let mut rects = Vec::new();
+        for sy in 0..h {
+            for sx in 0..w {
+                if seen[sy * w + sx] || map[sy * w + sx] <= t {
+                    continue;
+                }
+                let mut rect = [sx, sy, sx, sy];
+                let mut stack = vec![(sx, sy)];
+                seen[sy * w + sx] = true;
+                while let Some((x, y)) = stack.pop() {
+                    rect = [
+                        rect[0].min(x),
+                        rect[1].min(y),
+                        rect[2].max(x),
+                        rect[3].max(y),
+                    ];
+                    for ny in y.saturating_sub(1)..=(y + 1).min(h - 1) {
+                        for nx in x.saturating_sub(1)..=(x + 1).min(w - 1) {
+                            if !seen[ny * w + nx] && map[ny * w + nx] > t {
+                                seen[ny * w + nx] = true;
+                                stack.push((nx, ny));
+                            }
+                        }
+                    }
+                }
+                rects.push(rect);
+            }
+        }
+        rects
+    }
+
+    proptest! {
+        /// The scanline fill finds exactly the components of a plain 8-neighbour flood
+        /// fill (every rectangle kept: no size or score filter).
+        #[test]
+        fn scanline_fill_finds_the_flood_fill_components(
+            (w, h, bits) in (1usize..24, 1usize..24)
+                .prop_flat_map(|(w, h)| (Just(w), Just(h), proptest::collection::vec(any::<bool>(), w * h)))
+        ) {
+            let map: Vec<f32> = bits.iter().map(|&b| if b { 0.9 } else { 0.0 }).collect();
+            let params = DbParams { min_box_side: 0.0, box_threshold: 0.0, unclip_ratio: 0.0, ..DbParams::default() };
+            let mut got: Vec<[usize; 4]> = boxes_from_map(&map, w, h, w, h, &params)
+                .iter()
+                .map(|b| [b.x0 as usize, b.y0 as usize, b.x1 as usize - 1, b.y1 as usize - 1])
+                .collect();
+            let mut want = reference_rects(&map, w, h, params.bin_threshold);
+            got.sort_unstable();
+            want.sort_unstable();
+            prop_assert_eq!(got, want);
+        }
+    }
 
     fn map_with(width: usize, height: usize, rects: &[(usize, usize, usize, usize)]) -> Vec<f32> {
         let mut m = vec![0.0; width * height];
