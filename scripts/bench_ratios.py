@@ -68,7 +68,8 @@ def main():
             f"--pairs takes 1 or more (got {a.pairs})"
         )
     only = ",".join(groups)
-    ours_cmd = [a.mmsched, "bench", "models", "--only", only, "--json"]
+    # `--engine auto`: the ONNX engine `mmsched run` uses, the one whose figures count.
+    ours_cmd = [a.mmsched, "bench", "models", "--only", only, "--engine", "auto", "--json"]
     theirs_cmd = ["scripts/bench-mainstream.sh", "--only", only]
     os.makedirs(a.out, exist_ok=True)
     pairs = []
