@@ -62,11 +62,10 @@ def main():
     a = p.parse_args()
     groups = [g.strip() for g in a.only.split(",") if g.strip()]
     unknown = [g for g in groups if g not in GROUPS]
-    if unknown or a.pairs < 1:
-        sys.exit(
-            f"bench-ratios: --only takes ocr, asr and llm (got {a.only!r}); "
-            f"--pairs takes 1 or more (got {a.pairs})"
-        )
+    if unknown or not groups:
+        sys.exit(f"bench-ratios: --only takes a list of ocr, asr and llm (got {a.only!r})")
+    if a.pairs < 1:
+        sys.exit(f"bench-ratios: --pairs takes 1 or more (got {a.pairs})")
     only = ",".join(groups)
     # `--engine auto`: the ONNX engine `mmsched run` uses, the one whose figures count.
     ours_cmd = [a.mmsched, "bench", "models", "--only", only, "--engine", "auto", "--json"]
