@@ -89,27 +89,13 @@ impl RgbFrame {
         [self.data[i], self.data[i + 1], self.data[i + 2]]
     }
 
-    /// Bilinear sample at continuous coordinates (pixel centres at integer + 0.5): the two
-    /// source rows are blended first, then the two columns of the result.
-    #[inline]
-    pub fn sample_bilinear(&self, fx: f32, fy: f32) -> [f32; 3] {
-        let x = Tap::at(fx, self.width);
-        let y = Tap::at(fy, self.height);
-        let (top, bottom) = (self.row(y.lo), self.row(y.hi));
-        let column = |i: u32| -> [f32; 3] {
-            let i = i as usize * 3;
-            std::array::from_fn(|c| lerp(f32::from(top[i + c]), f32::from(bottom[i + c]), y.weight))
-        };
-        let (l, h) = (column(x.lo), column(x.hi));
-        std::array::from_fn(|c| lerp(l[c], h[c], x.weight))
-    }
-
     /// Bilinear resampling at a grid of points, row by row: `xs` and `ys` are the taps of
     /// the output columns and rows ([`Tap::grid`]); `put(y, row)` receives output row `y`
-    /// as `[r, g, b]` per column, with exactly the values [`RgbFrame::sample_bilinear`]
-    /// gives. Separable: for each output row the two source rows are blended once over the
-    /// columns the taps read (a loop the compiler vectorises), then each output pixel
-    /// blends two entries of that row. This is most of a detector frame's pre-processing.
+    /// as `[r, g, b]` per column. Separable: for each output row the two source rows are
+    /// blended once over the columns the taps read (a loop the compiler vectorises), then
+    /// each output pixel blends two entries of that row, exactly as blending the four
+    /// pixels around each point rows first would. This is most of a detector frame's
+    /// pre-processing.
     pub fn resample_rows(&self, xs: &[Tap], ys: &[Tap], mut put: impl FnMut(usize, &[[f32; 3]])) {
         let Some(first) = xs.iter().map(|t| t.lo).min() else {
             return;
@@ -183,6 +169,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Bilinear sample of one point at continuous coordinates (pixel centres at integer +
+    /// 0.5): the two source rows are blended first, then the two columns of the result.
+    fn sample_bilinear(f: &RgbFrame, fx: f32, fy: f32) -> [f32; 3] {
+        let x = Tap::at(fx, f.width);
+        let y = Tap::at(fy, f.height);
+        let (top, bottom) = (f.row(y.lo), f.row(y.hi));
+        let column = |i: u32| -> [f32; 3] {
+            let i = i as usize * 3;
+            std::array::from_fn(|c| lerp(f32::from(top[i + c]), f32::from(bottom[i + c]), y.weight))
+        };
+        let (l, h) = (column(x.lo), column(x.hi));
+        std::array::from_fn(|c| lerp(l[c], h[c], x.weight))
+    }
+
     #[test]
     fn rejects_wrong_buffer_length() {
         assert!(RgbFrame::new(2, 2, vec![0; 11]).is_err());
@@ -193,12 +193,12 @@ mod tests {
     #[test]
     fn bilinear_is_exact_on_pixel_centres() {
         let f = RgbFrame::new(2, 1, vec![0, 0, 0, 200, 100, 50]).expect("valid");
-        assert_eq!(f.sample_bilinear(0.5, 0.5), [0.0, 0.0, 0.0]);
-        assert_eq!(f.sample_bilinear(1.5, 0.5), [200.0, 100.0, 50.0]);
-        assert_eq!(f.sample_bilinear(1.0, 0.5), [100.0, 50.0, 25.0]);
+        assert_eq!(sample_bilinear(&f, 0.5, 0.5), [0.0, 0.0, 0.0]);
+        assert_eq!(sample_bilinear(&f, 1.5, 0.5), [200.0, 100.0, 50.0]);
+        assert_eq!(sample_bilinear(&f, 1.0, 0.5), [100.0, 50.0, 25.0]);
         // Between four pixels: their mean.
         let f = RgbFrame::new(2, 2, vec![0, 0, 0, 40, 0, 0, 80, 0, 0, 120, 0, 4]).expect("valid");
-        assert_eq!(f.sample_bilinear(1.0, 1.0), [60.0, 0.0, 1.0]);
+        assert_eq!(sample_bilinear(&f, 1.0, 1.0), [60.0, 0.0, 1.0]);
     }
 
     proptest! {
@@ -220,7 +220,7 @@ mod tests {
             prop_assert_eq!(rows.len(), ny);
             for (y, row) in rows {
                 for (x, px) in row.iter().enumerate() {
-                    let want = f.sample_bilinear(ox + (x as f32 + 0.5) * step_x, oy + (y as f32 + 0.5) * step_y);
+                    let want = sample_bilinear(&f, ox + (x as f32 + 0.5) * step_x, oy + (y as f32 + 0.5) * step_y);
                     prop_assert_eq!(*px, want);
                     prop_assert!(px.iter().all(|v| (0.0..=255.0).contains(v)));
                 }

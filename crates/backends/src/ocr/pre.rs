@@ -119,27 +119,13 @@ pub fn det_tensor(frame: &RgbFrame, size: DetInputSize) -> DetTensor {
         }
     };
     let (sx, sy) = (fw / vw as f32, fh / vh as f32);
-    let plane = tw * th;
-    let mut data = vec![0.0f32; 3 * plane];
     // (v / 255 − mean) / std as one multiply-add: divisions were most of the cost.
     let scale: [f32; 3] = std::array::from_fn(|c| 1.0 / (255.0 * DET_STD[c]));
     let shift: [f32; 3] = std::array::from_fn(|c| -DET_MEAN[c] / DET_STD[c]);
     let xs = Tap::grid(vw, 0.0, sx, frame.width());
     let ys = Tap::grid(vh, 0.0, sy, frame.height());
-    frame.resample_rows(&xs, &ys, |y, row| {
-        // Channel order B, G, R, as PaddleOCR sees OpenCV images.
-        for (c, rgb) in [2, 1, 0].into_iter().enumerate() {
-            let out = &mut data[c * plane + y * tw..][..row.len()];
-            for (o, px) in out.iter_mut().zip(row) {
-                *o = px[rgb] * scale[c] + shift[c];
-            }
-        }
-    });
     DetTensor {
-        tensor: TensorF32 {
-            shape: vec![1, 3, th, tw],
-            data,
-        },
+        tensor: bgr_planes(frame, &xs, &ys, [th, tw], scale, shift),
         scale_x: sx,
         scale_y: sy,
         valid_w: vw,
@@ -162,21 +148,42 @@ pub fn rec_tensor(frame: &RgbFrame, rect: [f32; 4], max_width: usize) -> TensorF
     let (bw, bh) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
     let w = ((REC_HEIGHT as f32 * bw / bh).ceil() as usize).clamp(1, max_width.max(1));
     let tw = w.max(REC_MIN_WIDTH).div_ceil(REC_WIDTH_STEP) * REC_WIDTH_STEP;
-    let plane = REC_HEIGHT * tw;
-    let mut data = vec![0.0f32; 3 * plane];
     let (sx, sy) = (bw / w as f32, bh / REC_HEIGHT as f32);
     let xs = Tap::grid(w, x0, sx, frame.width());
     let ys = Tap::grid(REC_HEIGHT, y0, sy, frame.height());
-    frame.resample_rows(&xs, &ys, |y, row| {
+    bgr_planes(
+        frame,
+        &xs,
+        &ys,
+        [REC_HEIGHT, tw],
+        [1.0 / 127.5; 3],
+        [-1.0; 3],
+    )
+}
+
+/// A `1 × 3 × height × width` tensor of `frame` resampled at the taps `xs` × `ys` into its
+/// top-left corner (the rest is zero padding), channels in B, G, R order as PaddleOCR sees
+/// OpenCV images, each value `v × scale[c] + shift[c]`.
+fn bgr_planes(
+    frame: &RgbFrame,
+    xs: &[Tap],
+    ys: &[Tap],
+    [height, width]: [usize; 2],
+    scale: [f32; 3],
+    shift: [f32; 3],
+) -> TensorF32 {
+    let plane = height * width;
+    let mut data = vec![0.0f32; 3 * plane];
+    frame.resample_rows(xs, ys, |y, row| {
         for (c, rgb) in [2, 1, 0].into_iter().enumerate() {
-            let out = &mut data[c * plane + y * tw..][..row.len()];
+            let out = &mut data[c * plane + y * width..][..row.len()];
             for (o, px) in out.iter_mut().zip(row) {
-                *o = px[rgb] * (1.0 / 127.5) - 1.0;
+                *o = px[rgb] * scale[c] + shift[c];
             }
         }
     });
     TensorF32 {
-        shape: vec![1, 3, REC_HEIGHT, tw],
+        shape: vec![1, 3, height, width],
         data,
     }
 }
