@@ -159,6 +159,7 @@ mod tests {
             deadline_nanos: 5_000 * MS,
             predicted_cost_nanos: 50 * MS,
             importance: 0.5,
+            committed: false,
         };
         let mut out = Vec::new();
         s.step(0, &[SchedEvent::Arrive(step)], &mut out);

@@ -900,6 +900,7 @@ mod tests {
             deadline_nanos: deadline_ms * NANOS_PER_MILLI,
             predicted_cost_nanos: cost_ms * NANOS_PER_MILLI,
             importance: 0.5,
+            committed: false,
         }
     }
 

@@ -1,10 +1,11 @@
 //! Property tests of the arbiter: the score equals the S2 formula, is monotone in each
-//! input, and preemptive EDF on one worker meets every deadline while utilisation ≤ 1.
+//! input, preemptive EDF on one worker meets every deadline while utilisation ≤ 1, and
+//! admission keeps committed jobs while every window it can make fit fits.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use mmsched_core::Modality;
 use mmsched_core::arbiter::sim::{PeriodicTask, simulate_one_worker};
-use mmsched_core::arbiter::{Arbiter, ClassId, DispatchRule, Job, JobId};
+use mmsched_core::arbiter::{Admission, Arbiter, ClassId, DispatchRule, Job, JobId, Verdict};
 use mmsched_core::policy::{Policy, PolicySpec};
 use proptest::prelude::*;
 
@@ -57,6 +58,7 @@ fn build(a: &mut Arbiter, now: u64, inputs: &[(i64, u64, f64, bool)]) -> Vec<Job
             deadline_nanos: now.saturating_add_signed(d * 1000),
             predicted_cost_nanos: cost * 1000,
             importance: g,
+            committed: false,
         })
         .collect()
 }
@@ -134,6 +136,44 @@ proptest! {
         for (g, w) in got.iter().zip(&want) {
             prop_assert!((g - w).abs() < 1e-9, "got {:?}\nwant {:?}", got, want);
             prop_assert!((0.0..=1.0 + 1e-12).contains(g));
+        }
+    }
+
+    #[test]
+    fn admission_never_sheds_a_committed_job_and_makes_every_window_it_can_fit(
+        now in 0u64..1_000_000_000,
+        workers in 1u32..4,
+        inputs in prop::collection::vec((job_inputs(), any::<bool>()), 1..40),
+    ) {
+        let mut a = Arbiter::new(&Policy::default());
+        let plain: Vec<_> = inputs.iter().map(|(j, _)| *j).collect();
+        let mut jobs = build(&mut a, now, &plain);
+        for (job, (_, committed)) in jobs.iter_mut().zip(&inputs) {
+            job.committed = *committed;
+        }
+        let mut assessed = Vec::new();
+        a.reevaluate(&jobs, now, 1.0, &mut assessed);
+        let mut adm = Admission::with_capacity(jobs.len());
+        let verdicts = adm.decide(&jobs, &assessed, now, workers).to_vec();
+        for (job, v) in jobs.iter().zip(&verdicts) {
+            prop_assert!(!job.committed || *v == Verdict::Admit, "{job:?} {v:?}");
+        }
+        // Every window holds no more admitted demand than its capacity, unless nothing
+        // more in it could go: only committed and free jobs due by then are left.
+        for w in &jobs {
+            let due = |j: &Job| j.deadline_nanos <= w.deadline_nanos;
+            let admitted: u128 = jobs
+                .iter()
+                .zip(&verdicts)
+                .filter(|(j, v)| due(j) && **v == Verdict::Admit)
+                .map(|(j, _)| u128::from(j.predicted_cost_nanos))
+                .sum();
+            let capacity =
+                u128::from(w.deadline_nanos.saturating_sub(now)) * u128::from(workers);
+            let sheddable_left = jobs.iter().zip(&verdicts).any(|(j, v)| {
+                due(j) && *v == Verdict::Admit && !j.committed && j.predicted_cost_nanos > 0
+            });
+            prop_assert!(admitted <= capacity || !sheddable_left, "window {w:?}");
         }
     }
 

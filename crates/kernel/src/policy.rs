@@ -42,6 +42,7 @@ pub fn priorities<const T: usize>(policy: &Policy, tasks: &[McuTask<'_>; T]) -> 
         deadline_nanos: 0,
         predicted_cost_nanos: 0,
         importance: 0.0,
+        committed: false,
     }; T];
     for (i, (job, task)) in jobs.iter_mut().zip(tasks).enumerate() {
         *job = Job {
@@ -51,6 +52,7 @@ pub fn priorities<const T: usize>(policy: &Policy, tasks: &[McuTask<'_>; T]) -> 
             deadline_nanos: task.deadline_micros.saturating_mul(1_000),
             predicted_cost_nanos: 0,
             importance: policy.importance(task.class),
+            committed: false,
         };
     }
     let bounds = arbiter.bounds(jobs.iter(), 0);

@@ -309,6 +309,7 @@ impl ExternalJobs {
             deadline_nanos: job.deadline_nanos,
             predicted_cost_nanos: self.cost().predict(class, now),
             importance: job.importance,
+            committed: false,
             tag,
         };
         self.jobs.insert(
@@ -363,6 +364,8 @@ impl ExternalJobs {
                             ended_nanos,
                         });
                         info.predicted_cost_nanos = predicted;
+                        // Its next step would throw this one away if shed.
+                        info.committed = true;
                         exec.submit(now, Task { info, work });
                     }
                     Ok(StepOutcome::Finished) => {

@@ -203,6 +203,8 @@ struct Meta {
     tokens_left: u32,
     /// Release of the request (llm chains: latency is counted per request).
     request_nanos: Nanos,
+    /// A later step of an llm chain ([`Job::committed`], as the runtime marks them).
+    committed: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -643,6 +645,7 @@ impl<'a> Simulator<'a> {
                                     modality: modality_of(lane.kind),
                                     tokens_left,
                                     request_nanos: release,
+                                    committed: false,
                                 },
                             );
                             push(&mut queue, release, Ev::Release(next_job));
@@ -665,6 +668,7 @@ impl<'a> Simulator<'a> {
                                 ),
                                 predicted_cost_nanos: predicted,
                                 importance: m.importance,
+                                committed: m.committed,
                             };
                             if let Some(t) = trace.as_deref_mut() {
                                 t.push(format!(
@@ -699,6 +703,7 @@ impl<'a> Simulator<'a> {
                                     next_job,
                                     Meta {
                                         tokens_left: m.tokens_left - 1,
+                                        committed: true,
                                         ..m
                                     },
                                 );

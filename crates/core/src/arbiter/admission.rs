@@ -59,6 +59,10 @@ impl Ord for Candidate {
 /// job seen so far is shed until it fits again. On one preemptive worker this is exact:
 /// the admitted set is then schedulable by EDF (all jobs being ready now). With more
 /// workers the test is necessary but not sufficient.
+///
+/// A committed job ([`Job::committed`]: a later step of work under way) is never shed.
+/// When the committed jobs alone overflow a window, every uncommitted job due by then is
+/// shed and the committed ones stay admitted (some of them will be late).
 #[derive(Debug, Clone, Default)]
 pub struct Admission {
     order: Vec<usize>,
@@ -131,11 +135,15 @@ impl Admission {
                     continue;
                 }
                 demand += u128::from(job.predicted_cost_nanos);
-                self.heap.push(Candidate {
-                    score: assessments[i].score,
-                    deadline_nanos: job.deadline_nanos,
-                    index: i,
-                });
+                // A committed job counts in the demand but is never a candidate: the
+                // uncommitted jobs due by the same window make room for it.
+                if !job.committed {
+                    self.heap.push(Candidate {
+                        score: assessments[i].score,
+                        deadline_nanos: job.deadline_nanos,
+                        index: i,
+                    });
+                }
                 let window = u128::from(job.deadline_nanos.saturating_sub(now_nanos));
                 let capacity = window * u128::from(group_workers);
                 while demand > capacity {

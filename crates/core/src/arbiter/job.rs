@@ -35,4 +35,8 @@ pub struct Job {
     pub predicted_cost_nanos: Nanos,
     /// Semantic importance γ ∈ [0, 1] (values outside are clamped, NaN counts as 0).
     pub importance: f64,
+    /// A later step of work already under way (a text request past its first step).
+    /// Shedding it would throw away the steps before it along with the result they were
+    /// for, so admission never sheds it: it sheds uncommitted jobs in its place.
+    pub committed: bool,
 }

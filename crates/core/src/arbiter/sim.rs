@@ -98,6 +98,7 @@ pub fn simulate_one_worker(
                     deadline_nanos: at.saturating_add(t.relative_deadline_nanos),
                     predicted_cost_nanos: t.cost_nanos,
                     importance: t.importance,
+                    committed: false,
                 };
                 queue.push(job, 0.0);
                 let next = at.saturating_add(t.period_nanos);

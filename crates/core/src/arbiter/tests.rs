@@ -16,6 +16,7 @@ fn job(id: u64, class: ClassId, deadline_ms: u64, cost_ms: u64, importance: f64)
         deadline_nanos: deadline_ms * MS,
         predicted_cost_nanos: cost_ms * MS,
         importance,
+        committed: false,
     }
 }
 
@@ -203,6 +204,36 @@ fn overload_sheds_the_lowest_scores_first() {
     // A group without workers sheds what costs something.
     assert_eq!(
         adm.decide_grouped(&jobs, &out, 0, &[2, 0], |j| usize::from(j.id.0 == 3)),
+        &[Verdict::Admit, Verdict::Admit, Verdict::Shed]
+    );
+}
+
+#[test]
+fn a_committed_job_is_never_shed_in_favour_of_a_higher_score() {
+    let mut a = Arbiter::new(&Policy::default());
+    let c = a.class("vision");
+    // The same overload, but the low-scoring job 2 is a later step of work under way:
+    // the higher-scoring job 1 makes room for it.
+    let mut jobs = [
+        job(1, c, 3, 2, 0.9),
+        job(2, c, 3, 2, 0.1),
+        job(3, c, 10, 2, 0.1),
+    ];
+    jobs[1].committed = true;
+    let mut out = Vec::new();
+    a.reevaluate(&jobs, 0, 1.0, &mut out);
+    let mut adm = Admission::with_capacity(3);
+    assert_eq!(
+        adm.decide(&jobs, &out, 0, 1),
+        &[Verdict::Shed, Verdict::Admit, Verdict::Admit]
+    );
+    // Committed jobs that overflow a window on their own stay admitted; every uncommitted
+    // job due by then goes.
+    jobs[0].committed = true;
+    jobs[2] = job(3, c, 3, 1, 1.0);
+    a.reevaluate(&jobs, 0, 1.0, &mut out);
+    assert_eq!(
+        adm.decide(&jobs, &out, 0, 1),
         &[Verdict::Admit, Verdict::Admit, Verdict::Shed]
     );
 }

@@ -131,9 +131,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     work: Some(work),
                     ..
                 } if rec_is_deferrable(self.book.jobs.get(&info.tag), now, accepting) => {
-                    // A step of a text request: shedding it would drop the whole request and
-                    // the tokens it already has. It waits instead and competes again every
-                    // retry while its deadline allows; past it, it counts as shed.
+                    // A text request's step (its first: later ones are committed, and
+                    // mmsched never sheds them; a baseline never sheds at all): shedding it
+                    // would drop the whole request. It waits instead and competes again
+                    // every retry while its deadline allows; past it, it counts as shed.
                     if let Some(rec) = self.book.jobs.remove(&info.tag) {
                         self.text.deferred = Some((info.tag, rec, work, now + LLM_RETRY_NANOS));
                     }

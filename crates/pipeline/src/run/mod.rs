@@ -205,6 +205,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             deadline_nanos: self.step_deadline(now, &rec, predicted),
             predicted_cost_nanos: predicted,
             importance: self.importance(rec.kind),
+            committed: rec.kind == Kind::Llm
+                && self.text.request.as_ref().is_some_and(|r| r.steps > 0),
             tag,
         };
         self.book.jobs.insert(tag, rec);

@@ -1,7 +1,8 @@
 //! The text branch: requests queue and run one at a time, one token per step (with token
 //! preemption), each step due when the request's remaining tokens still fit before its
-//! deadline (`Run::step_deadline`); a shed step waits and competes again instead of
-//! losing the tokens its request already has.
+//! deadline (`Run::step_deadline`). Steps after the first are committed: admission never
+//! sheds them, since that would throw away the work already spent on the answer. A shed
+//! first step waits and competes again until the request's deadline.
 
 use std::collections::VecDeque;
 
@@ -21,6 +22,9 @@ pub(super) struct LlmRequest {
     /// The answer so far (for results).
     pub(super) answer: String,
     pub(super) tokens: u32,
+    /// Steps run so far (prompt chunks and tokens): from the first one on, shedding a
+    /// step would waste them, so later steps are committed (`Job::committed`).
+    pub(super) steps: u32,
     /// Most tokens the request may generate.
     pub(super) max_tokens: u32,
 }
@@ -106,6 +110,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             last_token_at: None,
             answer: String::new(),
             tokens: 0,
+            steps: 0,
             max_tokens,
         });
         self.submit(
@@ -136,6 +141,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         else {
             return;
         };
+        r.steps += 1;
         if *tokens > 0 {
             self.text.tokens += u64::from(*tokens);
             r.tokens += tokens;

@@ -150,6 +150,7 @@ mod tests {
                 deadline_nanos,
                 predicted_cost_nanos: 10_000_000,
                 importance: 0.5,
+                committed: false,
                 tag,
             },
             work: Box::new(|| Ok(StepOutcome::Finished)),

@@ -308,6 +308,7 @@ fn random_job(rng: &mut Rng, id: u64, now: Nanos, classes: &[ClassId]) -> Job {
         deadline_nanos: now + 1_000 + rng.below(200 * NANOS_PER_MILLI),
         predicted_cost_nanos: rng.below(20 * NANOS_PER_MILLI),
         importance: rng.unit(),
+        committed: false,
     }
 }
 
@@ -348,6 +349,7 @@ fn step_p99_ns(
         deadline_nanos: now + NANOS_PER_MILLI * (1_000 + rng.below(99_000)),
         predicted_cost_nanos: 1_000 + rng.below(1_000),
         importance: rng.unit(),
+        committed: false,
     };
     let mut out = Vec::new();
     // Two jobs due first take the general workers; then n queue behind them.

@@ -223,6 +223,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
             deadline_nanos: i.deadline_nanos,
             predicted_cost_nanos: i.predicted_cost_nanos,
             importance: i.importance,
+            committed: i.committed,
         }));
         self.jobs.insert(
             id,
@@ -475,6 +476,7 @@ mod tests {
                 deadline_nanos: now + 5_000_000_000,
                 predicted_cost_nanos: 5_000_000,
                 importance: 0.5,
+                committed: false,
                 tag: 0,
             },
             work: Box::new(Probe {

@@ -111,6 +111,9 @@ pub struct TaskInfo {
     pub predicted_cost_nanos: Nanos,
     /// Semantic importance γ in [0, 1].
     pub importance: f64,
+    /// A later step of work under way: mmsched's admission never sheds it
+    /// ([`mmsched_core::arbiter::Job::committed`]). The queue baselines never shed.
+    pub committed: bool,
     /// A number the caller uses to find its own record of the job again.
     pub tag: u64,
 }

@@ -65,6 +65,7 @@ fn task(class: ClassId, modality: Modality, deadline: Nanos, work: Box<dyn Work>
             deadline_nanos: deadline,
             predicted_cost_nanos: MS,
             importance: 0.5,
+            committed: false,
             tag: 0,
         },
         work,
@@ -331,6 +332,44 @@ fn mmsched_sheds_what_cannot_make_its_deadline_unless_told_not_to() {
             .count();
         assert_eq!(shed, usize::from(!no_shedding), "{events:?}");
     }
+}
+
+#[test]
+fn mmsched_sheds_a_frame_rather_than_a_committed_text_step() {
+    let (mut e, clock) = mmsched(false);
+    let (image, text) = (e.class("vision"), e.class("llm"));
+    let (blocker, open) = gate();
+    let now = clock.now_nanos();
+    let mut t = task(image, Modality::Image, now + 5_000 * MS, blocker);
+    t.info.predicted_cost_nanos = 10 * MS;
+    e.submit(now, t);
+    drive_started(&mut e, &clock);
+    // A frame (importance 0.9) and a later step of a text request (0.1), 40 ms each, due
+    // in 70 ms on one worker: one must go, and it is the frame, since shedding the step
+    // would throw away the request's earlier steps.
+    let due = clock.now_nanos() + 70 * MS;
+    let log = Log::default();
+    for (class, modality, importance, committed, name) in [
+        (image, Modality::Image, 0.9, false, "vision"),
+        (text, Modality::Text, 0.1, true, "llm"),
+    ] {
+        let mut t = task(class, modality, due, logs(&log, name));
+        t.info.predicted_cost_nanos = 40 * MS;
+        t.info.importance = importance;
+        t.info.committed = committed;
+        e.submit(now, t);
+    }
+    drop(open);
+    let events = drive(&mut e, &clock, 3, &mut |_, _| {});
+    let shed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            ExecEvent::Shed { info, .. } => Some(info.modality),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shed, [Modality::Image], "{events:?}");
+    assert_eq!(logged(&log), ["llm"]);
 }
 
 #[test]
