@@ -300,17 +300,28 @@ fn mmsched_preempts_text_generation_at_a_token_step() {
     assert_eq!(logged(&log), ["llm#1", "vision", "llm#2", "llm#3"]);
 }
 
+/// Starts a job of `class` (predicted 10 ms) that holds the one general worker until the
+/// returned sender drops; returns when it was submitted.
+fn hold_the_worker(
+    e: &mut MmschedExecutor<MonotonicClock>,
+    clock: &MonotonicClock,
+    class: ClassId,
+) -> (Nanos, Sender<()>) {
+    let (blocker, open) = gate();
+    let now = clock.now_nanos();
+    let mut t = task(class, Modality::Image, now + 5_000 * MS, blocker);
+    t.info.predicted_cost_nanos = 10 * MS;
+    e.submit(now, t);
+    drive_started(e, clock);
+    (now, open)
+}
+
 #[test]
 fn mmsched_sheds_what_cannot_make_its_deadline_unless_told_not_to() {
     for no_shedding in [false, true] {
         let (mut e, clock) = mmsched(no_shedding);
         let image = e.class("vision");
-        let (blocker, open) = gate();
-        let now = clock.now_nanos();
-        let mut t = task(image, Modality::Image, now + 5_000 * MS, blocker);
-        t.info.predicted_cost_nanos = 10 * MS;
-        e.submit(now, t);
-        drive_started(&mut e, &clock);
+        let (now, open) = hold_the_worker(&mut e, &clock, image);
         // Two 40 ms jobs due in 70 ms on one general worker: one does not fit (and the
         // other still does if the step comes up to 30 ms later).
         let due = clock.now_nanos() + 70 * MS;
@@ -338,12 +349,7 @@ fn mmsched_sheds_what_cannot_make_its_deadline_unless_told_not_to() {
 fn mmsched_sheds_a_frame_rather_than_a_committed_text_step() {
     let (mut e, clock) = mmsched(false);
     let (image, text) = (e.class("vision"), e.class("llm"));
-    let (blocker, open) = gate();
-    let now = clock.now_nanos();
-    let mut t = task(image, Modality::Image, now + 5_000 * MS, blocker);
-    t.info.predicted_cost_nanos = 10 * MS;
-    e.submit(now, t);
-    drive_started(&mut e, &clock);
+    let (now, open) = hold_the_worker(&mut e, &clock, image);
     // A frame (importance 0.9) and a later step of a text request (0.1), 40 ms each, due
     // in 70 ms on one worker: one must go, and it is the frame, since shedding the step
     // would throw away the request's earlier steps.
