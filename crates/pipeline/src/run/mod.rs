@@ -206,7 +206,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             predicted_cost_nanos: predicted,
             importance: self.importance(rec.kind),
             committed: rec.kind == Kind::Llm
-                && self.text.request.as_ref().is_some_and(|r| r.steps > 0),
+                && self.text.request.as_ref().is_some_and(|r| r.started),
             tag,
         };
         self.book.jobs.insert(tag, rec);

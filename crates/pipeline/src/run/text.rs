@@ -22,9 +22,9 @@ pub(super) struct LlmRequest {
     /// The answer so far (for results).
     pub(super) answer: String,
     pub(super) tokens: u32,
-    /// Steps run so far (prompt chunks and tokens): from the first one on, shedding a
-    /// step would waste them, so later steps are committed (`Job::committed`).
-    pub(super) steps: u32,
+    /// Whether a step (a prompt chunk or a token) has run: from then on shedding a step
+    /// would waste the work before it, so later steps are committed (`Job::committed`).
+    pub(super) started: bool,
     /// Most tokens the request may generate.
     pub(super) max_tokens: u32,
 }
@@ -110,7 +110,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             last_token_at: None,
             answer: String::new(),
             tokens: 0,
-            steps: 0,
+            started: false,
             max_tokens,
         });
         self.submit(
@@ -141,7 +141,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         else {
             return;
         };
-        r.steps += 1;
+        r.started = true;
         if *tokens > 0 {
             self.text.tokens += u64::from(*tokens);
             r.tokens += tokens;
