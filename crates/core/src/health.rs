@@ -41,17 +41,54 @@ use crate::time::Nanos;
 pub const RECOVERY_NANOS: Nanos = 1_000_000_000;
 
 /// The camera's rate under [`Remedies::camera_scaled`] is divided by up to this: every
-/// second frame is dropped, but only while the vision branch is behind — an earlier frame
-/// is still in work (waiting for a worker or running), or the last one that ended was shed
-/// or late. Why the condition: the index is measured over a sliding window, so it stays
-/// degraded for a while after a burst has passed; dropping a frame while the branch keeps
-/// up relieves nothing and loses the frame.
+/// second frame is dropped, but only while the vision branch is losing frames anyway — at
+/// least `1 / CAMERA_RATE_DIVISOR` of its last [`LOSS_WINDOW`] frames that ended were shed
+/// or late ([`RecentLosses::behind`]).
+///
+/// Why that condition: dropping every second frame costs the branch half its frames, so it
+/// pays only when about half are lost anyway; then the frames kept get the CPU the dropped
+/// ones would have wasted. The index is measured over a sliding window and stays degraded
+/// for a while after a burst has passed, and one late frame (a load spike) says little:
+/// dropping frames while the branch mostly keeps up loses them for nothing. (An earlier
+/// frame still in work is no sign either: with several workers and a frame costing about
+/// its period, one usually is.)
 pub const CAMERA_RATE_DIVISOR: u32 = 2;
 
+/// How many of the vision branch's last ended frames [`RecentLosses`] weighs: about a
+/// quarter of a second at 15 fps, longer than one load spike.
+pub const LOSS_WINDOW: u32 = 4;
+
+/// Whether each of the last [`LOSS_WINDOW`] frames that ended was lost (shed or late).
+/// The runtime and the simulator keep one for the vision branch. Frames not yet seen
+/// count as not lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecentLosses {
+    /// Bit i: whether the frame that ended i frames ago was lost.
+    lost: u8,
+}
+
+impl RecentLosses {
+    /// Records how a frame ended: `lost` if it was shed or late.
+    pub fn record(&mut self, lost: bool) {
+        let mask = (1u8 << LOSS_WINDOW) - 1;
+        self.lost = ((self.lost << 1) | u8::from(lost)) & mask;
+    }
+
+    /// How many of the last [`LOSS_WINDOW`] frames were lost.
+    pub fn count(&self) -> u32 {
+        self.lost.count_ones()
+    }
+
+    /// Whether the branch is behind: at least `1 / CAMERA_RATE_DIVISOR` of the window lost.
+    pub fn behind(&self) -> bool {
+        self.count() * CAMERA_RATE_DIVISOR >= LOSS_WINDOW
+    }
+}
+
 /// Whether the camera's frame number `nth` (0 for the first) is dropped under `remedies`;
-/// `behind` says whether the vision branch is behind, asked only when it matters (see
-/// [`CAMERA_RATE_DIVISOR`]). The runtime and the simulator both ask this, so they drop the
-/// same frames.
+/// `behind` says whether the vision branch is behind ([`RecentLosses::behind`]), asked
+/// only when it matters (see [`CAMERA_RATE_DIVISOR`]). The runtime and the simulator both
+/// ask this, so they drop the same frames.
 pub fn camera_drops(remedies: &Remedies, nth: u64, behind: impl FnOnce() -> bool) -> bool {
     let divisor = u64::from(CAMERA_RATE_DIVISOR);
     remedies.camera_scaled && nth % divisor == divisor - 1 && behind()
@@ -330,6 +367,26 @@ mod tests {
         assert_eq!(dropped(&scaled, true), [1, 3, 5]);
         assert!(dropped(&scaled, false).is_empty());
         assert!(dropped(&Remedies::default(), true).is_empty());
+    }
+
+    #[test]
+    fn the_branch_is_behind_while_half_its_last_frames_were_lost() {
+        let mut r = RecentLosses::default();
+        assert!(!r.behind(), "nothing seen: not behind");
+        r.record(true);
+        assert!(
+            !r.behind(),
+            "one lost frame (a spike) is not half the window"
+        );
+        r.record(false);
+        r.record(true);
+        assert_eq!(r.count(), 2);
+        assert!(r.behind(), "2 of the last 4 lost");
+        r.record(false);
+        assert!(r.behind(), "still 2 of the last 4");
+        r.record(false);
+        assert_eq!(r.count(), 1, "the oldest loss left the window");
+        assert!(!r.behind());
     }
 
     const MS: Nanos = 1_000_000;

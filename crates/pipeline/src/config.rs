@@ -79,6 +79,10 @@ pub struct Mechanisms {
     /// A step at risk of missing its deadline runs with its worker's resource group at a
     /// raised CPU weight (with resource groups only).
     pub risk_boost: bool,
+    /// A lone step may be granted every core while nothing else is queued or booked
+    /// (`mmsched_runtime::sched::exec::thread_grant`; `MMSCHED_THREAD_GRANT=1` turns it off
+    /// for every run of the process).
+    pub thread_grants: bool,
 }
 
 impl Default for Mechanisms {
@@ -90,6 +94,7 @@ impl Default for Mechanisms {
             token_preemption: true,
             routing: true,
             risk_boost: true,
+            thread_grants: true,
         }
     }
 }
@@ -97,7 +102,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 6] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 7] {
         let all = Mechanisms::default();
         [
             (
@@ -139,6 +144,13 @@ impl Mechanisms {
                 "no-risk-boost",
                 Mechanisms {
                     risk_boost: false,
+                    ..all
+                },
+            ),
+            (
+                "no-thread-grants",
+                Mechanisms {
+                    thread_grants: false,
                     ..all
                 },
             ),

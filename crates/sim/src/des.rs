@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use mmsched_core::Modality;
 use mmsched_core::arbiter::{ClassId, Job, JobId};
-use mmsched_core::health::{Branch, camera_drops, heaviest_branch};
+use mmsched_core::health::{Branch, RecentLosses, camera_drops, heaviest_branch};
 use mmsched_core::layout::{self, Layout};
 use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::{Decision, SchedEvent, Scheduler};
@@ -435,9 +435,9 @@ impl<'a> Simulator<'a> {
         }
         let mut metas: BTreeMap<u64, Meta> = BTreeMap::new();
         let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); self.classes.len()];
-        // Per class: whether the last job that ended was shed or late (the camera's
-        // remedy acts only while its branch is behind).
-        let mut behind = vec![false; self.classes.len()];
+        // Per class: which of its last jobs that ended were shed or late (the camera's
+        // remedy acts only while its branch is behind, as in the runtime).
+        let mut losses = vec![RecentLosses::default(); self.classes.len()];
         let mut report = DesReport {
             simulated: true,
             seconds: duration_nanos as f64 / 1e9,
@@ -558,9 +558,7 @@ impl<'a> Simulator<'a> {
                                     continue;
                                 }
                                 let nth = lane.ticks - 1;
-                                if camera_drops(&remedies, nth, || {
-                                    behind[c] || sched.in_work(class_ids[c]) > 0
-                                }) {
+                                if camera_drops(&remedies, nth, || losses[c].behind()) {
                                     r.decimated += 1;
                                     continue;
                                 }
@@ -716,7 +714,7 @@ impl<'a> Simulator<'a> {
                                 .expect("every class has a report");
                             r.completed += 1;
                             let late = now > m.deadline_nanos;
-                            behind[m.class] = late;
+                            losses[m.class].record(late);
                             r.deadline_misses += u64::from(late);
                             let latency = now - m.request_nanos;
                             latencies[m.class].push(latency as f64 / NANOS_PER_MILLI as f64);
@@ -788,7 +786,7 @@ impl<'a> Simulator<'a> {
                                 .expect("every class has a report");
                             // A dropped token ends its request.
                             r.shed += 1;
-                            behind[m.class] = true;
+                            losses[m.class].record(true);
                             r.pruned += u64::from(pruned);
                             if let Some(h) = health.as_deref_mut() {
                                 h.dropped(m.class, now);

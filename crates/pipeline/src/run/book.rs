@@ -146,7 +146,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     self.book.outputs.remove(&info.tag);
                     self.stats.shed(rec.kind, now);
                     if rec.kind == Kind::Vision {
-                        self.vision.behind = true;
+                        self.vision.losses.record(true);
                     }
                     self.observer.shed(rec.kind.as_str());
                     self.trace.instant(
@@ -201,7 +201,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             .stats
             .completed(rec.kind, rec.release, rec.deadline, end);
         if rec.kind == Kind::Vision {
-            self.vision.behind = missed;
+            self.vision.losses.record(missed);
         }
         let latency_ms = end.saturating_sub(rec.release) as f64 / 1e6;
         self.monitor

@@ -86,6 +86,7 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
     )?;
     if let Some(m) = exec.mmsched() {
         m.set_risk_boost(config.mechanisms.risk_boost);
+        m.set_thread_grants(config.mechanisms.thread_grants);
     }
     notes.extend(exec.notes());
     #[cfg(target_os = "linux")]
@@ -326,8 +327,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 self.exec.decision_nanos() as f64 / 1e6,
             ));
         }
-        if let Some(note) = self.exec.mmsched().and_then(|m| m.risk_boost_note()) {
-            notes.push(note);
+        if let Some(m) = self.exec.mmsched() {
+            notes.extend(m.risk_boost_note());
+            notes.extend(m.thread_grant_note());
         }
         if let Some((n, why)) = &self.vision.refused {
             notes.push(format!(

@@ -3,7 +3,7 @@
 
 use mmsched_backends::{RgbFrame, gate};
 use mmsched_core::Modality;
-use mmsched_core::health::camera_drops;
+use mmsched_core::health::{RecentLosses, camera_drops};
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
@@ -21,9 +21,8 @@ pub(super) struct VisionBranch {
     /// The camera's standing reservation: predicted frame cost it was booked with, and
     /// whether at the halved rate.
     booking: Option<(Nanos, bool)>,
-    /// Whether the last frame that ended was shed or late: one of the two signs that the
-    /// branch is behind (see `frame_behind`).
-    pub(super) behind: bool,
+    /// Which of the last frames that ended were shed or late (see `frame_behind`).
+    pub(super) losses: RecentLosses,
     /// How many bookings of the standing reservation the scheduler refused, and the last
     /// reason (a run note: until the next booking the camera has no reserved slots).
     pub(super) refused: Option<(u32, String)>,
@@ -35,7 +34,7 @@ impl VisionBranch {
             router,
             last_ocr: None,
             booking: None,
-            behind: false,
+            losses: RecentLosses::default(),
             refused: None,
         }
     }
@@ -108,15 +107,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
-    /// Whether the vision branch is behind: the last frame that ended was shed or late,
-    /// or an earlier frame is still in work (mmsched only: the baselines take no health
-    /// actions).
+    /// Whether the vision branch is behind: losing about half its frames anyway
+    /// ([`RecentLosses::behind`]; mmsched only: the baselines take no health actions).
     fn frame_behind(&mut self) -> bool {
-        let class = self.classes.vision;
-        let behind = self.vision.behind;
-        self.exec
-            .mmsched()
-            .is_some_and(|m| behind || m.in_work(class) > 0)
+        self.exec.mmsched().is_some() && self.vision.losses.behind()
     }
 
     /// A frame's OCR ended: its text becomes the cached answer.

@@ -38,7 +38,7 @@ pub struct E2eArgs {
     repeat: u32,
     /// Also run mmsched with one mechanism off at a time (admission/shedding, standing
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
-    /// a step at risk): what each is worth here.
+    /// a step at risk, thread grants to a lone step): what each is worth here.
     #[arg(long)]
     ablate: bool,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
@@ -77,6 +77,7 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-token-preemption" => "mmsched-no-token-preemption",
                 "no-routing" => "mmsched-no-routing",
                 "no-risk-boost" => "mmsched-no-risk-boost",
+                "no-thread-grants" => "mmsched-no-thread-grants",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
@@ -189,7 +190,7 @@ mod tests {
     fn ablations_follow_the_four_schedulers_with_one_mechanism_off_each() {
         assert_eq!(columns(false).len(), 4);
         let c = columns(true);
-        assert_eq!(c.len(), 10);
+        assert_eq!(c.len(), 11);
         assert!(
             c[4..]
                 .iter()
@@ -200,5 +201,7 @@ mod tests {
         assert!(!c[8].mechanisms.routing);
         assert_eq!(c[9].name, "mmsched-no-risk-boost");
         assert!(!c[9].mechanisms.risk_boost && c[9].mechanisms.routing);
+        assert_eq!(c[10].name, "mmsched-no-thread-grants");
+        assert!(!c[10].mechanisms.thread_grants && c[10].mechanisms.risk_boost);
     }
 }

@@ -13,6 +13,7 @@ use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 use super::boost::RiskBoost;
 #[cfg(target_os = "linux")]
 use super::boost::SetWeight;
+use super::grant::GrantWithdrawal;
 use super::steps::{StepLanes, ThreadLanes};
 use super::{ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event};
 use crate::sched::worker::LaneConfig;
@@ -76,6 +77,10 @@ pub struct MmschedExecutor<C: Clock, L: StepLanes = ThreadLanes> {
     /// Standing reservations by class: the worker that holds them.
     streams: HashMap<ClassId, u32>,
     max_thread_grant: usize,
+    /// Withholds grants after one did not pay.
+    grants: GrantWithdrawal,
+    /// Whether steps may be granted more than one thread at all (off: an ablation).
+    grants_on: bool,
     /// Raises a worker's group while a step at risk runs on it (with resource groups).
     boost: Option<RiskBoost>,
     /// Whether [`Self::boost`] acts (off: an ablation).
@@ -158,6 +163,8 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
             clock,
             streams: HashMap::new(),
             max_thread_grant: setup.max_thread_grant,
+            grants: GrantWithdrawal::default(),
+            grants_on: true,
             boost: None,
             boost_on: true,
         })
@@ -178,9 +185,10 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
                 .all(|e| e.info.importance <= info.importance)
     }
 
-    /// Threads to grant `job`'s step starting at `now_nanos` ([`thread_grant`]).
+    /// Threads to grant `job`'s step starting at `now_nanos` ([`thread_grant`]; one while
+    /// grants are withheld, [`GrantWithdrawal`]).
     fn grant_for(&self, now_nanos: Nanos, job: JobId) -> usize {
-        if self.max_thread_grant <= 1 {
+        if self.max_thread_grant <= 1 || !self.grants_on || !self.grants.allows(now_nanos) {
             return 1;
         }
         let Some(entry) = self.jobs.get(&job) else {
@@ -241,6 +249,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
             if let Some(b) = &mut self.boost {
                 b.end(c.lane);
             }
+            self.grants.ended(c.job, c.started_nanos, c.ended_nanos);
             events.push(SchedEvent::Finish {
                 worker: c.lane as u32,
                 job: c.job,
@@ -293,6 +302,9 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                         continue;
                     };
                     work.grant_threads(grant);
+                    if grant > 1 {
+                        self.grants.started(job, entry.info.predicted_cost_nanos);
+                    }
                     if self
                         .lanes
                         .start(worker as usize, job, &entry.info, work, grant)
@@ -304,6 +316,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                         if let Some(b) = &mut self.boost {
                             b.end(worker as usize);
                         }
+                        self.grants.abandoned(job);
                         self.arrivals.push(SchedEvent::Finish { worker, job });
                         if let Some(e) = self.jobs.remove(&job) {
                             out.push(ExecEvent::Shed {
@@ -389,6 +402,14 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
             .as_ref()
             .filter(|_| self.boost_on)
             .map(RiskBoost::note)
+    }
+
+    fn set_thread_grants(&mut self, on: bool) {
+        self.grants_on = on;
+    }
+
+    fn thread_grant_note(&self) -> Option<String> {
+        self.grants.note()
     }
 
     fn cancel_stream(&mut self, class: ClassId) {

@@ -16,6 +16,7 @@
 //!   first-come within a modality; no preemption.
 
 mod boost;
+mod grant;
 mod mmsched;
 mod queue;
 mod steps;
@@ -33,6 +34,7 @@ use mmsched_core::scheduler::SchedulerError;
 use mmsched_core::time::Nanos;
 
 pub use boost::{RiskBoost, SetWeight};
+pub use grant::GrantWithdrawal;
 pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
 mod tests;
@@ -275,9 +277,17 @@ pub trait MmschedControl {
     /// CPU weight while it runs (on by default; off to measure what it buys).
     fn set_risk_boost(&mut self, on: bool);
 
+    /// Whether a lone step may be granted more than one thread ([`thread_grant`]; on by
+    /// default, up to the set-up's `max_thread_grant`; off to measure what it buys).
+    fn set_thread_grants(&mut self, on: bool);
+
     /// What raising resource groups for steps at risk did (`None` without resource
     /// groups, or when it is off).
     fn risk_boost_note(&self) -> Option<String>;
+
+    /// What the thread grants did: steps granted more than one thread and how many took
+    /// longer than predicted ([`GrantWithdrawal`]; `None` when none was granted).
+    fn thread_grant_note(&self) -> Option<String>;
 
     /// Admitted jobs of `class` not finished yet (waiting for a worker or running).
     fn in_work(&self, class: ClassId) -> usize;

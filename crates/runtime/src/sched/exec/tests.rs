@@ -222,6 +222,15 @@ fn os_threads_give_every_model_its_own_thread() {
 }
 
 fn mmsched(no_shedding: bool) -> (MmschedExecutor<MonotonicClock>, MonotonicClock) {
+    mmsched_granting(no_shedding, 1)
+}
+
+/// mmsched on one general worker (and the audio worker), granting steps up to
+/// `max_thread_grant` threads.
+fn mmsched_granting(
+    no_shedding: bool,
+    max_thread_grant: usize,
+) -> (MmschedExecutor<MonotonicClock>, MonotonicClock) {
     let clock = MonotonicClock::new();
     let layout = one_worker();
     let setup = MmschedSetup {
@@ -233,7 +242,7 @@ fn mmsched(no_shedding: bool) -> (MmschedExecutor<MonotonicClock>, MonotonicCloc
         lanes: layout.lanes,
         record_steps: false,
         no_shedding,
-        max_thread_grant: 1,
+        max_thread_grant,
         at_risk_cpu_weight: None,
     };
     let e = MmschedExecutor::new(
@@ -409,4 +418,56 @@ fn mmsched_keeps_its_audio_worker_for_voice_activity() {
     drive(&mut e, &clock, 2, &mut |_, _| {});
     assert_eq!(logged(&log), ["vad", "vision"]);
     assert!(e.mmsched().is_some());
+}
+
+/// Work that records the threads each step was granted and takes `step_ms` a step.
+struct Granted {
+    grants: Arc<Mutex<Vec<usize>>>,
+    granted: usize,
+    step_ms: u64,
+}
+
+impl Work for Granted {
+    fn step(&mut self) -> Result<StepOutcome, WorkError> {
+        self.grants.lock().expect("grants").push(self.granted);
+        std::thread::sleep(Duration::from_millis(self.step_ms));
+        Ok(StepOutcome::Finished)
+    }
+
+    fn grant_threads(&mut self, threads: usize) {
+        self.granted = threads;
+    }
+}
+
+#[test]
+fn mmsched_withholds_thread_grants_after_a_granted_step_overran() {
+    let (mut e, clock) = mmsched_granting(false, 2);
+    let text = e.class("llm");
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let lone = |step_ms| Granted {
+        grants: Arc::clone(&grants),
+        granted: 0,
+        step_ms,
+    };
+    // A lone step with nothing booked is granted both threads. It is predicted to cost
+    // 1 ms and takes 30: the bet lost.
+    let now = clock.now_nanos();
+    e.submit(
+        now,
+        task(text, Modality::Text, now + 5_000 * MS, Box::new(lone(30))),
+    );
+    drive(&mut e, &clock, 1, &mut |_, _| {});
+    // The next lone step, while grants are withheld, gets one thread.
+    let now = clock.now_nanos();
+    e.submit(
+        now,
+        task(text, Modality::Text, now + 5_000 * MS, Box::new(lone(0))),
+    );
+    drive(&mut e, &clock, 1, &mut |_, _| {});
+    assert_eq!(*grants.lock().expect("grants"), [2, 1]);
+    let note = e.thread_grant_note().expect("a step was granted");
+    assert!(
+        note.starts_with("thread grants: 1 step(s) granted more than one thread, 1 took longer"),
+        "{note}"
+    );
 }

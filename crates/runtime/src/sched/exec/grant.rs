@@ -1,0 +1,128 @@
+//! Thread grants that have to pay for themselves.
+//!
+//! A step granted more than one intra-op thread ([`super::thread_grant`]) bets that the
+//! other cores stay free while it runs: the engines' threads wait for each other at every
+//! operation (llama.cpp and ggml), so when another thread lands on one of their cores the
+//! whole step runs at the pace of the thread that shares its core, and far slower than on
+//! one thread. On a loaded device (`scenarios/bench/overload.toml`) such steps took 0.2 to
+//! 1.7 s instead of about 30 ms, in every round, holding a worker the frames needed.
+//!
+//! So a grant is judged by its outcome: a granted step that took longer than its class is
+//! predicted to take (the cost model's figure, which one-thread steps dominate) lost its
+//! bet, and no step is granted more than one thread for the next [`WITHHOLD_NANOS`]. Why
+//! that long: the bets are lopsided. A grant that pays saves a few milliseconds of a decode
+//! step; one that loses costs hundreds (on `overload.toml` 33–60 steps a round were granted
+//! and 3–5 overran by 0.3–0.8 s while grants were withheld for only 1 s after each). A
+//! minute bounds the loss to about one overrun a minute on a busy device, while a quiet one,
+//! whose grants never overrun, keeps its faster steps.
+
+use std::collections::HashMap;
+
+use mmsched_core::arbiter::JobId;
+use mmsched_core::time::Nanos;
+
+/// How long grants are withheld after a granted step overran.
+pub const WITHHOLD_NANOS: Nanos = 60_000_000_000;
+
+/// Granted steps in flight and whether grants are withheld.
+#[derive(Debug, Clone, Default)]
+pub struct GrantWithdrawal {
+    /// Granted steps in flight: the cost predicted for each.
+    in_flight: HashMap<JobId, Nanos>,
+    /// No step is granted more than one thread before this.
+    withheld_until: Nanos,
+    /// Steps granted more than one thread, and how many of them overran.
+    granted: u64,
+    overran: u64,
+}
+
+impl GrantWithdrawal {
+    /// Whether a step starting at `now_nanos` may be granted more than one thread.
+    pub fn allows(&self, now_nanos: Nanos) -> bool {
+        now_nanos >= self.withheld_until
+    }
+
+    /// `job`'s step started with more than one thread; `predicted_nanos` is what its class
+    /// is predicted to cost.
+    pub fn started(&mut self, job: JobId, predicted_nanos: Nanos) {
+        self.granted += 1;
+        self.in_flight.insert(job, predicted_nanos);
+    }
+
+    /// `job`'s step never ran (its worker was gone).
+    pub fn abandoned(&mut self, job: JobId) {
+        self.in_flight.remove(&job);
+    }
+
+    /// `job`'s step ran from `started_nanos` to `ended_nanos` (any step: those not granted
+    /// are ignored).
+    pub fn ended(&mut self, job: JobId, started_nanos: Nanos, ended_nanos: Nanos) {
+        let Some(predicted) = self.in_flight.remove(&job) else {
+            return;
+        };
+        if ended_nanos.saturating_sub(started_nanos) > predicted {
+            self.overran += 1;
+            self.withheld_until = ended_nanos.saturating_add(WITHHOLD_NANOS);
+        }
+    }
+
+    /// A run note: how many steps were granted more than one thread and how many of them
+    /// took longer than predicted (`None` when none was granted).
+    pub fn note(&self) -> Option<String> {
+        (self.granted > 0).then(|| {
+            format!(
+                "thread grants: {} step(s) granted more than one thread, {} took longer than \
+                 predicted (grants are then withheld for {} s)",
+                self.granted,
+                self.overran,
+                WITHHOLD_NANOS / 1_000_000_000
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn a_grant_that_pays_keeps_grants_and_one_that_overruns_withholds_them() {
+        let mut g = GrantWithdrawal::default();
+        assert!(g.allows(0));
+        g.started(JobId(1), 40 * MS);
+        g.ended(JobId(1), 0, 40 * MS);
+        assert!(g.allows(40 * MS), "a step within its prediction paid");
+        g.started(JobId(2), 40 * MS);
+        g.ended(JobId(2), S, S + 900 * MS);
+        assert!(!g.allows(S + 900 * MS), "a step slower than predicted lost");
+        assert!(!g.allows(S + 900 * MS + WITHHOLD_NANOS - 1));
+        assert!(g.allows(S + 900 * MS + WITHHOLD_NANOS));
+        assert_eq!(
+            g.note().as_deref(),
+            Some(
+                "thread grants: 2 step(s) granted more than one thread, 1 took longer than \
+                 predicted (grants are then withheld for 60 s)"
+            )
+        );
+    }
+
+    #[test]
+    fn steps_not_granted_or_abandoned_are_ignored() {
+        let mut g = GrantWithdrawal::default();
+        g.ended(JobId(7), 0, 10 * S);
+        g.started(JobId(8), MS);
+        g.abandoned(JobId(8));
+        g.ended(JobId(8), 0, 10 * S);
+        assert!(g.allows(0));
+        assert_eq!(
+            g.note().as_deref(),
+            Some(
+                "thread grants: 1 step(s) granted more than one thread, 0 took longer than \
+                 predicted (grants are then withheld for 60 s)"
+            )
+        );
+    }
+}
