@@ -8,13 +8,18 @@
 //! 1.7 s instead of about 30 ms, in every round, holding a worker the frames needed.
 //!
 //! So a grant is judged by its outcome: a granted step that took longer than its class is
-//! predicted to take (the cost model's figure, which one-thread steps dominate) lost its
-//! bet, and no step is granted more than one thread for the next [`WITHHOLD_NANOS`]. Why
-//! that long: the bets are lopsided. A grant that pays saves a few milliseconds of a decode
-//! step; one that loses costs hundreds (on `overload.toml` 33–60 steps a round were granted
-//! and 3–5 overran by 0.3–0.8 s while grants were withheld for only 1 s after each). A
-//! minute bounds the loss to about one overrun a minute on a busy device, while a quiet one,
-//! whose grants never overrun, keeps its faster steps.
+//! predicted to take (the cost model's figure, which one-thread steps dominate) while
+//! another step started beside it lost its bet, and no step is granted more than one
+//! thread for the next [`WITHHOLD_NANOS`]. A step that overran alone says nothing about
+//! contention: a 64-token prompt step over the API costs several decoding steps, and the
+//! prediction is the class's.
+//!
+//! Why that long: the bets are lopsided. A grant that pays saves a few milliseconds of a
+//! decoding step; one that loses costs hundreds (on `overload.toml` 33–60 steps a round
+//! were granted and 3–5 overran by 0.3–0.8 s while grants were withheld for only 1 s after
+//! each). A minute bounds the loss to about one overrun a minute on a busy device, while a
+//! quiet one, whose grants never overrun, keeps its faster steps. (No step is granted
+//! while a periodic stream is booked at all: [`super::thread_grant`].)
 
 use std::collections::HashMap;
 
@@ -27,8 +32,9 @@ pub const WITHHOLD_NANOS: Nanos = 60_000_000_000;
 /// Granted steps in flight and whether grants are withheld.
 #[derive(Debug, Clone, Default)]
 pub struct GrantWithdrawal {
-    /// Granted steps in flight: the cost predicted for each.
-    in_flight: HashMap<JobId, Nanos>,
+    /// Granted steps in flight: the cost predicted for each, and whether another step
+    /// started while it ran.
+    in_flight: HashMap<JobId, (Nanos, bool)>,
     /// No step is granted more than one thread before this.
     withheld_until: Nanos,
     /// Steps granted more than one thread, and how many of them overran.
@@ -46,7 +52,15 @@ impl GrantWithdrawal {
     /// is predicted to cost.
     pub fn started(&mut self, job: JobId, predicted_nanos: Nanos) {
         self.granted += 1;
-        self.in_flight.insert(job, predicted_nanos);
+        self.in_flight.insert(job, (predicted_nanos, false));
+    }
+
+    /// Another step started (on any worker): every granted step in flight now shares the
+    /// cores with it.
+    pub fn other_started(&mut self) {
+        for (_, shared) in self.in_flight.values_mut() {
+            *shared = true;
+        }
     }
 
     /// `job`'s step never ran (its worker was gone).
@@ -57,22 +71,22 @@ impl GrantWithdrawal {
     /// `job`'s step ran from `started_nanos` to `ended_nanos` (any step: those not granted
     /// are ignored).
     pub fn ended(&mut self, job: JobId, started_nanos: Nanos, ended_nanos: Nanos) {
-        let Some(predicted) = self.in_flight.remove(&job) else {
+        let Some((predicted, shared)) = self.in_flight.remove(&job) else {
             return;
         };
-        if ended_nanos.saturating_sub(started_nanos) > predicted {
+        if shared && ended_nanos.saturating_sub(started_nanos) > predicted {
             self.overran += 1;
             self.withheld_until = ended_nanos.saturating_add(WITHHOLD_NANOS);
         }
     }
 
     /// A run note: how many steps were granted more than one thread and how many of them
-    /// took longer than predicted (`None` when none was granted).
+    /// took longer than predicted beside another step (`None` when none was granted).
     pub fn note(&self) -> Option<String> {
         (self.granted > 0).then(|| {
             format!(
                 "thread grants: {} step(s) granted more than one thread, {} took longer than \
-                 predicted (grants are then withheld for {} s)",
+                 predicted beside another step (grants are then withheld for {} s)",
                 self.granted,
                 self.overran,
                 WITHHOLD_NANOS / 1_000_000_000
@@ -89,7 +103,7 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     #[test]
-    fn a_grant_that_pays_keeps_grants_and_one_that_overruns_withholds_them() {
+    fn a_grant_that_pays_keeps_grants_and_one_that_overruns_beside_another_step_withholds_them() {
         let mut g = GrantWithdrawal::default();
         assert!(g.allows(0));
         g.started(JobId(1), 40 * MS);
@@ -97,14 +111,21 @@ mod tests {
         assert!(g.allows(40 * MS), "a step within its prediction paid");
         g.started(JobId(2), 40 * MS);
         g.ended(JobId(2), S, S + 900 * MS);
+        assert!(
+            g.allows(S + 900 * MS),
+            "it overran alone: a long step, no contention"
+        );
+        g.started(JobId(3), 40 * MS);
+        g.other_started();
+        g.ended(JobId(3), S, S + 900 * MS);
         assert!(!g.allows(S + 900 * MS), "a step slower than predicted lost");
         assert!(!g.allows(S + 900 * MS + WITHHOLD_NANOS - 1));
         assert!(g.allows(S + 900 * MS + WITHHOLD_NANOS));
         assert_eq!(
             g.note().as_deref(),
             Some(
-                "thread grants: 2 step(s) granted more than one thread, 1 took longer than \
-                 predicted (grants are then withheld for 60 s)"
+                "thread grants: 3 step(s) granted more than one thread, 1 took longer than \
+                 predicted beside another step (grants are then withheld for 60 s)"
             )
         );
     }
@@ -114,6 +135,7 @@ mod tests {
         let mut g = GrantWithdrawal::default();
         g.ended(JobId(7), 0, 10 * S);
         g.started(JobId(8), MS);
+        g.other_started();
         g.abandoned(JobId(8));
         g.ended(JobId(8), 0, 10 * S);
         assert!(g.allows(0));
@@ -121,7 +143,7 @@ mod tests {
             g.note().as_deref(),
             Some(
                 "thread grants: 1 step(s) granted more than one thread, 0 took longer than \
-                 predicted (grants are then withheld for 60 s)"
+                 predicted beside another step (grants are then withheld for 60 s)"
             )
         );
     }

@@ -43,17 +43,16 @@ pub struct MmschedSetup {
 }
 
 /// Intra-op threads for a step about to start: all `max` when no other job is queued or
-/// running (`others`) and no booking — a standing reservation for a periodic stream, or an
-/// admitted job's slots — falls within the step's predicted cost (`booked_within`), else 1.
-/// So a lone LLM request uses both cores while the camera is idle and falls back to one
-/// when a frame is due. (A lane pinned to one CPU runs a step granted more threads on all
-/// the process's CPUs: see [`WorkerPool::run_granted`].)
-pub fn thread_grant(max: usize, others: bool, booked_within: bool) -> usize {
-    if others || booked_within {
-        1
-    } else {
-        max.max(1)
-    }
+/// running (`others`) and nothing is booked (`booked`: a periodic stream holds a standing
+/// reservation, or an admitted job's slots fall within the step's predicted cost), else 1.
+/// So a lone LLM request (over the API, say) uses both cores while no camera runs, and one
+/// while it does. Why not in the gaps between frames: a step slowed by other load overruns
+/// its gap, the next frame lands on the other core, and the granted step's threads, which
+/// wait for each other at every operation, then crawl (see [`super::GrantWithdrawal`]).
+/// (A lane pinned to one CPU runs a step granted more threads on all the process's CPUs:
+/// see [`WorkerPool::run_granted`].)
+pub fn thread_grant(max: usize, others: bool, booked: bool) -> usize {
+    if others || booked { 1 } else { max.max(1) }
 }
 
 struct Entry {
@@ -195,6 +194,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
             return 1;
         };
         let others = self.jobs.keys().any(|&j| j != job);
+        let periodic = !self.streams.is_empty();
         let end_nanos = now_nanos.saturating_add(entry.info.predicted_cost_nanos);
         let booked_within = (0..self.sched.workers()).any(|w| {
             self.sched.table(w).is_some_and(|t| {
@@ -202,7 +202,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
                     .any(|s| matches!(t.state(s), Ok(SlotState::Reserved)))
             })
         });
-        thread_grant(self.max_thread_grant, others, booked_within)
+        thread_grant(self.max_thread_grant, others, periodic || booked_within)
     }
 
     /// The scheduling core (classes, queue length).
@@ -286,6 +286,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     }
                 }
                 Decision::Start { worker, job, .. } => {
+                    self.grants.other_started();
                     let grant = self.grant_for(now_nanos, job);
                     // Only with resource groups to raise: the check walks the jobs in flight.
                     if self.boost_on
@@ -575,18 +576,17 @@ mod tests {
         assert_eq!(ex.risk_boost_note(), None);
     }
 
-    #[test]
-    fn a_standing_reservation_within_the_step_limits_the_grant_to_one() {
+    /// The threads a lone 5 ms step is granted while the camera's standing reservation has
+    /// its first frame `first_in` from now, then one every `period` (2 ms each).
+    fn grant_beside_a_camera(first_in: Nanos, period: Nanos) -> usize {
         let mut ex = executor();
         let now = ex.clock.now_nanos();
         let camera = ex.class("camera");
-        // A frame every 4 ms, 2 ms each: whenever the 5 ms step starts, a frame is due
-        // within it.
         ex.reserve_stream(
             camera,
             Modality::Image,
-            now + 1_000_000,
-            4_000_000,
+            now + first_in,
+            period,
             2_000_000,
             None,
         )
@@ -595,6 +595,18 @@ mod tests {
         let t = task(&mut ex, now, &granted);
         ex.submit(now, t);
         drain(&mut ex);
-        assert_eq!(granted.load(Ordering::SeqCst), 1);
+        granted.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_standing_reservation_within_the_step_limits_the_grant_to_one() {
+        // A frame every 4 ms: whenever the 5 ms step starts, a frame is due within it.
+        assert_eq!(grant_beside_a_camera(1_000_000, 4_000_000), 1);
+    }
+
+    #[test]
+    fn a_standing_reservation_limits_the_grant_to_one_even_when_its_next_frame_is_far() {
+        // A frame every 10 s, the first in 5 s: none is due within the 5 ms step.
+        assert_eq!(grant_beside_a_camera(5_000_000_000, 10_000_000_000), 1);
     }
 }

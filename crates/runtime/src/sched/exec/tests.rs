@@ -440,34 +440,47 @@ impl Work for Granted {
 }
 
 #[test]
-fn mmsched_withholds_thread_grants_after_a_granted_step_overran() {
+fn mmsched_withholds_thread_grants_after_a_granted_step_overran_beside_another() {
     let (mut e, clock) = mmsched_granting(false, 2);
-    let text = e.class("llm");
+    let (text, vad) = (e.class("llm"), e.class("vad"));
     let grants = Arc::new(Mutex::new(Vec::new()));
     let lone = |step_ms| Granted {
         grants: Arc::clone(&grants),
         granted: 0,
         step_ms,
     };
+    let due = |clock: &MonotonicClock| clock.now_nanos() + 5_000 * MS;
     // A lone step with nothing booked is granted both threads. It is predicted to cost
-    // 1 ms and takes 30: the bet lost.
-    let now = clock.now_nanos();
+    // 1 ms and takes 60, alone: a long step, not a lost bet.
     e.submit(
-        now,
-        task(text, Modality::Text, now + 5_000 * MS, Box::new(lone(30))),
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), Box::new(lone(60))),
     );
     drive(&mut e, &clock, 1, &mut |_, _| {});
-    // The next lone step, while grants are withheld, gets one thread.
-    let now = clock.now_nanos();
+    // The next one is granted both threads again, overruns, and a voice-activity chunk
+    // starts on the audio worker while it runs: the bet lost.
     e.submit(
-        now,
-        task(text, Modality::Text, now + 5_000 * MS, Box::new(lone(0))),
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), Box::new(lone(60))),
+    );
+    drive_started(&mut e, &clock);
+    let log = Log::default();
+    e.submit(
+        clock.now_nanos(),
+        task(vad, Modality::Audio, due(&clock), logs(&log, "vad")),
+    );
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(logged(&log), ["vad"]);
+    // While grants are withheld, the next lone step gets one thread.
+    e.submit(
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), Box::new(lone(0))),
     );
     drive(&mut e, &clock, 1, &mut |_, _| {});
-    assert_eq!(*grants.lock().expect("grants"), [2, 1]);
-    let note = e.thread_grant_note().expect("a step was granted");
+    assert_eq!(*grants.lock().expect("grants"), [2, 2, 1]);
+    let note = e.thread_grant_note().expect("steps were granted");
     assert!(
-        note.starts_with("thread grants: 1 step(s) granted more than one thread, 1 took longer"),
+        note.starts_with("thread grants: 2 step(s) granted more than one thread, 1 took longer"),
         "{note}"
     );
 }
