@@ -177,16 +177,21 @@ fn ready_queue_orders_by_rule() {
     assert!(edf.is_empty());
 }
 
+/// 4 ms of work due by 3 ms (jobs 1 and 2, scores high and low) and job 3 due later.
+fn three_jobs_overloading_one_worker(c: ClassId) -> [Job; 3] {
+    [
+        job(1, c, 3, 2, 0.9),
+        job(2, c, 3, 2, 0.1),
+        job(3, c, 10, 2, 0.1),
+    ]
+}
+
 #[test]
 fn overload_sheds_the_lowest_scores_first() {
     let mut a = Arbiter::new(&Policy::default());
     let c = a.class("vision");
     // 4 ms of work due by 3 ms on one worker: one of the first two must go.
-    let jobs = [
-        job(1, c, 3, 2, 0.9),
-        job(2, c, 3, 2, 0.1),
-        job(3, c, 10, 2, 0.1),
-    ];
+    let jobs = three_jobs_overloading_one_worker(c);
     let mut out = Vec::new();
     a.reevaluate(&jobs, 0, 1.0, &mut out);
     let mut adm = Admission::with_capacity(3);
@@ -214,11 +219,7 @@ fn a_committed_job_is_never_shed_in_favour_of_a_higher_score() {
     let c = a.class("vision");
     // The same overload, but the low-scoring job 2 is a later step of work under way:
     // the higher-scoring job 1 makes room for it.
-    let mut jobs = [
-        job(1, c, 3, 2, 0.9),
-        job(2, c, 3, 2, 0.1),
-        job(3, c, 10, 2, 0.1),
-    ];
+    let mut jobs = three_jobs_overloading_one_worker(c);
     jobs[1].committed = true;
     let mut out = Vec::new();
     a.reevaluate(&jobs, 0, 1.0, &mut out);

@@ -419,10 +419,6 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedControl for Mmsched
         }
     }
 
-    fn in_work(&self, class: ClassId) -> usize {
-        self.sched.in_work(class)
-    }
-
     fn set_policy(&mut self, policy: &Policy) {
         self.sched.set_policy(policy);
     }

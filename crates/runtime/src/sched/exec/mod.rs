@@ -289,9 +289,6 @@ pub trait MmschedControl {
     /// longer than predicted ([`GrantWithdrawal`]; `None` when none was granted).
     fn thread_grant_note(&self) -> Option<String>;
 
-    /// Admitted jobs of `class` not finished yet (waiting for a worker or running).
-    fn in_work(&self, class: ClassId) -> usize;
-
     /// Applies a new policy from the next decision on.
     fn set_policy(&mut self, policy: &Policy);
 
