@@ -18,6 +18,25 @@ fn shipped_scenarios_load() {
     );
 }
 
+#[test]
+fn benchmark_scenarios_load_under_their_file_names() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/bench");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).expect("scenarios/bench exists") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let s = Scenario::load(path.to_str().expect("a UTF-8 path"))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let stem = path.file_stem().and_then(|s| s.to_str()).expect("a name");
+        assert_eq!(s.name(), stem, "{}", path.display());
+        assert!(!s.streams().is_empty() && !s.models().is_empty());
+        seen += 1;
+    }
+    assert!(seen >= 4, "only {seen} benchmark scenarios found in {dir}");
+}
+
 const BASE: &str = r#"
 name = "t"
 

@@ -15,7 +15,9 @@ use super::boost::RiskBoost;
 use super::boost::SetWeight;
 use super::grant::GrantWithdrawal;
 use super::steps::{StepLanes, ThreadLanes};
-use super::{ExecEvent, Executor, MmschedControl, SchedulerKind, Task, TaskInfo, done_event};
+use super::{
+    ExecEvent, Executor, MmschedControl, SchedulerKind, StepOutcome, Task, TaskInfo, done_event,
+};
 use crate::sched::worker::LaneConfig;
 
 /// How far ahead slot occupancy is measured, in nanoseconds.
@@ -69,6 +71,9 @@ pub struct MmschedExecutor<C: Clock, L: StepLanes = ThreadLanes> {
     lanes: L,
     jobs: HashMap<JobId, Entry>,
     arrivals: Vec<SchedEvent>,
+    /// The ends of steps that yielded, told to the core at the next poll together with the
+    /// job's next step (see [`Executor::poll`] below).
+    yielded: Vec<SchedEvent>,
     decisions: Vec<Decision>,
     next_id: u64,
     decision_nanos: u64,
@@ -156,6 +161,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
             lanes,
             jobs: HashMap::new(),
             arrivals: Vec::new(),
+            yielded: Vec::new(),
             decisions: Vec::new(),
             next_id: 0,
             decision_nanos: 0,
@@ -243,17 +249,28 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
         id
     }
 
+    /// A step that yielded keeps its worker until the next poll: the caller resubmits the
+    /// job's next step from the `Done` event, and the core then weighs that step against
+    /// the queued jobs by their deadlines. Freeing the worker at once would hand it to
+    /// whatever was queued before the next step even arrived, so a text request lost its
+    /// worker at every token, by arrival rather than by deadline.
     fn poll(&mut self, now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
         let mut events = std::mem::take(&mut self.arrivals);
+        events.append(&mut self.yielded);
         for c in self.lanes.finished() {
             if let Some(b) = &mut self.boost {
                 b.end(c.lane);
             }
             self.grants.ended(c.job, c.started_nanos, c.ended_nanos);
-            events.push(SchedEvent::Finish {
+            let finish = SchedEvent::Finish {
                 worker: c.lane as u32,
                 job: c.job,
-            });
+            };
+            if matches!(c.outcome, Ok(StepOutcome::Yield)) {
+                self.yielded.push(finish);
+            } else {
+                events.push(finish);
+            }
             if let Some(e) = self.jobs.remove(&c.job) {
                 out.push(done_event(c, e.info));
             }
@@ -333,7 +350,10 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
     }
 
     fn wait(&mut self, timeout: Duration) {
-        self.lanes.wait(timeout);
+        // Submitted jobs and yielded steps are decided at the next poll: no waiting then.
+        if self.arrivals.is_empty() && self.yielded.is_empty() {
+            self.lanes.wait(timeout);
+        }
     }
 
     fn in_flight(&self) -> usize {

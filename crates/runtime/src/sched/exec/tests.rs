@@ -309,6 +309,43 @@ fn mmsched_preempts_text_generation_at_a_token_step() {
     assert_eq!(logged(&log), ["llm#1", "vision", "llm#2", "llm#3"]);
 }
 
+#[test]
+fn mmsched_gives_a_yielded_worker_to_the_next_token_when_it_is_due_first() {
+    let (mut e, clock) = mmsched(false);
+    let (image, text) = (e.class("vision"), e.class("llm"));
+    let log = Log::default();
+    // The first token waits for the gate, so the frame queues behind it.
+    let (first, open) = gate();
+    let mut tokens = steps(&log, "llm", 3);
+    let mut gated = Some(first);
+    let work: Box<dyn Work> = Box::new(move || {
+        if let Some(mut g) = gated.take() {
+            g.step()?;
+            tokens.step()?;
+            return Ok(StepOutcome::Yield);
+        }
+        tokens.step()
+    });
+    let now = clock.now_nanos();
+    e.submit(now, task(text, Modality::Text, now + 500 * MS, work));
+    drive_started(&mut e, &clock);
+    e.submit(
+        clock.now_nanos(),
+        task(
+            image,
+            Modality::Image,
+            now + 8_000 * MS,
+            logs(&log, "vision"),
+        ),
+    );
+    drive_started(&mut e, &clock);
+    drop(open);
+    // The frame was queued when the first token ended, but the next token is due first:
+    // it gets the worker, not the frame.
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(logged(&log), ["llm#1", "llm#2", "llm#3", "vision"]);
+}
+
 /// Starts a job of `class` (predicted 10 ms) that holds the one general worker until the
 /// returned sender drops; returns when it was submitted.
 fn hold_the_worker(
