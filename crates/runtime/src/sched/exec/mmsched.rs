@@ -200,15 +200,17 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
             return 1;
         };
         let others = self.jobs.keys().any(|&j| j != job);
-        let periodic = !self.streams.is_empty();
         let end_nanos = now_nanos.saturating_add(entry.info.predicted_cost_nanos);
-        let booked_within = (0..self.sched.workers()).any(|w| {
-            self.sched.table(w).is_some_and(|t| {
-                (t.slot_at(now_nanos)..=t.slot_at(end_nanos))
-                    .any(|s| matches!(t.state(s), Ok(SlotState::Reserved)))
-            })
-        });
-        thread_grant(self.max_thread_grant, others, periodic || booked_within)
+        // The slot scan runs on every start, so only when nothing else already decided.
+        let booked = !self.streams.is_empty()
+            || (!others
+                && (0..self.sched.workers()).any(|w| {
+                    self.sched.table(w).is_some_and(|t| {
+                        (t.slot_at(now_nanos)..=t.slot_at(end_nanos))
+                            .any(|s| matches!(t.state(s), Ok(SlotState::Reserved)))
+                    })
+                }));
+        thread_grant(self.max_thread_grant, others, booked)
     }
 
     /// The scheduling core (classes, queue length).
