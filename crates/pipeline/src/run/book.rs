@@ -11,7 +11,7 @@ use mmsched_runtime::sched::{ExecEvent, StepOutcome};
 use mmsched_trace::ids::TraceId;
 use mmsched_trace::record::stage;
 
-use super::{JobRec, LLM_RETRY_NANOS, Run, ThreadCpu};
+use super::{Intake, JobRec, LLM_RETRY_NANOS, Run, ThreadCpu};
 use crate::jobs::Output;
 use crate::stats::Kind;
 use crate::trace_out::JobSpan;
@@ -52,8 +52,8 @@ impl JobBook {
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// Collects what the executor did since the last pass and acts on each event.
-    /// `accepting`: whether the run still takes work (false while draining).
-    pub(super) fn handle_events(&mut self, now: Nanos, accepting: bool) {
+    /// `intake`: whether the run still takes work, drains it or was interrupted.
+    pub(super) fn handle_events(&mut self, now: Nanos, intake: Intake) {
         let t0 = ThreadCpu::now();
         self.exec.poll(now, &mut self.book.events);
         self.overhead_nanos += t0.elapsed_nanos();
@@ -108,13 +108,14 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     match outcome {
                         Ok(StepOutcome::Yield) if rec.kind == Kind::Llm => {
                             self.on_llm_step(started_nanos, ended_nanos, output.as_ref());
-                            if accepting {
-                                // The next token competes again with the same deadline.
-                                self.submit(now, info.tag, rec, work);
-                            } else {
-                                // The run is over: the request stays unfinished.
+                            if intake == Intake::Interrupted {
+                                // The run was stopped: the request stays unfinished.
                                 self.stats.unfinished(Kind::Llm, 1);
                                 self.close_request();
+                            } else {
+                                // The next token competes again with the same deadline;
+                                // a drain lets an answer under way finish too.
+                                self.submit(now, info.tag, rec, work);
                             }
                         }
                         Ok(_) => {
@@ -130,7 +131,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     info,
                     work: Some(work),
                     ..
-                } if rec_is_deferrable(self.book.jobs.get(&info.tag), now, accepting) => {
+                } if rec_is_deferrable(self.book.jobs.get(&info.tag), now, intake) => {
                     // A text request's step (its first: later ones are committed, and
                     // mmsched never sheds them; a baseline never sheds at all): shedding it
                     // would drop the whole request. It waits instead and competes again
@@ -235,8 +236,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
 /// Whether a shed job with this record may wait and compete again: a step of a text
 /// request (its request keeps its place) before its deadline, while the run takes work.
-fn rec_is_deferrable(rec: Option<&JobRec>, now: Nanos, accepting: bool) -> bool {
-    rec.is_some_and(|r| r.kind == Kind::Llm && now < r.deadline) && accepting
+fn rec_is_deferrable(rec: Option<&JobRec>, now: Nanos, intake: Intake) -> bool {
+    rec.is_some_and(|r| r.kind == Kind::Llm && now < r.deadline) && intake == Intake::Open
 }
 
 fn tag_of(o: &Output) -> u64 {

@@ -371,7 +371,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.start_asr(now);
             self.start_llm(now);
             self.retry_deferred(now);
-            self.handle_events(now, true);
+            self.handle_events(now, Intake::Open);
             self.start_asr(now);
             self.start_llm(now);
             let t0 = ThreadCpu::now();
@@ -402,19 +402,30 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let start = self.clock.now_nanos();
         while self.exec.in_flight() > 0 {
             let now = self.clock.now_nanos();
-            // An interrupted run waits half as long for its jobs in flight.
-            let budget = if self.config.stop.load(Ordering::Relaxed) {
-                DRAIN_NANOS / 2
+            // An interrupted run waits half as long for its jobs in flight, and an answer
+            // under way stops at its next token.
+            let (intake, budget) = if self.config.stop.load(Ordering::Relaxed) {
+                (Intake::Interrupted, DRAIN_NANOS / 2)
             } else {
-                DRAIN_NANOS
+                (Intake::Draining, DRAIN_NANOS)
             };
             if now >= start + budget {
                 break;
             }
-            self.handle_events(now, false);
+            self.handle_events(now, intake);
             self.exec.wait(MAX_SLEEP);
         }
     }
+}
+
+/// Whether the run still takes work: new inputs and deferred text steps only while `Open`;
+/// a drain lets the jobs in flight finish (an answer keeps generating its tokens), an
+/// interrupted run does not start another step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intake {
+    Open,
+    Draining,
+    Interrupted,
 }
 
 /// CPU time of the calling thread, for the scheduler's overhead: wall time would also

@@ -255,3 +255,16 @@ fn the_same_seed_gives_the_same_run() {
     assert_eq!(a.llm.tokens, b.llm.tokens);
     assert!(a.asr.offered > 0, "speech was heard: {:?}", a.asr);
 }
+
+#[test]
+fn an_answer_under_way_when_the_inputs_stop_finishes_in_the_drain() {
+    // One request at 2 s (the next would come at 22 s) of 600 tokens at 30 ms: 18 s of
+    // tokens plus the frames between them, so it is still answering when the inputs stop
+    // at 20 s, well before its deadline at 32 s.
+    let r = run_virtual(scenario(20, 5, 3, 600), QUICK, Mechanisms::default());
+    assert_all_accounted(&r);
+    assert_eq!(r.llm.modality.offered, 1, "{:?}", r.llm);
+    assert_eq!(r.llm.modality.unfinished, 0, "{:?}", r.llm);
+    assert_eq!(r.llm.modality.on_time, 1, "{:?}", r.llm);
+    assert_eq!(r.llm.tokens, 600, "{:?}", r.llm);
+}
