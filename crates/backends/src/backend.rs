@@ -45,7 +45,14 @@ pub trait Backend {
     }
 }
 
-/// Why a backend could not load or run.
+/// The underlying error of a failure, kept as a value so a caller can walk the chain
+/// (`std::error::Error::source`). Our own checks give their reason in words (a `String`
+/// or `&str` converts into it); an engine's error is kept as it came.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a backend could not load or run. Each variant says what failed; the cause (the
+/// engine's own error, or the check that refused) is its [`source`](std::error::Error::source),
+/// so `{:#}` with `anyhow` prints the whole chain once.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The model file is missing: the message says which command fetches it.
@@ -57,20 +64,89 @@ pub enum BackendError {
         path: String,
     },
     /// The model file exists but could not be loaded.
-    #[error("cannot load model {path}: {reason}")]
+    #[error("cannot load model {path}")]
     Load {
         /// The model file.
         path: String,
         /// What went wrong.
-        reason: String,
+        #[source]
+        source: Cause,
     },
     /// The requested engine is not compiled in, or its runtime library is missing.
-    #[error("engine unavailable: {0}")]
-    EngineUnavailable(String),
-    /// The job's input is not acceptable (wrong shape, sample rate, empty prompt …).
+    #[error("the {engine} engine is unavailable")]
+    EngineUnavailable {
+        /// The engine asked for.
+        engine: &'static str,
+        /// Why it is unavailable and how to get it.
+        #[source]
+        source: Cause,
+    },
+    /// The job's input is not acceptable (wrong shape, sample rate, empty prompt …): the
+    /// message says what is wrong and what to send instead.
     #[error("invalid input: {0}")]
     InvalidInput(String),
     /// The engine failed while running.
-    #[error("inference failed: {0}")]
-    Engine(String),
+    #[error("inference failed on {engine}")]
+    Engine {
+        /// The engine that failed (`ONNX Runtime`, `tract`, `llama.cpp`, `candle`, `ggml`,
+        /// or the pipeline stage for our own code around them).
+        engine: &'static str,
+        /// The engine's error.
+        #[source]
+        source: Cause,
+    },
+}
+
+impl BackendError {
+    /// A load failure of the model file at `path`.
+    pub fn load(path: impl std::fmt::Display, source: impl Into<Cause>) -> Self {
+        BackendError::Load {
+            path: path.to_string(),
+            source: source.into(),
+        }
+    }
+
+    /// A failure of `engine` while running.
+    pub fn engine(engine: &'static str, source: impl Into<Cause>) -> Self {
+        BackendError::Engine {
+            engine,
+            source: source.into(),
+        }
+    }
+
+    /// `engine` cannot be used here, for `reason`.
+    pub fn unavailable(engine: &'static str, reason: impl Into<Cause>) -> Self {
+        BackendError::EngineUnavailable {
+            engine,
+            source: reason.into(),
+        }
+    }
+
+    /// The message with its causes, `: `-joined, as `anyhow`'s `{:#}` prints it.
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(e) = next {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            next = e.source();
+        }
+        out
+    }
+
+    /// Whether the failure is the input's (the caller sent something the model cannot
+    /// run), not the model's or the engine's.
+    pub fn is_input(&self) -> bool {
+        matches!(self, BackendError::InvalidInput(_))
+    }
+}
+
+/// A candle error as a [`Cause`], without the backtrace candle captures into it when
+/// `RUST_BACKTRACE` is set: an error is one line, not forty.
+#[cfg(feature = "candle")]
+pub(crate) fn candle_cause(e: candle_core::Error) -> Cause {
+    match e {
+        candle_core::Error::WithBacktrace { inner, .. } => candle_cause(*inner),
+        other => Box::new(other),
+    }
 }

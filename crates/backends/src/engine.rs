@@ -152,8 +152,11 @@ pub fn open_session(
             options.threads,
         )?)),
         #[allow(unreachable_patterns)]
-        kind => Err(BackendError::EngineUnavailable(format!(
-            "engine `{kind}` is not compiled into this build: rebuild with `cargo build -p mmsched --features {kind}`"
-        ))),
+        kind => Err(BackendError::unavailable(
+            kind.as_str(),
+            format!(
+                "it is not compiled into this build: rebuild with `cargo build -p mmsched --features {kind}`"
+            ),
+        )),
     }
 }

@@ -37,7 +37,7 @@ pub mod threads;
 pub mod tract;
 pub mod vad;
 
-pub use backend::{Backend, BackendError};
+pub use backend::{Backend, BackendError, Cause};
 /// The tensor library of the candle engine (Whisper, Gemma-3), for callers that drive the
 /// models directly (benchmarks) without adding their own dependency on it.
 #[cfg(feature = "candle")]

@@ -20,10 +20,13 @@ impl TensorF32 {
     pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Result<Self, BackendError> {
         let expected: usize = shape.iter().product();
         if expected != data.len() {
-            return Err(BackendError::Engine(format!(
-                "tensor of shape {shape:?} needs {expected} values, got {}",
-                data.len()
-            )));
+            return Err(BackendError::engine(
+                "tensor",
+                format!(
+                    "shape {shape:?} needs {expected} values, got {}",
+                    data.len()
+                ),
+            ));
         }
         Ok(Self { shape, data })
     }

@@ -31,7 +31,7 @@ impl EngineThreads {
             .num_threads(threads)
             .thread_name(move |i| format!("{prefix}-{i}"))
             .build()
-            .map_err(|e| BackendError::Engine(format!("cannot start {threads} threads: {e}")))?;
+            .map_err(|e| BackendError::engine("rayon", e))?;
         Ok(Self { pool, threads })
     }
 

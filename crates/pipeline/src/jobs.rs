@@ -10,7 +10,7 @@ use std::sync::mpsc::Sender;
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::StepStages;
 use mmsched_backends::probe::{StageTiming, run_timed};
-use mmsched_backends::{Backend, RgbFrame};
+use mmsched_backends::{Backend, BackendError, RgbFrame};
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
@@ -95,18 +95,32 @@ pub enum Output {
     },
 }
 
-fn fail(out: &Sender<Output>, tag: u64, e: impl ToString) -> Result<StepOutcome, WorkError> {
-    let error = e.to_string();
+/// A model's failure as the scheduler reports it: the input's fault or the engine's.
+pub fn work_error(model: &'static str, e: BackendError) -> WorkError {
+    if e.is_input() {
+        WorkError::Input {
+            model,
+            source: Box::new(e),
+        }
+    } else {
+        WorkError::Engine {
+            model,
+            source: Box::new(e),
+        }
+    }
+}
+
+fn fail(out: &Sender<Output>, tag: u64, e: WorkError) -> Result<StepOutcome, WorkError> {
     let _ = out.send(Output::Failed {
         tag,
-        error: error.clone(),
+        error: e.chain(),
     });
-    Err(WorkError(error))
+    Err(e)
 }
 
 /// A job whose model is not loaded: its step fails, naming the model.
 pub fn missing(model: &'static str, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-    Box::new(move || fail(&out, tag, format!("no {model} model loaded")))
+    Box::new(move || fail(&out, tag, WorkError::NoModel { model }))
 }
 
 /// OCR on one frame, on whichever of the pipelines is free.
@@ -125,7 +139,7 @@ pub fn vision(
             .find_map(|p| p.try_lock().ok())
             .or_else(|| pool.first().map(|p| lock(p)));
         let Some(mut ocr) = guard else {
-            return fail(&out, tag, "no OCR pipeline loaded");
+            return fail(&out, tag, WorkError::NoModel { model: "OCR" });
         };
         match run_timed(&mut *ocr, &frame, &clock) {
             Ok((lines, timing)) => {
@@ -139,7 +153,7 @@ pub fn vision(
                 });
                 Ok(StepOutcome::Finished)
             }
-            Err(e) => fail(&out, tag, e),
+            Err(e) => fail(&out, tag, work_error("OCR", e)),
         }
     })
 }
@@ -158,7 +172,7 @@ pub fn vad(
                 let _ = out.send(Output::Vad { tag, prob, timing });
                 Ok(StepOutcome::Finished)
             }
-            Err(e) => fail(&out, tag, e),
+            Err(e) => fail(&out, tag, work_error("VAD", e)),
         }
     })
 }
@@ -213,7 +227,7 @@ impl Work for AsrWork {
                 });
                 Ok(StepOutcome::Finished)
             }
-            Err(e) => fail(out, tag, e),
+            Err(e) => fail(out, tag, work_error("speech recognition", e)),
         }
     }
 }
@@ -285,7 +299,7 @@ impl Work for LlmWork {
             let _ = session.grant_threads(self.granted);
             if !self.started {
                 if let Err(e) = session.start(&self.prompt) {
-                    return fail(out, tag, e);
+                    return fail(out, tag, work_error("text generation", e));
                 }
                 self.started = true;
             }
@@ -304,7 +318,7 @@ impl Work for LlmWork {
             drop(session);
             let token = match token {
                 Ok(t) => t,
-                Err(e) => return fail(out, tag, e),
+                Err(e) => return fail(out, tag, work_error("text generation", e)),
             };
             let stop = match token {
                 Some(t) => {

@@ -377,7 +377,7 @@ impl ExternalJobs {
                         self.jobs.remove(&tag);
                     }
                     Err(e) => {
-                        (job.sink)(JobEvent::Failed(e.to_string()));
+                        (job.sink)(JobEvent::Failed(e.chain()));
                         self.jobs.remove(&tag);
                     }
                 }
@@ -525,9 +525,19 @@ mod tests {
             events(&rx)[..],
             [JobEvent::Done { on_time: false, .. }]
         ));
-        let failing: Box<dyn Work> = Box::new(|| Err(WorkError("engine broke".into())));
+        let failing: Box<dyn Work> = Box::new(|| {
+            Err(WorkError::Engine {
+                model: "test",
+                source: "engine broke".into(),
+            })
+        });
         let rx = s.submit(job(&s, 1_000, failing)).expect("submitted");
-        assert_eq!(events(&rx), vec![JobEvent::Failed("engine broke".into())]);
+        assert_eq!(
+            events(&rx),
+            vec![JobEvent::Failed(
+                "the test model failed: engine broke".into()
+            )]
+        );
     }
 
     #[test]

@@ -207,11 +207,8 @@ impl std::fmt::Debug for GgmlWhisper {
 // by one thread at a time; ggml ties no context, backend or allocator to a thread.
 unsafe impl Send for GgmlWhisper {}
 
-fn load_err(path: &Path, reason: impl Into<String>) -> BackendError {
-    BackendError::Load {
-        path: path.display().to_string(),
-        reason: reason.into(),
-    }
+fn load_err(path: &Path, reason: impl Into<crate::Cause>) -> BackendError {
+    BackendError::load(path.display(), reason)
 }
 
 fn to_i64(n: usize) -> i64 {
@@ -730,8 +727,9 @@ impl GgmlWhisper {
         // SAFETY: per the contract.
         unsafe {
             if !sys::ggml_gallocr_alloc_graph(self.galloc.ptr(), g.graph) {
-                return Err(BackendError::Engine(
-                    "ggml could not allocate the Whisper graph".into(),
+                return Err(BackendError::engine(
+                    "ggml",
+                    "could not allocate the Whisper graph",
                 ));
             }
             for &(t, bytes) in inputs {
@@ -743,9 +741,10 @@ impl GgmlWhisper {
             );
             let status = sys::ggml_backend_graph_compute(self.backend.ptr(), g.graph);
             if status != sys::GGML_STATUS_SUCCESS {
-                return Err(BackendError::Engine(format!(
-                    "ggml failed computing Whisper (status {status})"
-                )));
+                return Err(BackendError::engine(
+                    "ggml",
+                    format!("computing Whisper failed (status {status})"),
+                ));
             }
         }
         Ok(())
@@ -776,7 +775,7 @@ impl Graph {
                 no_alloc: true,
             });
             if ctx.is_null() {
-                return Err(BackendError::Engine("ggml could not start a graph".into()));
+                return Err(BackendError::engine("ggml", "could not start a graph"));
             }
             let graph = sys::ggml_new_graph_custom(ctx, GRAPH_NODES, false);
             Ok(Self { ctx, graph })

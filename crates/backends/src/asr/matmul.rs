@@ -113,10 +113,13 @@ pub fn matmul(
         && b_s.fits(b.data.len())
         && o.fits(out.data.len());
     if !fits {
-        return Err(BackendError::Engine(format!(
-            "matrix product of {}×{} by {}×{} into {}×{} does not fit its buffers",
-            a_s.rows, a_s.cols, b_s.rows, b_s.cols, o.rows, o.cols
-        )));
+        return Err(BackendError::engine(
+            "gemm",
+            format!(
+                "matrix product of {}×{} by {}×{} into {}×{} does not fit its buffers",
+                a_s.rows, a_s.cols, b_s.rows, b_s.cols, o.rows, o.cols
+            ),
+        ));
     }
     let parallelism = if threads > 1 {
         gemm::Parallelism::Rayon(threads)
@@ -212,6 +215,6 @@ mod tests {
             1,
         )
         .expect_err("the output holds 3 values, not 4");
-        assert!(err.to_string().contains("does not fit"), "{err}");
+        assert!(err.chain().contains("does not fit"), "{}", err.chain());
     }
 }

@@ -144,7 +144,7 @@ pub enum AudioFeatures {
 
 /// A candle error as the backend reports it.
 pub(super) fn candle(e: candle_core::Error) -> BackendError {
-    BackendError::Engine(e.to_string())
+    BackendError::engine("candle", crate::backend::candle_cause(e))
 }
 
 impl WhisperNet {
@@ -244,11 +244,8 @@ pub struct WhisperModel {
     pub weight_bytes: u64,
 }
 
-fn load_err(path: &Path, e: impl std::fmt::Display) -> BackendError {
-    BackendError::Load {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    }
+fn load_err(path: &Path, e: impl Into<crate::Cause>) -> BackendError {
+    BackendError::load(path.display(), e)
 }
 
 impl WhisperModel {
@@ -294,8 +291,9 @@ impl WhisperModel {
             #[cfg(not(feature = "llama"))]
             AsrEngine::Ggml => {
                 let _ = threads;
-                return Err(BackendError::EngineUnavailable(
-                    "the ggml Whisper needs a build with llama.cpp (feature `llama`); use `--asr-engine q8`".into(),
+                return Err(BackendError::unavailable(
+                    "ggml",
+                    "the ggml Whisper needs a build with llama.cpp (feature `llama`); use `--asr-engine q8`",
                 ));
             }
             AsrEngine::F32 => {

@@ -264,7 +264,7 @@ impl Backend for AsrSession {
                 .whisper
                 .tokenizer
                 .decode(&tokens, true)
-                .map_err(|e| BackendError::Engine(e.to_string()))?;
+                .map_err(|e| BackendError::engine("the Whisper tokenizer", e))?;
             if !text.is_empty() && !part.starts_with(' ') {
                 text.push(' ');
             }

@@ -98,8 +98,8 @@ impl std::fmt::Debug for LoadedModel {
     }
 }
 
-fn engine_err(e: impl std::fmt::Display) -> BackendError {
-    BackendError::Engine(e.to_string())
+fn candle_err(e: candle_core::Error) -> BackendError {
+    BackendError::engine("candle", crate::backend::candle_cause(e))
 }
 
 impl LoadedModel {
@@ -117,16 +117,13 @@ impl LoadedModel {
         } else {
             threads
         };
-        let load = |reason: String| BackendError::Load {
-            path: path.display().to_string(),
-            reason,
-        };
+        let shown = path.display();
         match engine {
             LlmEngine::Candle => {
                 let threads = EngineThreads::new("llm", threads)?;
                 let model = threads
                     .install(|| Gemma3::from_gguf(ct, file, max_seq_len, &Device::Cpu))
-                    .map_err(|e| load(crate::llm::session::message(&e)))?;
+                    .map_err(|e| BackendError::load(shown, crate::backend::candle_cause(e)))?;
                 Ok(LoadedModel::Candle {
                     model: Box::new(model),
                     threads,
@@ -134,12 +131,32 @@ impl LoadedModel {
             }
             #[cfg(feature = "llama")]
             LlmEngine::Llama => Ok(LoadedModel::Llama(
-                LlamaGemma::load(path, max_seq_len, threads).map_err(load)?,
+                LlamaGemma::load(path, max_seq_len, threads)
+                    .map_err(|e| BackendError::load(shown, e))?,
             )),
             #[allow(unreachable_patterns)]
-            other => Err(BackendError::EngineUnavailable(format!(
-                "LLM engine `{other}` is not compiled into this build: rebuild with `cargo build -p mmsched --features {other}`"
-            ))),
+            other => Err(BackendError::unavailable(
+                other.as_str(),
+                format!(
+                    "it is not compiled into this build: rebuild with `cargo build -p mmsched --features {other}`"
+                ),
+            )),
+        }
+    }
+
+    /// A second model on the same weights with a KV cache of its own (and, on candle, a
+    /// pool of its own with as many threads).
+    pub(crate) fn fork(&self) -> Result<Self, BackendError> {
+        match self {
+            LoadedModel::Candle { model, threads } => Ok(LoadedModel::Candle {
+                model: Box::new(model.fork()),
+                threads: EngineThreads::new("llm", threads.threads())?,
+            }),
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => m
+                .fork()
+                .map(LoadedModel::Llama)
+                .map_err(|e| BackendError::engine("llama.cpp", e)),
         }
     }
 
@@ -253,11 +270,14 @@ impl LoadedModel {
                         },
                     ))
                 })
-                .map_err(engine_err),
+                .map_err(candle_err),
             #[cfg(feature = "llama")]
             LoadedModel::Llama(m) => {
                 let t0 = clock.now_nanos();
-                let logits = m.forward(ids).map_err(BackendError::Engine)?.to_vec();
+                let logits = m
+                    .forward(ids)
+                    .map_err(|e| BackendError::engine("llama.cpp", e))?
+                    .to_vec();
                 let stages = StepStages {
                     rest_nanos: clock.now_nanos().saturating_sub(t0),
                     ..StepStages::default()

@@ -375,6 +375,13 @@ impl Gemma3 {
         self.vocab_size
     }
 
+    /// A model on the same weights (tensors are shared, not copied) with an empty KV cache.
+    pub fn fork(&self) -> Self {
+        let mut m = self.clone();
+        m.clear_kv_cache();
+        m
+    }
+
     /// Drops the KV cache.
     pub fn clear_kv_cache(&mut self) {
         for l in &mut self.layers {

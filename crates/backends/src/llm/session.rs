@@ -136,17 +136,13 @@ impl std::fmt::Debug for LlmSession {
 }
 
 fn engine(e: candle_core::Error) -> BackendError {
-    BackendError::Engine(message(&e))
+    BackendError::engine("candle", crate::backend::candle_cause(e))
 }
 
-/// A candle error's message without the backtrace candle captures into it when
-/// `RUST_BACKTRACE` is set: an error is one line, not forty.
-pub(crate) fn message(e: &candle_core::Error) -> String {
-    match e {
-        candle_core::Error::WithBacktrace { inner, .. } => message(inner),
-        other => other.to_string(),
-    }
-}
+/// Why a GGUF file could not be read: the file is not one, and candle's reason.
+#[derive(Debug, thiserror::Error)]
+#[error("not a GGUF file")]
+struct NotGguf(#[source] crate::Cause);
 
 /// The first highest logit: greedy decoding, the same rule for both engines.
 pub fn argmax(logits: &[f32]) -> u32 {
@@ -175,13 +171,9 @@ impl LlmSession {
                 "max_seq_len must be at least 1".into(),
             ));
         }
-        let load = |reason: String| BackendError::Load {
-            path: shown.clone(),
-            reason,
-        };
-        let mut file = std::fs::File::open(path).map_err(|e| load(e.to_string()))?;
+        let mut file = std::fs::File::open(path).map_err(|e| BackendError::load(&shown, e))?;
         let ct = gguf_file::Content::read(&mut file)
-            .map_err(|e| load(format!("not a GGUF file: {}", message(&e))))?;
+            .map_err(|e| BackendError::load(&shown, NotGguf(crate::backend::candle_cause(e))))?;
         let weight_bytes: u64 = ct
             .tensor_infos
             .values()
@@ -215,9 +207,33 @@ impl LlmSession {
         })
     }
 
+    /// A second session on the same weights, with a KV cache and a sampler of its own:
+    /// two requests in two sessions never share or clear each other's cache. It costs the
+    /// cache's memory, not the weights'.
+    pub fn fork(&self) -> Result<Self, BackendError> {
+        Ok(Self {
+            model: self.model.fork()?,
+            tokenizer: self.tokenizer.clone(),
+            clock: Arc::clone(&self.clock),
+            sampler: Self::sampler(&self.options),
+            options: self.options.clone(),
+            pending: Vec::new(),
+            position: 0,
+            last: None,
+            last_chunk_nanos: 0,
+            last_chunk_stages: StepStages::default(),
+            weight_bytes: self.weight_bytes,
+        })
+    }
+
     fn sampler(o: &LlmOptions) -> LogitsProcessor {
         let t = o.temperature.filter(|t| *t > 0.0);
         LogitsProcessor::new(o.seed, t, None)
+    }
+
+    /// Bytes of the model's weights (shared by forked sessions).
+    pub fn weight_bytes(&self) -> u64 {
+        self.weight_bytes
     }
 
     /// The tokenizer.

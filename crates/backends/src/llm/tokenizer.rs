@@ -36,17 +36,16 @@ pub struct GgufTokenizer {
 }
 
 fn meta<'a>(ct: &'a gguf_file::Content, key: &str) -> Result<&'a gguf_file::Value, BackendError> {
-    ct.metadata.get(key).ok_or_else(|| BackendError::Load {
-        path: "GGUF".into(),
-        reason: format!("no {key} in the GGUF metadata (no embedded tokenizer)"),
+    ct.metadata.get(key).ok_or_else(|| {
+        BackendError::load(
+            "GGUF",
+            format!("no {key} in the GGUF metadata (no embedded tokenizer)"),
+        )
     })
 }
 
 fn load_err(e: impl std::fmt::Display) -> BackendError {
-    BackendError::Load {
-        path: "GGUF tokenizer".into(),
-        reason: e.to_string(),
-    }
+    BackendError::load("GGUF tokenizer", e.to_string())
 }
 
 #[derive(Debug)]

@@ -50,12 +50,12 @@ pub fn open_recognizer(
     config: &OcrConfig,
 ) -> Result<(Box<dyn OnnxSession>, Alphabet), BackendError> {
     let session = open_session(&config.rec_path, &config.engine)?;
-    let characters = session
-        .metadata("character")
-        .ok_or_else(|| BackendError::Load {
-            path: config.rec_path.display().to_string(),
-            reason: "no `character` metadata: not a PP-OCR recogniser export".to_string(),
-        })?;
+    let characters = session.metadata("character").ok_or_else(|| {
+        BackendError::load(
+            config.rec_path.display(),
+            "no `character` metadata: not a PP-OCR recogniser export",
+        )
+    })?;
     Ok((session, Alphabet::from_metadata(&characters)))
 }
 

@@ -45,7 +45,10 @@ impl TextBox {
 
 fn single_output(mut outputs: Vec<TensorF32>, what: &str) -> Result<TensorF32, BackendError> {
     if outputs.is_empty() {
-        return Err(BackendError::Engine(format!("{what} returned no output")));
+        return Err(BackendError::engine(
+            "PP-OCRv4",
+            format!("{what} returned no output"),
+        ));
     }
     Ok(outputs.swap_remove(0))
 }
@@ -134,9 +137,10 @@ impl Backend for TextDetector {
     fn finish(&mut self, raw: DetRaw) -> Result<Vec<TextBox>, BackendError> {
         let shape = &raw.map.shape;
         if shape.len() != 4 {
-            return Err(BackendError::Engine(format!(
-                "detector output has shape {shape:?}, expected [1, 1, H, W]"
-            )));
+            return Err(BackendError::engine(
+                "PP-OCRv4",
+                format!("detector output has shape {shape:?}, expected [1, 1, H, W]"),
+            ));
         }
         let (h, w) = (shape[2], shape[3]);
         let boxes = boxes_from_map(
@@ -193,10 +197,13 @@ impl TextRecognizer {
     fn decode(&self, out: &TensorF32) -> Result<(String, f32), BackendError> {
         let classes = *out.shape.last().unwrap_or(&0);
         if classes != self.alphabet.len() {
-            return Err(BackendError::Engine(format!(
-                "recogniser outputs {classes} classes but its alphabet has {}",
-                self.alphabet.len()
-            )));
+            return Err(BackendError::engine(
+                "PP-OCRv4",
+                format!(
+                    "recogniser outputs {classes} classes but its alphabet has {}",
+                    self.alphabet.len()
+                ),
+            ));
         }
         Ok(self.alphabet.decode(&out.data, classes))
     }

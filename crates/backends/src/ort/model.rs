@@ -27,5 +27,7 @@ pub fn environment() -> Result<::ort::environment::Environment, BackendError> {
             .build()
             .map_err(|e| format!("cannot create the ONNX Runtime environment: {e}"))
     });
-    result.clone().map_err(BackendError::EngineUnavailable)
+    result
+        .clone()
+        .map_err(|why| BackendError::unavailable("ONNX Runtime", why))
 }

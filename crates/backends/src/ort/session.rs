@@ -17,28 +17,28 @@ pub struct OrtSession {
     metadata: Vec<(String, String)>,
 }
 
-fn engine_err(e: impl std::fmt::Display) -> BackendError {
-    BackendError::Engine(e.to_string())
+fn engine_err(e: ::ort::Error) -> BackendError {
+    BackendError::engine("ONNX Runtime", e)
 }
 
 impl OrtSession {
     /// Loads the ONNX file at `path`, using `threads` intra-op threads (at least 1).
     pub fn open(path: &Path, threads: usize) -> Result<Self, BackendError> {
         let env = environment()?;
-        let load = |e: String| BackendError::Load {
-            path: path.display().to_string(),
-            reason: e,
+        // A builder's error carries the builder back; only the error is kept.
+        let load = |e: ::ort::Error<::ort::session::builder::SessionBuilder>| {
+            BackendError::load(path.display(), ::ort::Error::<()>::from(e))
         };
         let session = Session::builder(&env)
-            .map_err(|e| load(e.to_string()))?
+            .map_err(|e| BackendError::load(path.display(), e))?
             .with_intra_threads(threads.max(1))
-            .map_err(|e| load(e.to_string()))?
+            .map_err(load)?
             .with_inter_threads(1)
-            .map_err(|e| load(e.to_string()))?
+            .map_err(load)?
             .with_parallel_execution(false)
-            .map_err(|e| load(e.to_string()))?
+            .map_err(load)?
             .commit_from_file(path)
-            .map_err(|e| load(e.to_string()))?;
+            .map_err(|e| BackendError::load(path.display(), e))?;
         let mut metadata = Vec::new();
         if let Ok(meta) = session.metadata() {
             for key in meta.custom_keys().unwrap_or_default() {

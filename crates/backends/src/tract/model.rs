@@ -25,10 +25,7 @@ impl TractModel {
         let shown = path.display().to_string();
         let model = tract_onnx::onnx()
             .model_for_path(path)
-            .map_err(|e| BackendError::Load {
-                path: shown.clone(),
-                reason: format!("{e:#}"),
-            })?;
+            .map_err(|e| BackendError::load(&shown, e))?;
         let mut metadata = HashMap::new();
         for (key, value) in &model.properties {
             // Metadata strings are stored as scalar string tensors.
@@ -63,17 +60,22 @@ impl TractModel {
 
     /// Optimises the model for `f32` inputs of exactly these shapes and makes it runnable.
     pub fn plan_for(&self, shapes: &[Vec<usize>]) -> Result<TractPlan, BackendError> {
-        let fail = |e: TractError| BackendError::Load {
-            path: self.path.clone(),
-            reason: format!("cannot optimise for input shapes {shapes:?}: {e:#}"),
+        let fail = |e: TractError| {
+            BackendError::load(
+                &self.path,
+                e.context(format!("cannot optimise for input shapes {shapes:?}")),
+            )
         };
         if shapes.len() != self.model.inputs.len() {
-            return Err(BackendError::Engine(format!(
-                "model {} takes {} inputs, got {}",
-                self.path,
-                self.model.inputs.len(),
-                shapes.len()
-            )));
+            return Err(BackendError::engine(
+                "tract",
+                format!(
+                    "model {} takes {} inputs, got {}",
+                    self.path,
+                    self.model.inputs.len(),
+                    shapes.len()
+                ),
+            ));
         }
         let mut model = self.model.clone();
         for (i, shape) in shapes.iter().enumerate() {

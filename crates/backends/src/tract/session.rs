@@ -40,12 +40,12 @@ impl TractSession {
 
     /// Converts a neutral tensor into a tract tensor (one copy).
     pub fn to_tract(t: &TensorF32) -> Result<Tensor, BackendError> {
-        Tensor::from_shape(&t.shape, &t.data).map_err(|e| BackendError::Engine(format!("{e:#}")))
+        Tensor::from_shape(&t.shape, &t.data).map_err(|e| BackendError::engine("tract", e))
     }
 
     /// Copies a tract output into a neutral tensor.
     pub fn from_tract(v: &TValue) -> Result<TensorF32, BackendError> {
-        let err = |e: TractError| BackendError::Engine(format!("reading output: {e:#}"));
+        let err = |e: TractError| BackendError::engine("tract", e.context("reading an output"));
         let data = v
             .try_as_plain_ram()
             .and_then(|r| r.as_slice::<f32>().map(|s| s.to_vec()))
@@ -64,7 +64,7 @@ impl OnnxSession for TractSession {
             .collect::<Result<TVec<_>, _>>()?;
         let outputs = plan
             .run(values)
-            .map_err(|e| BackendError::Engine(format!("{e:#}")))?;
+            .map_err(|e| BackendError::engine("tract", e))?;
         outputs.iter().map(Self::from_tract).collect()
     }
 

@@ -123,16 +123,22 @@ impl Backend for SileroVad {
 
     fn finish(&mut self, raw: VadRaw) -> Result<f32, BackendError> {
         let [prob, state] = raw.outputs.as_slice() else {
-            return Err(BackendError::Engine(format!(
-                "VAD returned {} outputs, expected 2 (probability, state)",
-                raw.outputs.len()
-            )));
+            return Err(BackendError::engine(
+                "Silero VAD",
+                format!(
+                    "VAD returned {} outputs, expected 2 (probability, state)",
+                    raw.outputs.len()
+                ),
+            ));
         };
         if state.len() != STATE_LEN || prob.is_empty() {
-            return Err(BackendError::Engine(format!(
-                "VAD outputs have shapes {:?} and {:?}, expected [1, 1] and {STATE_SHAPE:?}",
-                prob.shape, state.shape
-            )));
+            return Err(BackendError::engine(
+                "Silero VAD",
+                format!(
+                    "VAD outputs have shapes {:?} and {:?}, expected [1, 1] and {STATE_SHAPE:?}",
+                    prob.shape, state.shape
+                ),
+            ));
         }
         self.state.copy_from_slice(&state.data);
         self.context = raw.next_context;

@@ -10,10 +10,83 @@ pub enum StepOutcome {
     Yield,
 }
 
-/// Why a step failed.
+/// The underlying error of a failed step (an engine's error, or a check's reason in
+/// words: a `String` or `&str` converts into it).
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a step failed. The variant is the class of the failure — whose fault it is and what
+/// a client should do — and the cause is kept as the error's
+/// [`source`](std::error::Error::source), so the message names the fix once.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct WorkError(pub String);
+pub enum WorkError {
+    /// The engine failed while running the model: a fault of this device, not of the input.
+    #[error("the {model} model failed")]
+    Engine {
+        /// Which model.
+        model: &'static str,
+        /// The engine's error.
+        #[source]
+        source: Cause,
+    },
+    /// The input cannot be run by the model (wrong size, rate, empty or too long): the
+    /// client's to fix.
+    #[error("the {model} model cannot run this input")]
+    Input {
+        /// Which model.
+        model: &'static str,
+        /// What is wrong with the input and what to send instead.
+        #[source]
+        source: Cause,
+    },
+    /// The model the job needs is not loaded.
+    #[error("no {model} model is loaded: load a model set that has one")]
+    NoModel {
+        /// Which model.
+        model: &'static str,
+    },
+    /// The job needs more memory than its budget allows.
+    #[error("the {model} job needs {needed_bytes} bytes, over its budget of {budget_bytes} bytes")]
+    OutOfMemory {
+        /// Which model.
+        model: &'static str,
+        /// What the job would need.
+        needed_bytes: u64,
+        /// What it may use.
+        budget_bytes: u64,
+    },
+    /// The step panicked: a bug, caught so the worker and the other jobs go on.
+    #[error("the step panicked (a bug in mmsched: please report it with this message): {message}")]
+    Panicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// The job was stopped before it ended: its client went away, or the runtime is
+    /// stopping.
+    #[error("cancelled: {why}")]
+    Cancelled {
+        /// Why.
+        why: &'static str,
+    },
+}
+
+impl WorkError {
+    /// Whether the failure is the input's (a client's to fix), not the device's.
+    pub fn is_input(&self) -> bool {
+        matches!(self, WorkError::Input { .. })
+    }
+
+    /// The message with its causes, `: `-joined (for a log line or an HTTP error body).
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(e) = next {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            next = e.source();
+        }
+        out
+    }
+}
 
 /// One job's work, runnable step by step on any worker thread.
 ///

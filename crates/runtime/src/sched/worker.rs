@@ -178,7 +178,17 @@ pub(crate) fn run_step<C: Clock + ?Sized>(
     clock: &C,
 ) -> Completion {
     let started_nanos = clock.now_nanos();
-    let outcome = work.step();
+    // A panicking step (a bug) fails its job instead of killing the lane's thread, which
+    // would leave every later job on the lane waiting forever.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.step()))
+        .unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(WorkError::Panicked { message })
+        });
     let ended_nanos = clock.now_nanos();
     Completion {
         lane,

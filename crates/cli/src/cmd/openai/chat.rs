@@ -14,7 +14,7 @@ use axum::response::Response;
 use mmsched_backends::Backend;
 use mmsched_backends::llm::LlmSession;
 use mmsched_pipeline::engines::{Shared, lock};
-use mmsched_pipeline::jobs::PREFILL_CHUNK_TOKENS;
+use mmsched_pipeline::jobs::{PREFILL_CHUNK_TOKENS, work_error};
 use mmsched_pipeline::service::JobEvent;
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 use serde_json::{Value, json};
@@ -655,14 +655,14 @@ impl Work for GenerationWork {
             session.set_sampling(self.temperature, self.seed);
             session
                 .start_tokens(tokens)
-                .map_err(|e| WorkError(e.to_string()))?;
+                .map_err(|e| work_error("text generation", e))?;
         }
         let token = if self.prompt_done {
             session.step().map(Some)
         } else {
             session.prefill_chunk(PREFILL_CHUNK_TOKENS)
         }
-        .map_err(|e| WorkError(e.to_string()))?;
+        .map_err(|e| work_error("text generation", e))?;
         drop(session);
         let Some(token) = token else {
             return Ok(StepOutcome::Yield);

@@ -11,8 +11,9 @@ use mmsched_backends::audio::{AudioClip, decode_wav};
 use mmsched_backends::{RgbFrame, run_timed};
 use mmsched_core::time::MonotonicClock;
 use mmsched_pipeline::engines::lock;
+use mmsched_pipeline::jobs::work_error;
 use mmsched_pipeline::service::JobEvent;
-use mmsched_runtime::sched::{StepOutcome, WorkError};
+use mmsched_runtime::sched::StepOutcome;
 use mmsched_server::multipart;
 use serde_json::json;
 
@@ -102,7 +103,7 @@ pub async fn transcriptions(
     let work = Box::new(move || {
         let clock = MonotonicClock::new();
         let text = run_timed(&mut *lock(&asr), &clip, &clock)
-            .map_err(|e| WorkError(e.to_string()))?
+            .map_err(|e| work_error("speech recognition", e))?
             .0;
         let _ = tx.send(text);
         Ok(StepOutcome::Finished)
@@ -220,8 +221,8 @@ pub async fn ocr(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byt
     let (tx, rx) = std::sync::mpsc::channel();
     let work = Box::new(move || {
         let clock = MonotonicClock::new();
-        let out = run_timed(&mut *lock(&pipeline), &frame, &clock)
-            .map_err(|e| WorkError(e.to_string()))?;
+        let out =
+            run_timed(&mut *lock(&pipeline), &frame, &clock).map_err(|e| work_error("OCR", e))?;
         let _ = tx.send(out);
         Ok(StepOutcome::Finished)
     });
