@@ -344,4 +344,142 @@ source = { kind = "wav", path = "speech.wav", at_end = "loop" }
         summary["vision"]["on_time"].as_f64().unwrap_or(0.0) > 0.0,
         "{summary}"
     );
+    // Every HTTP chat is in the same report as the streams: the streamed one and the
+    // eight at once, served or refused at the cap (counted as shed).
+    let api = &summary["llm"]["origin"]["api"];
+    assert_eq!(api["offered"], 9, "{summary}");
+    let n = |k: &str| api[k].as_u64().unwrap_or(0);
+    assert_eq!(
+        n("on_time") + n("late") + n("shed") + n("unfinished") + n("failed"),
+        9,
+        "{summary}"
+    );
+    assert!(n("shed") >= count("refused") as u64, "{summary}");
+    assert!(
+        summary["vision"]["origin"]["streams"]["offered"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
+}
+
+/// `curl -sS` with `args`; the body (with `-i`, the head too).
+fn curl(args: &[&str]) -> String {
+    let out = Command::new("curl")
+        .arg("-sS")
+        .args(args)
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A greedy completion of `prompt` (8 tokens) over HTTP, due in 5 minutes (so that a
+/// machine busy with other tests' builds does not make the scheduler shed it): its text.
+fn complete(url: &str, prompt: &str) -> std::process::Child {
+    let body = serde_json::json!({"model": "gemma-3-270m", "prompt": prompt, "max_tokens": 8});
+    Command::new("curl")
+        .args(["-sS", "-H", "Content-Type: application/json"])
+        .args(["-H", "X-Deadline-Ms: 300000", "-d"])
+        .arg(body.to_string())
+        .arg(format!("{url}/v1/completions"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl runs")
+}
+
+fn completion_text(child: std::process::Child) -> String {
+    let out = child.wait_with_output().expect("curl ends");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    v["choices"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {v}"))
+        .to_string()
+}
+
+#[test]
+fn chats_are_in_the_report_trace_and_metrics_and_a_policy_put_applies_at_once() {
+    use mmsched_client::PolicyClient;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("report");
+    let token = dir.path().join("token");
+    let secret = "serve-models-token-0123456789";
+    std::fs::write(&token, format!("{secret}\n")).expect("token file");
+    let server = serve(&[
+        "--report",
+        report.to_str().expect("utf-8"),
+        "--token-file",
+        token.to_str().expect("utf-8"),
+    ]);
+    // Four greedy requests at once each get the answer the prompt gets alone.
+    let prompt = "The three primary colours are";
+    let alone = completion_text(complete(&server.url, prompt));
+    assert!(!alone.trim().is_empty(), "an answer: {alone:?}");
+    let together: Vec<String> = (0..4)
+        .map(|_| complete(&server.url, prompt))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(completion_text)
+        .collect();
+    for t in &together {
+        assert_eq!(t, &alone, "concurrent greedy answers equal the lone one");
+    }
+    // /metrics counts the requests as text-generation jobs.
+    let metrics = curl(&[&format!("{}/metrics", server.url)]);
+    assert!(
+        metrics.contains(r#"mmsched_jobs_total{modality="text",class="llm"} 5"#),
+        "{metrics}"
+    );
+    // A PUT is what the scheduler decides with within a second.
+    let client = PolicyClient::new(&server.url, Duration::from_secs(5)).expect("client");
+    let current = client.fetch().expect("the policy");
+    let mut spec = current.policy.to_spec();
+    spec.importance.insert("llm".into(), 0.95);
+    let put = client.put(&spec, &current.etag, secret).expect("the PUT");
+    let sent = Instant::now();
+    let applied = loop {
+        let status: serde_json::Value =
+            serde_json::from_str(&curl(&[&format!("{}/api/v1/status", server.url)]))
+                .expect("status is JSON");
+        if status["policy"]["applied_etag"] == put.etag.as_str() {
+            break sent.elapsed();
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "not applied: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        applied < Duration::from_secs(1),
+        "applied after {applied:?}"
+    );
+    // Ctrl-C: the report of everything served is written.
+    let mut server = server;
+    let ok = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let _ = server.child.wait();
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(report.join("summary.json")).expect("the report is written"),
+    )
+    .expect("JSON");
+    let api = &summary["llm"]["origin"]["api"];
+    assert_eq!(api["offered"], 5, "{summary}");
+    assert_eq!(
+        api["on_time"].as_u64().unwrap_or(0) + api["late"].as_u64().unwrap_or(0),
+        5,
+        "{summary}"
+    );
+    assert_eq!(summary["llm"]["tokens"], 40, "{summary}");
+    let trace = std::fs::read_to_string(report.join("trace.mmtrace")).expect("the trace");
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains(r#""origin":"api""#) && l.contains(r#""model":"llm""#)),
+        "a text job from the API in the trace"
+    );
 }

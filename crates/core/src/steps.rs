@@ -28,6 +28,75 @@ pub fn step_deadline(
         .min(chain_deadline)
 }
 
+/// What becomes of a shed step of a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenShed {
+    /// It waits and competes again: shedding it would throw away the steps before it (or
+    /// the request keeps its place), and its deadline still allows.
+    Retry,
+    /// The chain ends shed.
+    Drop,
+}
+
+/// One job cut into steps, as the runtime's book of jobs and the simulator both track it:
+/// how many steps may still follow the next one, whether one has run (the later ones are
+/// then committed: admission never sheds them, [`crate::arbiter::Job::committed`]), and what
+/// a shed step means. A one-step job is a chain with nothing after its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chain {
+    /// The chain's own deadline.
+    pub deadline_nanos: Nanos,
+    /// Steps that may still run after the next one.
+    pub steps_after: u32,
+    /// Whether a step has run.
+    pub started: bool,
+    /// Whether a shed first step keeps its place and competes again (a stream's text
+    /// request) instead of ending the chain (an outside client's, told to retry).
+    pub keeps_place: bool,
+}
+
+impl Chain {
+    /// A chain due at `deadline_nanos` of at most `steps` steps (at least one).
+    pub fn new(deadline_nanos: Nanos, steps: u32, keeps_place: bool) -> Self {
+        Self {
+            deadline_nanos,
+            steps_after: steps.max(1) - 1,
+            started: false,
+            keeps_place,
+        }
+    }
+
+    /// The deadline of the next step at `now`, each step predicted to cost `step_cost`:
+    /// spread over the steps after it ([`step_deadline`]) when `spread`, else the chain's.
+    pub fn next_deadline(&self, now: Nanos, step_cost: Nanos, spread: bool) -> Nanos {
+        if spread {
+            step_deadline(now, self.deadline_nanos, self.steps_after, step_cost)
+        } else {
+            self.deadline_nanos
+        }
+    }
+
+    /// Whether the next step is committed (a step before it has run).
+    pub fn committed(&self) -> bool {
+        self.started
+    }
+
+    /// A step ran and completed `steps` of the chain (a prompt chunk completes none).
+    pub fn ran(&mut self, steps: u32) {
+        self.started = true;
+        self.steps_after = self.steps_after.saturating_sub(steps);
+    }
+
+    /// What a step shed at `now` becomes, while the runtime takes work (`open`).
+    pub fn when_shed(&self, now: Nanos, open: bool) -> WhenShed {
+        if open && (self.started || self.keeps_place) && now < self.deadline_nanos {
+            WhenShed::Retry
+        } else {
+            WhenShed::Drop
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +126,34 @@ mod tests {
             step_deadline(4_100 * MS, 4_000 * MS, 3, 50 * MS),
             4_000 * MS
         );
+    }
+
+    #[test]
+    fn a_started_chain_retries_a_shed_step_until_its_deadline_and_commits_the_rest() {
+        let mut c = Chain::new(1_000 * MS, 3, false);
+        assert_eq!(c.steps_after, 2);
+        assert!(!c.committed());
+        assert_eq!(
+            c.when_shed(0, true),
+            WhenShed::Drop,
+            "not started, no place kept"
+        );
+        assert_eq!(c.next_deadline(0, 100 * MS, true), 800 * MS);
+        assert_eq!(c.next_deadline(0, 100 * MS, false), 1_000 * MS);
+        c.ran(0);
+        assert!(c.committed(), "a prompt chunk ran");
+        assert_eq!(c.steps_after, 2);
+        c.ran(1);
+        assert_eq!(c.when_shed(500 * MS, true), WhenShed::Retry);
+        assert_eq!(
+            c.when_shed(1_000 * MS, true),
+            WhenShed::Drop,
+            "past its deadline"
+        );
+        assert_eq!(c.when_shed(500 * MS, false), WhenShed::Drop, "draining");
+        let kept = Chain::new(1_000 * MS, 1, true);
+        assert_eq!(kept.steps_after, 0);
+        assert_eq!(kept.when_shed(0, true), WhenShed::Retry);
     }
 
     proptest! {

@@ -9,8 +9,9 @@
 //! ```
 
 use mmsched_backends::RgbFrame;
-use mmsched_pipeline::api::{Reply, Runtime, StreamTerms, Update};
+use mmsched_pipeline::api::{Runtime, StreamTerms};
 use mmsched_pipeline::engines::Engines;
+use mmsched_pipeline::request::Update;
 use mmsched_scenario::Scenario;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let scenario = Scenario::load("ar-glasses")?;
     let engines = Engines::load(&scenario, 2, |name| eprintln!("loading {name}"))?;
-    let mut rt = Runtime::start(Default::default(), Box::new(engines))?;
+    let mut rt = Runtime::start(Default::default(), engines)?;
     rt.add_stream("dashcam", StreamTerms::new(500.0, 0.8))?;
     rt.add_stream("assistant", StreamTerms::new(20_000.0, 0.3))?;
 
@@ -43,10 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let frame = RgbFrame::load(std::path::Path::new(path))?;
         match rt.frame("dashcam", rt.now_nanos(), frame)?.wait() {
             Update::Finished(a) => {
-                let text = match &a.reply {
-                    Reply::Lines(lines) => lines.join(" | "),
-                    other => format!("{other:?}"),
-                };
+                let text = a.reply.text();
                 println!(
                     "{path}: {text:?} (trace {}) in {} ms, {}",
                     a.trace_id,
@@ -54,12 +52,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     if a.on_time { "on time" } else { "late" }
                 );
             }
-            Update::Shed => println!("{path}: shed (the deadline could not be met)"),
+            Update::Shed(why) => println!("{path}: shed ({why:?}: the deadline could not be met)"),
             other => println!("{path}: {other:?}"),
         }
     }
     printer
         .join()
         .map_err(|_| "the answer's printer stopped with a panic")?;
+    // What the runtime ran, as `mmsched run` would report it.
+    let outcome = rt.finish()?;
+    eprintln!("{}", mmsched_report::render_table(&outcome.summary));
     Ok(())
 }

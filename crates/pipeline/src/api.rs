@@ -1,48 +1,50 @@
 //! The runtime as a library, at the level of inputs: a camera frame, a chunk of
-//! microphone audio, an utterance, a prompt — each becomes a job with its stream's SLA and
-//! importance on one scheduler, and its result (OCR lines, speech probability, transcript,
-//! streamed tokens) comes back on a [`Ticket`] with its trace id, timings and on-time flag.
+//! microphone audio, an utterance, a prompt — each becomes a request with its stream's SLA
+//! and importance, booked by the one runtime every client uses (the run loop and its book
+//! of jobs), and its result (OCR lines, speech probability, transcript, streamed tokens)
+//! comes back on a [`Ticket`] with its trace id, timings and on-time flag.
 //!
 //! ```no_run
-//! use mmsched_pipeline::api::{Runtime, StreamTerms, Update};
+//! use mmsched_pipeline::api::{Runtime, StreamTerms};
+//! use mmsched_pipeline::request::Update;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let scenario = mmsched_scenario::Scenario::load("ar-glasses")?;
 //! let engines = mmsched_pipeline::engines::Engines::load(&scenario, 2, |_| {})?;
-//! let mut rt = Runtime::start(Default::default(), Box::new(engines))?;
+//! let mut rt = Runtime::start(Default::default(), engines)?;
 //! rt.add_stream("dashcam", StreamTerms::new(500.0, 0.8))?;
 //! let frame = mmsched_backends::RgbFrame::load(std::path::Path::new("sign.png"))?;
 //! let ticket = rt.frame("dashcam", rt.now_nanos(), frame)?;
 //! if let Update::Finished(answer) = ticket.wait() {
-//!     println!("{:?} on time: {}", answer.reply, answer.on_time);
+//!     println!("{} on time: {}", answer.reply.text(), answer.on_time);
 //! }
+//! let outcome = rt.finish()?; // the summary of everything the runtime ran
 //! # Ok(()) }
 //! ```
 //!
-//! `mmsched run`'s loop, the service under `serve --models` and this API submit through
-//! the same book of jobs ([`crate::service::ExternalJobs`]) to the same executors; the
-//! models' work is the same ([`Models`]).
+//! The requests go through the same book, job factory and executors as `mmsched run`'s
+//! streams and the HTTP endpoints' ([`crate::host::Host`], [`crate::client::Client`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::Mutex;
 
 use mmsched_backends::RgbFrame;
 use mmsched_core::policy::Policy;
-use mmsched_core::time::Nanos;
-use mmsched_runtime::sched::{Executor, SchedulerKind};
+use mmsched_core::time::{Clock, Nanos};
+use mmsched_runtime::sched::SchedulerKind;
 
-use crate::inputs::Device;
-use crate::jobs::Output;
-use crate::models::Models;
-use crate::run::transcript_budget_nanos;
-use crate::service::{JobEvent, JobRequest, Service, ServiceError, Submitter};
+use crate::client::{Client, Stopped, Ticket};
+use crate::config::{RunConfig, RunError};
+use crate::engines::Engines;
+use crate::host::{FOREVER_NANOS, Host, serving_scenario};
+use crate::request::{Input, Origin, Prompt, Request};
+use crate::run::{Quiet, RunOutcome, RunParts, transcript_budget_nanos};
 use crate::stats::Kind;
 
 /// Cost of one step per kind to assume until measured, when the device profile has none.
 const FALLBACK_PRIOR_NANOS: [Nanos; 4] = [100_000_000, 1_000_000, 1_000_000_000, 40_000_000];
 
-/// The cost of one step of each kind (in [`Kind::ALL`] order) to assume until the loop has
-/// measured its own: the profile's P99, else a fallback of the order of this project's
+/// The cost of one step of each kind (in [`Kind::ALL`] order) to assume until the runtime
+/// has measured its own: the profile's P99, else a fallback of the order of this project's
 /// models on a 2-core machine.
 pub fn cost_priors(profile: &mmsched_sim::profile::Profile) -> [Nanos; 4] {
     std::array::from_fn(|i| {
@@ -90,6 +92,21 @@ impl Default for RuntimeConfig {
     }
 }
 
+impl RuntimeConfig {
+    /// The run this runtime is: no streams, until stopped, no platform integration (no
+    /// pinning, real-time priority or resource groups: a library shares its process).
+    fn run_config(&self) -> Result<RunConfig, RunError> {
+        let mut c = RunConfig::new(
+            serving_scenario(self.workers)?,
+            self.policy.clone(),
+            self.scheduler,
+        );
+        c.duration_nanos = FOREVER_NANOS;
+        c.platform = false;
+        Ok(c)
+    }
+}
+
 /// Why an input could not be submitted.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -102,207 +119,26 @@ pub enum ApiError {
         /// The stream.
         name: String,
         /// What is wrong and the range.
-        reason: String,
+        reason: &'static str,
     },
     /// The input's model is not loaded.
     #[error("no {0} model is loaded: load a model set that has one")]
     NoModel(&'static str),
-    /// The scheduler's loop has stopped.
+    /// The runtime has stopped.
     #[error(transparent)]
-    Stopped(#[from] ServiceError),
-    /// The device profile (for cost priors) could not be read.
-    #[error("the device profile could not be read")]
-    Profile(#[source] mmsched_sim::profile::ProfileError),
-    /// The executor or its loop could not start.
-    #[error("the scheduler could not start")]
-    Start(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// What a finished input produced.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// OCR: the lines read, top to bottom.
-    Lines(Vec<String>),
-    /// Voice activity: the chunk's speech probability.
-    Speech(f32),
-    /// Speech recognition: the transcript.
-    Transcript(String),
-    /// Text generation: the whole answer and its token count.
-    Text {
-        /// The answer.
-        text: String,
-        /// Tokens generated.
-        tokens: u32,
-    },
-}
-
-/// A finished input with its timings (device nanoseconds) and whether it met its deadline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    /// The job's trace id in this runtime.
-    pub trace_id: u64,
-    /// The stream it came from.
-    pub stream: String,
-    /// What it produced.
-    pub reply: Reply,
-    /// When its input was captured (as the caller said).
-    pub capture_nanos: Nanos,
-    /// When it was submitted.
-    pub release_nanos: Nanos,
-    /// When its first step started.
-    pub started_nanos: Nanos,
-    /// When its last step ended.
-    pub ended_nanos: Nanos,
-    /// When it was due.
-    pub deadline_nanos: Nanos,
-    /// Whether it ended by its deadline.
-    pub on_time: bool,
-}
-
-/// What a [`Ticket`] reports, in order: tokens of a text answer as they come, then one of
-/// the last three.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Update {
-    /// The next piece of a text answer.
-    Token(String),
-    /// The input's result.
-    Finished(Answer),
-    /// The scheduler shed the input (overload): it did not run.
-    Shed,
-    /// The model failed; the message says why.
-    Failed(String),
-}
-
-/// One submitted input: its updates, as they come.
-pub struct Ticket {
-    trace_id: u64,
-    stream: String,
-    kind: Kind,
-    capture_nanos: Nanos,
-    release_nanos: Nanos,
-    deadline_nanos: Nanos,
-    events: Receiver<JobEvent>,
-    outputs: Receiver<Output>,
-    started_nanos: Option<Nanos>,
-    text: String,
-    tokens: u32,
-    ended: bool,
-}
-
-impl std::fmt::Debug for Ticket {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ticket")
-            .field("trace_id", &self.trace_id)
-            .field("stream", &self.stream)
-            .field("kind", &self.kind)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Ticket {
-    /// The job's trace id.
-    pub fn trace_id(&self) -> u64 {
-        self.trace_id
-    }
-
-    /// The next update, blocking until it comes; `None` after the last one.
-    pub fn next_update(&mut self) -> Option<Update> {
-        if self.ended {
-            return None;
-        }
-        loop {
-            let Ok(event) = self.events.recv() else {
-                self.ended = true;
-                return Some(Update::Failed("the scheduler stopped".into()));
-            };
-            // A step's output is sent before the step returns, so it is here by now.
-            let output = self.outputs.try_recv().ok();
-            match event {
-                JobEvent::Step { started_nanos, .. } => {
-                    self.started_nanos.get_or_insert(started_nanos);
-                    if let Some(t) = self.take_token(output) {
-                        return Some(Update::Token(t));
-                    }
-                }
-                JobEvent::Done {
-                    started_nanos,
-                    ended_nanos,
-                    on_time,
-                } => {
-                    self.ended = true;
-                    let started = *self.started_nanos.get_or_insert(started_nanos);
-                    let reply = match output {
-                        Some(Output::Failed { error, .. }) => return Some(Update::Failed(error)),
-                        Some(Output::Vision { lines, .. }) => Reply::Lines(lines),
-                        Some(Output::Vad { prob, .. }) => Reply::Speech(prob),
-                        Some(Output::Asr { text, .. }) => Reply::Transcript(text),
-                        llm => {
-                            let _ = self.take_token(llm);
-                            Reply::Text {
-                                text: std::mem::take(&mut self.text),
-                                tokens: self.tokens,
-                            }
-                        }
-                    };
-                    return Some(Update::Finished(Answer {
-                        trace_id: self.trace_id,
-                        stream: self.stream.clone(),
-                        reply,
-                        capture_nanos: self.capture_nanos,
-                        release_nanos: self.release_nanos,
-                        started_nanos: started,
-                        ended_nanos,
-                        deadline_nanos: self.deadline_nanos,
-                        on_time,
-                    }));
-                }
-                JobEvent::Shed => {
-                    self.ended = true;
-                    return Some(Update::Shed);
-                }
-                JobEvent::Failed(why) => {
-                    self.ended = true;
-                    let why = match output {
-                        Some(Output::Failed { error, .. }) => error,
-                        _ => why,
-                    };
-                    return Some(Update::Failed(why));
-                }
-            }
-        }
-    }
-
-    /// Blocks until the input's end: its result, shed or failure (tokens are gathered
-    /// into the answer).
-    pub fn wait(mut self) -> Update {
-        let mut last = Update::Failed("no update".into());
-        while let Some(u) = self.next_update() {
-            last = u;
-        }
-        last
-    }
-
-    /// A text step's token, added to the answer so far.
-    fn take_token(&mut self, output: Option<Output>) -> Option<String> {
-        let Some(Output::Llm { token, tokens, .. }) = output else {
-            return None;
-        };
-        self.tokens += tokens;
-        let t = token.filter(|t| !t.is_empty())?;
-        self.text.push_str(&t);
-        Some(t)
-    }
+    Stopped(#[from] Stopped),
+    /// The runtime could not start, or stopped with an error.
+    #[error("the runtime failed")]
+    Run(#[from] RunError),
 }
 
 /// Models and one scheduler behind calls per input. See the [module docs](self).
 pub struct Runtime {
-    jobs: Submitter,
-    /// The scheduler's own loop (none when the jobs go to another loop, e.g. a run's).
-    _service: Option<Service>,
-    models: Box<dyn Models + Sync>,
+    host: Host,
+    client: Client,
     streams: HashMap<String, StreamTerms>,
-    priors: [Nanos; 4],
-    next_trace: AtomicU64,
+    /// The next chunk number per stream (the speech gate reads chunks in order).
+    chunks: Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -314,60 +150,42 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Starts the scheduler of `config` on the standard worker layout (no pinning) with a
-    /// loop thread of its own, on the OS clock, with cost priors from the device profile.
-    pub fn start(config: RuntimeConfig, models: Box<dyn Models + Sync>) -> Result<Self, ApiError> {
-        let clock = Device::new();
-        let exec = crate::platform::plain_executor(
-            config.scheduler,
-            &config.policy,
-            config.workers.max(1),
-            clock,
-        )
-        .map_err(|e| ApiError::Start(Box::new(e)))?;
-        Self::on_executor(exec, clock, models)
+    /// Starts the scheduler of `config` on the standard worker layout (no pinning) with
+    /// the loaded `engines`, on the OS clock, with cost priors from the device profile.
+    pub fn start(config: RuntimeConfig, engines: Engines) -> Result<Self, ApiError> {
+        let host = Host::start(config.run_config()?, engines, Box::new(Quiet))?;
+        Ok(Self::on_host(host))
     }
 
-    /// A runtime whose loop drives `exec` on `clock` (e.g. an executor on virtual lanes
-    /// and a virtual clock, for tests).
-    pub fn on_executor<C>(
-        exec: Box<dyn Executor>,
-        clock: C,
-        models: Box<dyn Models + Sync>,
-    ) -> Result<Self, ApiError>
-    where
-        C: mmsched_core::time::Clock + Clone + Send + Sync + 'static,
-    {
-        let service = Service::start(exec, clock).map_err(|e| ApiError::Start(Box::new(e)))?;
-        let mut rt = Self::on_loop(service.submitter(), models)?;
-        rt._service = Some(service);
-        Ok(rt)
+    /// A runtime on `parts` (e.g. an executor on virtual lanes, a virtual clock and fake
+    /// models, for tests).
+    pub fn on_parts<C: Clock + Clone + Send + Sync + 'static>(
+        config: RuntimeConfig,
+        parts: RunParts<C>,
+    ) -> Result<Self, ApiError> {
+        let host = Host::with_parts(config.run_config()?, parts, Box::new(Quiet))?;
+        Ok(Self::on_host(host))
     }
 
-    /// A runtime whose jobs go to another loop through `jobs` (e.g. `mmsched run`'s, see
-    /// [`crate::config::External`]), with cost priors from the device profile (measured, or
-    /// the shipped reference).
-    pub fn on_loop(jobs: Submitter, models: Box<dyn Models + Sync>) -> Result<Self, ApiError> {
-        let profile = mmsched_sim::profile::Profile::resolve(
-            None,
-            Some(&mmsched_backends::paths::mmsched_home()),
-        )
-        .map_err(ApiError::Profile)?;
-        Ok(Self {
-            jobs,
-            _service: None,
-            models,
+    fn on_host(host: Host) -> Self {
+        Self {
+            client: host.client(),
+            host,
             streams: HashMap::new(),
-            priors: cost_priors(&profile),
-            next_trace: AtomicU64::new(1),
-        })
+            chunks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A client of the same runtime (to submit requests with terms of your own).
+    pub fn client(&self) -> Client {
+        self.client.clone()
     }
 
     /// Adds (or changes) a stream and its terms.
     pub fn add_stream(&mut self, name: &str, terms: StreamTerms) -> Result<(), ApiError> {
-        let bad = |reason: &str| ApiError::BadTerms {
+        let bad = |reason| ApiError::BadTerms {
             name: name.into(),
-            reason: reason.into(),
+            reason,
         };
         if !(terms.sla_ms.is_finite() && terms.sla_ms > 0.0 && terms.sla_ms <= 3_600_000.0) {
             return Err(bad(
@@ -383,7 +201,7 @@ impl Runtime {
 
     /// The device time deadlines are on.
     pub fn now_nanos(&self) -> Nanos {
-        self.jobs.now_nanos()
+        self.client.now_nanos()
     }
 
     /// OCR on a camera frame captured at `capture_nanos`.
@@ -393,21 +211,28 @@ impl Runtime {
         capture_nanos: Nanos,
         frame: RgbFrame,
     ) -> Result<Ticket, ApiError> {
-        self.submit(stream, Kind::Vision, capture_nanos, 0, |m, tag, tx| {
-            m.vision(frame, tag, tx)
-        })
+        self.submit(stream, Input::Frame(frame), capture_nanos, 0)
     }
 
     /// Voice activity in a 512-sample chunk (32 ms at 16 kHz) captured at `capture_nanos`.
+    /// A stream's chunks are numbered in the order they are submitted.
     pub fn speech_chunk(
         &self,
         stream: &str,
         capture_nanos: Nanos,
         chunk: Vec<f32>,
     ) -> Result<Ticket, ApiError> {
-        self.submit(stream, Kind::Vad, capture_nanos, 0, |m, tag, tx| {
-            m.vad(chunk, tag, tx)
-        })
+        let index = {
+            let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+            let n = chunks.entry(stream.to_string()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let input = Input::Chunk {
+            samples: chunk,
+            index,
+        };
+        self.submit(stream, input, capture_nanos, 0)
     }
 
     /// The transcript of an utterance (16 kHz mono samples) whose speech began at
@@ -421,84 +246,70 @@ impl Runtime {
     ) -> Result<Ticket, ApiError> {
         let length = samples.len() as u64 * 1_000_000_000 / 16_000;
         let budget = transcript_budget_nanos(length);
-        self.submit(stream, Kind::Asr, capture_nanos, budget, |m, tag, tx| {
-            m.asr(samples, tag, tx)
-        })
+        self.submit(stream, Input::Utterance(samples), capture_nanos, budget)
     }
 
-    /// An answer of at most `max_tokens` to `prompt`, one token per step (so due frames and
-    /// audio run between two tokens); the tokens come as [`Update::Token`].
+    /// A greedy answer of at most `max_tokens` to `prompt`, one token per step (so due
+    /// frames and audio run between two tokens); the tokens come as
+    /// [`crate::request::Update::Token`].
     pub fn prompt(&self, stream: &str, prompt: &str, max_tokens: u32) -> Result<Ticket, ApiError> {
+        self.answer(stream, Prompt::greedy(prompt, max_tokens))
+    }
+
+    /// An answer to `prompt` (sampling, stop sequences and budget as it says).
+    pub fn answer(&self, stream: &str, prompt: Prompt) -> Result<Ticket, ApiError> {
         let now = self.now_nanos();
-        let prompt = prompt.to_string();
-        self.submit(stream, Kind::Llm, now, 0, |m, tag, tx| {
-            m.llm(prompt, max_tokens.max(1), true, tag, tx)
-        })
+        self.submit(stream, Input::Prompt(prompt), now, 0)
     }
 
     fn submit(
         &self,
         stream: &str,
-        kind: Kind,
+        input: Input,
         capture_nanos: Nanos,
         extra_budget_nanos: Nanos,
-        work: impl FnOnce(
-            &dyn Models,
-            u64,
-            mpsc::Sender<Output>,
-        ) -> Box<dyn mmsched_runtime::sched::Work>,
     ) -> Result<Ticket, ApiError> {
         let terms = *self
             .streams
             .get(stream)
             .ok_or_else(|| ApiError::UnknownStream(stream.into()))?;
-        if !self.models.has(kind) {
-            return Err(ApiError::NoModel(match kind {
-                Kind::Vision => "OCR",
-                Kind::Vad => "voice activity",
-                Kind::Asr => "speech recognition",
-                Kind::Llm => "text generation",
-            }));
+        let kind = input.kind();
+        if !self.client.has(kind) {
+            return Err(ApiError::NoModel(kind.model_name()));
         }
-        let trace_id = self.next_trace.fetch_add(1, Ordering::Relaxed);
-        let (tx, outputs) = mpsc::channel();
         let release = self.now_nanos();
         let deadline = release + (terms.sla_ms * 1e6) as Nanos + extra_budget_nanos;
-        let events = self.jobs.submit(JobRequest {
-            class: kind.as_str().into(),
-            modality: kind.modality(),
-            deadline_nanos: deadline,
-            prior_cost_nanos: self.priors[kind.index()],
-            importance: terms.importance,
-            work: work(&*self.models, trace_id, tx),
-        })?;
-        Ok(Ticket {
-            trace_id,
-            stream: stream.into(),
-            kind,
-            capture_nanos,
-            release_nanos: release,
-            deadline_nanos: deadline,
-            events,
-            outputs,
-            started_nanos: None,
-            text: String::new(),
-            tokens: 0,
-            ended: false,
-        })
+        let mut req = Request::new(input, Origin::Api, stream, release, deadline);
+        req.capture_nanos = capture_nanos;
+        req.importance = Some(terms.importance);
+        Ok(self.client.submit(req)?)
+    }
+
+    /// Stops the runtime after the requests in flight (a text answer stops at its next
+    /// token) and returns what it ran: the summary (per class, split by origin), the
+    /// report's series.
+    pub fn finish(self) -> Result<RunOutcome, ApiError> {
+        Ok(self.host.finish()?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::fake::{QUICK, virtual_mmsched};
+    use crate::models::fake::{QUICK, TOKEN, TRANSCRIPT, virtual_mmsched};
+    use crate::request::{Reply, ShedReason, Update};
     use mmsched_runtime::sched::virtual_time::VirtualClock;
 
-    fn runtime() -> Runtime {
+    fn runtime_with(sessions: usize) -> Runtime {
         let clock = VirtualClock::new(crate::inputs::DEVICE_EPOCH_NANOS);
         let (exec, models) = virtual_mmsched(&Policy::default(), 2, false, &clock, QUICK);
-        let mut rt = Runtime::on_executor(exec, clock, Box::new(models)).expect("runtime");
+        let parts = RunParts {
+            clock,
+            exec,
+            models: std::sync::Arc::new(models.with_llm_sessions(sessions)),
+            notes: Vec::new(),
+        };
+        let mut rt = Runtime::on_parts(RuntimeConfig::default(), parts).expect("runtime");
         for (name, sla_ms, importance) in [
             ("cam", 200.0, 0.8),
             ("mic", 60.0, 0.9),
@@ -508,6 +319,10 @@ mod tests {
                 .expect("stream");
         }
         rt
+    }
+
+    fn runtime() -> Runtime {
+        runtime_with(1)
     }
 
     fn blank_frame() -> RgbFrame {
@@ -525,13 +340,14 @@ mod tests {
         else {
             panic!("not finished");
         };
-        assert_eq!(a.reply, Reply::Lines(vec!["STOP".into()]));
+        assert_eq!(a.reply.text(), "STOP");
         assert_eq!(a.stream, "cam");
         assert!(a.on_time);
         // A step of 40 ms of virtual time.
         assert_eq!(a.ended_nanos - a.started_nanos, 40_000_000);
         assert_eq!(a.deadline_nanos, a.release_nanos + 200_000_000);
         assert!(a.capture_nanos <= a.release_nanos && a.release_nanos <= a.started_nanos);
+        assert_eq!(a.trace_id.len(), 32, "{}", a.trace_id);
     }
 
     #[test]
@@ -547,17 +363,15 @@ mod tests {
                 other => break other,
             }
         };
-        assert_eq!(tokens, 4, "every step but the last streams its token");
+        assert_eq!(tokens, 5, "every token streams as it comes");
         let Update::Finished(a) = last else {
             panic!("{last:?}")
         };
-        assert_eq!(
-            a.reply,
-            Reply::Text {
-                text: " word".repeat(5),
-                tokens: 5
-            }
-        );
+        let Reply::Text { text, tokens, .. } = a.reply else {
+            panic!("{:?}", a.reply)
+        };
+        assert_eq!(text, TOKEN.repeat(5));
+        assert_eq!(tokens, 5);
         assert!(t.next_update().is_none());
     }
 
@@ -571,26 +385,62 @@ mod tests {
         else {
             panic!("not finished");
         };
-        assert_eq!(
-            a.reply,
-            Reply::Transcript("turn left at the next sign".into())
-        );
+        assert_eq!(a.reply, Reply::Transcript(TRANSCRIPT.into()));
         // Due in 1 ms, a frame that costs tens of ms cannot be on time: shed, not run late.
-        rt.add_stream(
-            "rushed",
-            StreamTerms {
-                sla_ms: 1.0,
-                importance: 0.5,
-            },
-        )
-        .expect("stream");
+        rt.add_stream("rushed", StreamTerms::new(1.0, 0.5))
+            .expect("stream");
         let now = rt.now_nanos();
-        assert_eq!(
-            rt.frame("rushed", now, blank_frame())
-                .expect("submitted")
-                .wait(),
-            Update::Shed
-        );
+        let u = rt
+            .frame("rushed", now, blank_frame())
+            .expect("submitted")
+            .wait();
+        assert!(matches!(u, Update::Shed(ShedReason::Overload)), "{u:?}");
+    }
+
+    #[test]
+    fn concurrent_prompts_each_get_their_own_answer_and_the_summary_counts_them() {
+        let rt = runtime_with(4);
+        let tickets: Vec<Ticket> = (0..4)
+            .map(|i| {
+                rt.prompt("chat", &format!("prompt {i}"), 3 + i)
+                    .expect("submitted")
+            })
+            .collect();
+        let answers: Vec<u32> = tickets
+            .into_iter()
+            .map(|t| match t.wait() {
+                Update::Finished(a) => match a.reply {
+                    Reply::Text { tokens, .. } => tokens,
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(answers, vec![3, 4, 5, 6]);
+        let outcome = rt.finish().expect("finished");
+        let llm = &outcome.summary.llm.modality;
+        assert_eq!(llm.offered, 4);
+        assert_eq!(llm.on_time, 4);
+        assert_eq!(llm.origin["api"].offered, 4);
+        assert_eq!(llm.origin["api"].accounted(), 4);
+        assert!(!llm.origin.contains_key("streams"));
+        assert_eq!(outcome.summary.llm.tokens, 18);
+    }
+
+    #[test]
+    fn a_dropped_ticket_cancels_its_answer_and_frees_its_session() {
+        let rt = runtime_with(1);
+        let mut long = rt
+            .prompt("chat", "a long answer", 10_000)
+            .expect("submitted");
+        assert!(matches!(long.next_update(), Some(Update::Token(_))));
+        drop(long);
+        // With one session, the next request runs only once the first has let it go.
+        let next = rt.prompt("chat", "next", 2).expect("submitted").wait();
+        assert!(matches!(next, Update::Finished(_)), "{next:?}");
+        let outcome = rt.finish().expect("finished");
+        let api = outcome.summary.llm.modality.origin["api"];
+        assert_eq!((api.offered, api.on_time, api.unfinished), (2, 1, 1));
     }
 
     #[test]
@@ -599,23 +449,11 @@ mod tests {
         let e = rt.frame("nope", 0, blank_frame()).expect_err("unknown");
         assert!(e.to_string().contains("add it first"), "{e}");
         let e = rt
-            .add_stream(
-                "x",
-                StreamTerms {
-                    sla_ms: 0.0,
-                    importance: 0.5,
-                },
-            )
+            .add_stream("x", StreamTerms::new(0.0, 0.5))
             .expect_err("sla");
         assert!(e.to_string().contains("sla_ms"), "{e}");
         let e = rt
-            .add_stream(
-                "x",
-                StreamTerms {
-                    sla_ms: 10.0,
-                    importance: 2.0,
-                },
-            )
+            .add_stream("x", StreamTerms::new(10.0, 2.0))
             .expect_err("importance");
         assert!(e.to_string().contains("importance"), "{e}");
     }

@@ -32,7 +32,7 @@ pub struct RunConfig {
     /// Keep every decision of the mmsched scheduler for replay in the simulator.
     pub record_steps: bool,
     /// New policies to apply between decisions (from the HTTP API or a policy URL).
-    pub policy_updates: Option<Receiver<Policy>>,
+    pub policy_updates: Option<Receiver<PolicyUpdate>>,
     /// Set to stop early (Ctrl-C): the run ends as if its duration had passed.
     pub stop: Arc<AtomicBool>,
     /// Send every text request's own prompt. Off (the default), every other request asks
@@ -45,21 +45,38 @@ pub struct RunConfig {
     /// The device latency profile the cost priors come from (see
     /// [`RunConfig::resolve_profile`]).
     pub profile: Option<PathBuf>,
-    /// Jobs submitted from outside the run (the HTTP endpoints of `serve --models
-    /// --scenario`), scheduled beside the scenario's streams on the same executor.
+    /// Requests from outside clients (the HTTP endpoints of `serve --models`, the
+    /// library), booked beside the scenario's streams by the same book on the same
+    /// executor.
     pub external: Option<External>,
     /// Models already loaded (shared with a server): the run loads none itself.
     pub engines: Option<crate::engines::Engines>,
 }
 
-/// Where a run takes outside jobs from, and the clock their deadlines are on (the run's
-/// device clock: give the same one to the [`crate::service::Submitter`]).
+/// Where a run takes outside clients' requests from, and the clock their deadlines are on
+/// (the run's device clock: the [`crate::client::Client`] of the inbox reads the same one).
 #[derive(Debug)]
 pub struct External {
-    /// The submissions.
-    pub inbox: Receiver<crate::service::Submission>,
+    /// What the clients send.
+    pub inbox: Receiver<crate::client::Inbound>,
     /// The run's device clock.
     pub clock: crate::inputs::Device,
+}
+
+/// A policy to apply between two decisions, with its ETag when it came from the policy
+/// API (the run reports it as applied: `/api/v1/status`'s `policy.applied_etag`).
+#[derive(Debug, Clone)]
+pub struct PolicyUpdate {
+    /// The policy.
+    pub policy: Policy,
+    /// Its ETag in the policy store, if any.
+    pub etag: Option<String>,
+}
+
+impl From<Policy> for PolicyUpdate {
+    fn from(policy: Policy) -> Self {
+        Self { policy, etag: None }
+    }
 }
 
 /// mmsched's mechanisms beyond what a baseline does (all on by default).

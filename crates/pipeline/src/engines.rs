@@ -2,9 +2,10 @@
 //!
 //! Every engine runs single-threaded: the scheduler owns the cores, so one job uses one
 //! worker's core and two jobs on two workers never fight inside an engine's own pool.
-//! Vision gets one OCR pipeline per worker (a frame may run on either); the VAD, Whisper
-//! and the LLM hold state or are large, and the pipeline gives each at most one job at a
-//! time, so one instance each suffices.
+//! Vision gets one OCR pipeline per worker (a frame may run on either); the VAD and Whisper
+//! hold state, and the book gives each at most one job at a time; the LLM has a session per
+//! request that may run at once ([`LlmPool`]: forks sharing one copy of the weights, each
+//! with its own KV cache).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,6 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::{LlmOptions, LlmSession};
+
+pub use crate::sessions::{LlmLease, LlmPool};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
@@ -45,8 +48,8 @@ pub struct Engines {
     pub vad: Option<Shared<SileroVad>>,
     /// Whisper tiny.en.
     pub asr: Option<Shared<AsrSession>>,
-    /// Gemma-3 270M.
-    pub llm: Option<Shared<LlmSession>>,
+    /// Gemma-3 270M, a session per text request that may run at once.
+    pub llm: Option<LlmPool>,
     /// Memory held by the loaded models, bytes (best estimate).
     pub memory_bytes: u64,
 }
@@ -57,7 +60,7 @@ impl std::fmt::Debug for Engines {
             .field("ocr", &self.ocr.len())
             .field("vad", &self.vad.is_some())
             .field("asr", &self.asr.is_some())
-            .field("llm", &self.llm.is_some())
+            .field("llm_sessions", &self.llm.as_ref().map_or(0, LlmPool::len))
             .field("memory_bytes", &self.memory_bytes)
             .finish()
     }
@@ -170,20 +173,32 @@ impl Engines {
             run_timed(&mut *lock(asr), &clip, &clock).map_err(model_err("ASR (Whisper)"))?;
         }
         if let Some(llm) = &self.llm {
-            let mut l = lock(llm);
-            l.start("Hello").map_err(model_err("LLM (Gemma-3)"))?;
-            l.prefill_chunk(crate::jobs::PREFILL_CHUNK_TOKENS)
-                .map_err(model_err("LLM (Gemma-3)"))?;
-            l.step().map_err(model_err("LLM (Gemma-3)"))?;
+            llm.for_each(|l| {
+                l.start("Hello")?;
+                l.prefill_chunk(crate::jobs::ALONE_PREFILL_CHUNK_TOKENS)?;
+                l.step().map(|_| ())
+            })
+            .map_err(model_err("LLM (Gemma-3)"))?;
         }
         Ok(())
     }
 
-    /// Loads what `scenario` uses, with `ocr_instances` OCR pipelines. `on_load` is told
-    /// each model's name before it loads (for a progress line).
+    /// Loads what `scenario` uses, with `ocr_instances` OCR pipelines and one text session.
+    /// `on_load` is told each model's name before it loads (for a progress line).
     pub fn load(
         scenario: &Scenario,
         ocr_instances: usize,
+        on_load: impl FnMut(&str),
+    ) -> Result<Self, RunError> {
+        Self::load_with(scenario, ocr_instances, 1, on_load)
+    }
+
+    /// Like [`Engines::load`], with `llm_sessions` text sessions (requests that may run at
+    /// once; each costs its KV cache, the weights are shared).
+    pub fn load_with(
+        scenario: &Scenario,
+        ocr_instances: usize,
+        llm_sessions: usize,
         mut on_load: impl FnMut(&str),
     ) -> Result<Self, RunError> {
         let paths = ModelPaths::from_env();
@@ -265,8 +280,10 @@ impl Engines {
                 clock,
             )
             .map_err(model_err("LLM (Gemma-3)"))?;
-            e.memory_bytes += llm.memory_bytes();
-            e.llm = Some(Arc::new(Mutex::new(llm)));
+            let pool =
+                LlmPool::new(llm, llm_sessions.max(1) - 1).map_err(model_err("LLM (Gemma-3)"))?;
+            e.memory_bytes += pool.memory_bytes();
+            e.llm = Some(pool);
         }
         Ok(e)
     }

@@ -12,11 +12,19 @@
 //! The scheduler is one of four behind [`mmsched_runtime::sched::Executor`], so the same
 //! inputs can be run under mmsched and under the usual alternatives.
 //!
+//! The run loop is the one runtime for every client: a scenario's streams, the
+//! OpenAI-compatible endpoints (crate `mmsched-openai`), the library ([`api`]) all hand it
+//! [`request::Request`]s, and one book of jobs ([`book`]) schedules, traces and counts them.
+//!
+//! - [`request`]: what a client submits and what it hears back;
+//! - [`client`]: submitting to a running runtime; [`host`]: a runtime on its own thread;
 //! - [`api`]: the runtime as a library, one call per input (frame, audio, prompt);
+//! - [`book`]: the one book of jobs;
 //! - [`config`]: what to run;
-//! - [`engines`]: the loaded models;
-//! - [`jobs`]: one job's work per model, as the workers run it;
-//! - [`models`]: what the run loop asks of the models (the engines, or fakes in tests);
+//! - [`engines`]: the loaded models; [`sessions`]: the text sessions, one per request;
+//! - [`jobs`]: the one job factory, each model's work as the workers run it;
+//! - [`stop`]: stop sequences of a text request;
+//! - [`models`]: what the runtime asks of the models (the engines, or fakes in tests);
 //! - [`audio`]: microphone packets to VAD chunks and utterances;
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`nack`]: retransmission requests for missing audio and the delay they need;
@@ -30,21 +38,26 @@
 
 pub mod api;
 pub mod audio;
+pub mod book;
+pub mod client;
 pub mod config;
 pub mod engines;
 pub mod health;
+pub mod host;
 pub mod inputs;
 pub mod jobs;
 pub mod load;
 pub mod models;
 pub mod nack;
 pub mod platform;
+pub mod request;
 pub mod results;
 pub mod run;
-pub mod service;
+pub mod sessions;
 pub mod stats;
+pub mod stop;
 pub mod summary;
 mod trace_out;
 
-pub use config::{External, Mechanisms, RunConfig, RunError};
+pub use config::{External, Mechanisms, PolicyUpdate, RunConfig, RunError};
 pub use run::{Progress, RunOutcome, RunParts, run, run_with};

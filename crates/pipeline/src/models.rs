@@ -1,41 +1,52 @@
-//! What the run loop asks of the models: the [`Work`] of one job per kind. The loaded
-//! engines ([`Engines`]) are the real models; a test of the loop in virtual time gives
-//! fakes that answer at once, so the loop's decisions can be checked without models.
+//! What the runtime asks of the models: the [`Work`] of one request, how many requests of a
+//! kind can run at once, and the text model's limits. The loaded engines ([`Engines`]) are
+//! the real models; tests of the runtime in virtual time give fakes ([`fake`]) that answer
+//! at once, so its decisions can be checked without models.
 
 use std::sync::mpsc::Sender;
 
-use mmsched_backends::RgbFrame;
 use mmsched_runtime::sched::Work;
 
 use crate::engines::Engines;
 use crate::jobs::{self, Output};
+use crate::request::{Cancel, Input};
 use crate::stats::Kind;
 
-/// The models of a run. Each job's work sends its [`Output`] tagged `tag` on `out`
-/// before its step returns (see [`crate::jobs`]).
-pub trait Models: Send {
+/// One request's job, as the book orders it from the models.
+#[derive(Debug)]
+pub struct JobOrder {
+    /// What to run.
+    pub input: Input,
+    /// The book's job number, for the outputs.
+    pub tag: u64,
+    /// Where each step sends its output.
+    pub out: Sender<Output>,
+    /// A text request yields at every token (off: the whole answer in one step).
+    pub preemptible: bool,
+    /// Set when the client no longer wants the answer.
+    pub cancel: Cancel,
+}
+
+/// The models of a runtime. Each job's work sends its [`Output`] tagged with its job
+/// number before its step returns (see [`crate::jobs`]).
+pub trait Models: Send + Sync {
     /// Whether jobs of `kind` have a model (a kind without one is not run).
     fn has(&self, kind: Kind) -> bool;
 
-    /// OCR on one frame.
-    fn vision(&self, frame: RgbFrame, tag: u64, out: Sender<Output>) -> Box<dyn Work>;
+    /// How many jobs of `kind` can run at once (sessions or pipelines loaded); the book
+    /// keeps the rest waiting in arrival order.
+    fn capacity(&self, kind: Kind) -> usize;
 
-    /// Voice activity in one chunk of 16 kHz samples.
-    fn vad(&self, chunk: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work>;
+    /// The work of one request.
+    fn work(&self, order: JobOrder) -> Box<dyn Work>;
 
-    /// The transcript of one utterance of 16 kHz samples.
-    fn asr(&self, samples: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work>;
+    /// Tokens of `text` for the text model (`None` without one): a client checks a prompt
+    /// against the context before it submits.
+    fn count_tokens(&self, text: &str) -> Option<usize>;
 
-    /// An answer of at most `max_tokens` to `prompt`: one token per step when
-    /// `preemptible`, else the whole answer in one step.
-    fn llm(
-        &self,
-        prompt: String,
-        max_tokens: u32,
-        preemptible: bool,
-        tag: u64,
-        out: Sender<Output>,
-    ) -> Box<dyn Work>;
+    /// Longest sequence (prompt and answer) the text model holds, tokens (`None` without
+    /// one).
+    fn context_tokens(&self) -> Option<usize>;
 }
 
 impl Models for Engines {
@@ -48,47 +59,59 @@ impl Models for Engines {
         }
     }
 
-    fn vision(&self, frame: RgbFrame, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-        jobs::vision(self.ocr.clone(), frame, tag, out)
+    fn capacity(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Vision => self.ocr.len(),
+            // Silero VAD carries its state from chunk to chunk; Whisper holds one
+            // transcription's decoder state: one job at a time each.
+            Kind::Vad | Kind::Asr => 1,
+            Kind::Llm => self.llm.as_ref().map_or(0, |p| p.len()),
+        }
+        .max(1)
     }
 
-    fn vad(&self, chunk: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-        match &self.vad {
-            Some(vad) => jobs::vad(vad.clone(), chunk, tag, out),
-            None => jobs::missing("VAD", tag, out),
+    fn work(&self, o: JobOrder) -> Box<dyn Work> {
+        match o.input {
+            Input::Frame(frame) => match self.ocr.is_empty() {
+                true => jobs::missing("OCR"),
+                false => jobs::vision(self.ocr.clone(), frame, o.tag, o.out),
+            },
+            Input::Chunk { samples, .. } => match &self.vad {
+                Some(vad) => jobs::vad(vad.clone(), samples, o.tag, o.out),
+                None => jobs::missing("VAD"),
+            },
+            Input::Utterance(samples) => match &self.asr {
+                Some(asr) => jobs::asr(asr.clone(), samples, o.tag, o.out),
+                None => jobs::missing("speech recognition"),
+            },
+            Input::Prompt(prompt) => match &self.llm {
+                Some(pool) => {
+                    jobs::llm(pool.clone(), prompt, o.preemptible, o.cancel, o.tag, o.out)
+                }
+                None => jobs::missing("text generation"),
+            },
         }
     }
 
-    fn asr(&self, samples: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-        match &self.asr {
-            Some(asr) => jobs::asr(asr.clone(), samples, tag, out),
-            None => jobs::missing("speech recognition", tag, out),
-        }
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.llm.as_ref().map(|p| p.tokenizer().encode(text).len())
     }
 
-    fn llm(
-        &self,
-        prompt: String,
-        max_tokens: u32,
-        preemptible: bool,
-        tag: u64,
-        out: Sender<Output>,
-    ) -> Box<dyn Work> {
-        match &self.llm {
-            Some(llm) => jobs::llm(llm.clone(), prompt, max_tokens, preemptible, tag, out),
-            None => jobs::missing("text generation", tag, out),
-        }
+    fn context_tokens(&self) -> Option<usize> {
+        self.llm.as_ref().map(|p| p.max_seq_len())
     }
 }
 
-/// Models for tests of the loops in virtual time.
-#[cfg(test)]
-pub(crate) mod fake {
+/// Models for tests in virtual time, here and in the crates built on the runtime (feature
+/// `fakes`): they answer at once, and mmsched's executor on virtual lanes gives each step
+/// its cost.
+#[cfg(any(test, feature = "fakes"))]
+pub mod fake {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::mpsc::Sender;
     use std::sync::{Arc, OnceLock};
 
-    use mmsched_backends::RgbFrame;
+    use mmsched_backends::ocr::OcrLine;
     use mmsched_core::policy::Policy;
     use mmsched_core::time::Nanos;
     use mmsched_runtime::sched::exec::MmschedExecutor;
@@ -96,35 +119,48 @@ pub(crate) mod fake {
     use mmsched_runtime::sched::virtual_time::{VirtualClock, VirtualLanes};
     use mmsched_runtime::sched::{Executor, StepOutcome, TaskInfo, Work, WorkError};
 
-    use super::Models;
+    use super::{JobOrder, Models};
     use crate::jobs::Output;
     use crate::platform::mmsched_setup;
+    use crate::request::{Finish, Input};
     use crate::stats::Kind;
+    use crate::stop::StopFilter;
 
     const MS: Nanos = 1_000_000;
 
     /// How long one step of each kind takes on a virtual lane (text generation: per
     /// token).
     #[derive(Debug, Clone, Copy)]
-    pub(crate) struct Costs {
-        pub(crate) vision: Nanos,
-        pub(crate) vad: Nanos,
-        pub(crate) asr: Nanos,
-        pub(crate) llm_token: Nanos,
+    pub struct Costs {
+        /// One OCR frame.
+        pub vision: Nanos,
+        /// One VAD chunk.
+        pub vad: Nanos,
+        /// One transcription.
+        pub asr: Nanos,
+        /// One generated token.
+        pub llm_token: Nanos,
     }
 
     /// Costs of the order of this machine's models.
-    pub(crate) const QUICK: Costs = Costs {
+    pub const QUICK: Costs = Costs {
         vision: 40 * MS,
         vad: MS,
         asr: 300 * MS,
         llm_token: 30 * MS,
     };
 
+    /// The text the fake OCR reads on every frame.
+    pub const OCR_TEXT: &str = "STOP";
+    /// The fake transcript of every utterance.
+    pub const TRANSCRIPT: &str = "turn left at the next sign";
+    /// The text of every fake token.
+    pub const TOKEN: &str = " word";
+
     /// mmsched's executor on the standard layout of `workers`, its steps on virtual lanes
-    /// on `clock` taking `costs` by kind, and the fake models whose text steps tell the
-    /// lanes how many tokens they made.
-    pub(crate) fn virtual_mmsched(
+    /// on `clock` taking `costs` by kind, and fake models whose text steps tell the lanes
+    /// how many tokens they made.
+    pub fn virtual_mmsched(
         policy: &Policy,
         workers: usize,
         no_shedding: bool,
@@ -145,7 +181,7 @@ pub(crate) mod fake {
                 Some(0) => costs.vision,
                 Some(1) => costs.vad,
                 Some(2) => costs.asr,
-                _ => costs.llm_token * Nanos::from(made.load(Ordering::SeqCst)),
+                _ => costs.llm_token * Nanos::from(made.load(Ordering::SeqCst).max(1)),
             }
         });
         let lanes = VirtualLanes::new(setup.lanes.len(), clock.clone(), cost);
@@ -155,17 +191,30 @@ pub(crate) mod fake {
         (Box::new(exec), FakeModels::new(tokens_last_step))
     }
 
-    /// Models that answer at once. The VAD hears speech where a chunk is loud; a text step
-    /// makes one token when preemptible, else the whole answer, and says how many it made so
-    /// the step's virtual cost can follow.
-    pub(crate) struct FakeModels {
+    /// Models that answer at once. The VAD hears speech where a chunk is loud; a text
+    /// step makes one token when preemptible, else the whole answer, and says how many it
+    /// made so the step's virtual cost can follow. A prompt containing `FAIL` fails as the
+    /// engine's fault, an empty one as the input's.
+    #[derive(Debug)]
+    pub struct FakeModels {
         tokens_last_step: Arc<AtomicU32>,
+        llm_sessions: usize,
     }
 
     impl FakeModels {
-        /// Fakes that store each text step's token count in `tokens_last_step`.
-        pub(crate) fn new(tokens_last_step: Arc<AtomicU32>) -> Self {
-            Self { tokens_last_step }
+        /// Fakes that store each text step's token count in `tokens_last_step`, one text
+        /// session.
+        pub fn new(tokens_last_step: Arc<AtomicU32>) -> Self {
+            Self {
+                tokens_last_step,
+                llm_sessions: 1,
+            }
+        }
+
+        /// With `n` text sessions (requests that can run at once).
+        pub fn with_llm_sessions(mut self, n: usize) -> Self {
+            self.llm_sessions = n.max(1);
+            self
         }
     }
 
@@ -174,82 +223,115 @@ pub(crate) mod fake {
         Ok(StepOutcome::Finished)
     }
 
+    fn line(text: &str) -> OcrLine {
+        OcrLine {
+            text: text.into(),
+            score: 0.99,
+            corners: [[0.0, 0.0], [8.0, 0.0], [8.0, 8.0], [0.0, 8.0]],
+            box_score: 0.9,
+        }
+    }
+
     impl Models for FakeModels {
         fn has(&self, _kind: Kind) -> bool {
             true
         }
 
-        fn vision(&self, _frame: RgbFrame, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-            Box::new(move || {
-                done(
-                    &out,
-                    Output::Vision {
-                        tag,
-                        text: "STOP".into(),
-                        lines: vec!["STOP".into()],
-                        timing: Default::default(),
-                    },
-                )
-            })
+        fn capacity(&self, kind: Kind) -> usize {
+            match kind {
+                Kind::Vision => 2,
+                Kind::Vad | Kind::Asr => 1,
+                Kind::Llm => self.llm_sessions,
+            }
         }
 
-        fn vad(&self, chunk: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-            let rms = (chunk.iter().map(|s| s * s).sum::<f32>() / chunk.len().max(1) as f32).sqrt();
-            let prob = if rms > 0.01 { 0.95 } else { 0.02 };
-            Box::new(move || {
-                done(
-                    &out,
-                    Output::Vad {
-                        tag,
-                        prob,
-                        timing: Default::default(),
-                    },
-                )
-            })
+        fn work(&self, o: JobOrder) -> Box<dyn Work> {
+            let (tag, out) = (o.tag, o.out);
+            match o.input {
+                Input::Frame(_) => Box::new(move || {
+                    let lines = vec![line(OCR_TEXT)];
+                    let timing = Default::default();
+                    done(&out, Output::Vision { tag, lines, timing })
+                }),
+                Input::Chunk { samples, .. } => {
+                    let n = samples.len().max(1) as f32;
+                    let rms = (samples.iter().map(|s| s * s).sum::<f32>() / n).sqrt();
+                    let prob = if rms > 0.01 { 0.95 } else { 0.02 };
+                    Box::new(move || {
+                        let timing = Default::default();
+                        done(&out, Output::Vad { tag, prob, timing })
+                    })
+                }
+                Input::Utterance(_) => Box::new(move || {
+                    let text = TRANSCRIPT.into();
+                    let timing = Default::default();
+                    done(&out, Output::Asr { tag, text, timing })
+                }),
+                Input::Prompt(p) => {
+                    let made = Arc::clone(&self.tokens_last_step);
+                    let mut left = p.max_tokens.max(1);
+                    let mut filter = StopFilter::new(p.stops.clone());
+                    let (preemptible, cancel) = (o.preemptible, o.cancel);
+                    let fails = p.text.contains("FAIL");
+                    let empty = p.text.trim().is_empty();
+                    Box::new(move || {
+                        if empty {
+                            return Err(WorkError::Input {
+                                model: "text generation",
+                                source: "the prompt is empty".into(),
+                            });
+                        }
+                        if fails {
+                            return Err(WorkError::Engine {
+                                model: "text generation",
+                                source: "the fake model was told to fail".into(),
+                            });
+                        }
+                        let n = if cancel.is_cancelled() {
+                            0
+                        } else if preemptible {
+                            1
+                        } else {
+                            left
+                        };
+                        left -= n;
+                        made.store(n, Ordering::SeqCst);
+                        let (mut text, stopped) = filter.push(&TOKEN.repeat(n as usize));
+                        let finish = if cancel.is_cancelled() {
+                            Some(Finish::Cancelled)
+                        } else if stopped {
+                            Some(Finish::Stop)
+                        } else if left == 0 {
+                            text.push_str(&filter.flush());
+                            Some(Finish::Length)
+                        } else {
+                            None
+                        };
+                        let _ = out.send(Output::Llm {
+                            tag,
+                            text,
+                            tokens: n,
+                            first_token_after_nanos: 0,
+                            finish,
+                            stages: Default::default(),
+                            nanos: 0,
+                        });
+                        Ok(if finish.is_some() {
+                            StepOutcome::Finished
+                        } else {
+                            StepOutcome::Yield
+                        })
+                    })
+                }
+            }
         }
 
-        fn asr(&self, _samples: Vec<f32>, tag: u64, out: Sender<Output>) -> Box<dyn Work> {
-            Box::new(move || {
-                done(
-                    &out,
-                    Output::Asr {
-                        tag,
-                        text: "turn left at the next sign".into(),
-                        timing: Default::default(),
-                    },
-                )
-            })
+        fn count_tokens(&self, text: &str) -> Option<usize> {
+            Some(text.split_whitespace().count())
         }
 
-        fn llm(
-            &self,
-            _prompt: String,
-            max_tokens: u32,
-            preemptible: bool,
-            tag: u64,
-            out: Sender<Output>,
-        ) -> Box<dyn Work> {
-            let made = Arc::clone(&self.tokens_last_step);
-            let mut left = max_tokens.max(1);
-            Box::new(move || {
-                let n = if preemptible { 1 } else { left };
-                left -= n;
-                made.store(n, Ordering::SeqCst);
-                let _ = out.send(Output::Llm {
-                    tag,
-                    token: Some(" word".repeat(n as usize)),
-                    tokens: n,
-                    first_token_after_nanos: 0,
-                    done: left == 0,
-                    stages: Default::default(),
-                    nanos: 0,
-                });
-                Ok(if left == 0 {
-                    StepOutcome::Finished
-                } else {
-                    StepOutcome::Yield
-                })
-            })
+        fn context_tokens(&self) -> Option<usize> {
+            Some(4096)
         }
     }
 }

@@ -17,8 +17,11 @@ pub struct ResultRecord {
     /// The trace id of the job that produced it (its spans in the run's trace file), as 32
     /// hex digits.
     pub trace_id: String,
-    /// The stream the input came from.
+    /// The stream the input came from (a client's label, e.g. `http`, for an outside
+    /// request).
     pub stream: String,
+    /// `streams` (the scenario's sensors) or `api` (an HTTP or library client).
+    pub origin: &'static str,
     /// `vision`, `vad`, `asr` or `llm`.
     pub kind: &'static str,
     /// When the input was captured (for a text request: when it arrived), ms.
@@ -72,6 +75,7 @@ impl ResultRecord {
         Self {
             trace_id,
             stream: stream.to_string(),
+            origin: "streams",
             kind: kind.as_str(),
             capture_ms: ms(t.capture),
             release_ms: ms(t.release),

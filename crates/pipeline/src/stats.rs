@@ -6,6 +6,8 @@ use std::collections::VecDeque;
 use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
 
+use crate::request::Origin;
+
 /// The four job kinds of a run, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -36,6 +38,29 @@ impl Kind {
     /// Position in [`Kind::ALL`].
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The model's name in messages (`OCR`, `VAD`, `speech recognition`, `text
+    /// generation`).
+    pub fn model_name(self) -> &'static str {
+        match self {
+            Kind::Vision => "OCR",
+            Kind::Vad => "VAD",
+            Kind::Asr => "speech recognition",
+            Kind::Llm => "text generation",
+        }
+    }
+
+    /// Parses a class name (`vision`, `vad`, `asr`, `llm`; `text` is accepted for `llm`,
+    /// the name the HTTP flags used before).
+    pub fn parse(name: &str) -> Option<Kind> {
+        match name {
+            "vision" => Some(Kind::Vision),
+            "vad" => Some(Kind::Vad),
+            "asr" => Some(Kind::Asr),
+            "llm" | "text" => Some(Kind::Llm),
+            _ => None,
+        }
     }
 
     /// The modality of its input.
@@ -119,6 +144,42 @@ impl KindStats {
     }
 }
 
+/// The outcomes of one kind's inputs from one origin (streams or outside clients), with
+/// the same meaning as [`KindStats`]'s: `offered = on_time + late + shed + skipped +
+/// dropped + unfinished + failed`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OriginCounts {
+    /// Inputs that arrived.
+    pub offered: u64,
+    /// Finished by their deadline.
+    pub on_time: u64,
+    /// Finished after it.
+    pub late: u64,
+    /// Shed by admission (or pruned).
+    pub shed: u64,
+    /// Kept from the model by the router.
+    pub skipped: u64,
+    /// Dropped by a health action.
+    pub dropped: u64,
+    /// Still waiting or running at the end, or abandoned by their client.
+    pub unfinished: u64,
+    /// Failed in the model, or could not be decoded.
+    pub failed: u64,
+}
+
+impl OriginCounts {
+    /// The sum of the outcomes (equals `offered` when every input is accounted for).
+    pub fn accounted(&self) -> u64 {
+        self.on_time
+            + self.late
+            + self.shed
+            + self.skipped
+            + self.dropped
+            + self.unfinished
+            + self.failed
+    }
+}
+
 /// A window over the most recent `span_nanos` of samples.
 #[derive(Debug, Clone)]
 struct Window {
@@ -145,6 +206,8 @@ impl Window {
 #[derive(Debug, Clone)]
 pub struct RunStats {
     kinds: [KindStats; 4],
+    /// The same outcomes split by origin ([`Origin::ALL`] order).
+    origins: [[OriginCounts; 2]; 4],
     /// Per kind: latency / SLA of recent completions (sliding P99).
     recent_ratio: [Window; 4],
     /// Per kind: 1 for a served job, 0 for a miss, shed or failure (throughput).
@@ -164,6 +227,7 @@ impl RunStats {
         }
         Self {
             kinds,
+            origins: Default::default(),
             recent_ratio: [w.clone(), w.clone(), w.clone(), w.clone()],
             recent_served: [w.clone(), w.clone(), w.clone(), w],
         }
@@ -174,9 +238,20 @@ impl RunStats {
         &self.kinds[kind.index()]
     }
 
-    /// An input of `kind` arrived (a frame, a chunk, an utterance, a request).
-    pub fn offered(&mut self, kind: Kind) {
+    /// The counts of `kind`'s inputs from `origin`.
+    pub fn origin(&self, kind: Kind, origin: Origin) -> &OriginCounts {
+        &self.origins[kind.index()][origin as usize]
+    }
+
+    fn of(&mut self, kind: Kind, origin: Origin) -> &mut OriginCounts {
+        &mut self.origins[kind.index()][origin as usize]
+    }
+
+    /// An input of `kind` arrived from `origin` (a frame, a chunk, an utterance, a
+    /// request).
+    pub fn offered(&mut self, kind: Kind, origin: Origin) {
         self.kinds[kind.index()].offered += 1;
+        self.of(kind, origin).offered += 1;
     }
 
     /// A new job of `kind`.
@@ -187,43 +262,63 @@ impl RunStats {
     /// An input of `kind` the router kept from its model.
     pub fn skipped(&mut self, kind: Kind) {
         self.kinds[kind.index()].skipped += 1;
+        self.of(kind, Origin::Streams).skipped += 1;
     }
 
     /// An input of `kind` dropped by the health action `by`.
     pub fn dropped(&mut self, kind: Kind, by: DropAction) {
         *self.kinds[kind.index()].dropped_by.entry(by).or_default() += 1;
+        self.of(kind, Origin::Streams).dropped += 1;
     }
 
-    /// `n` inputs of `kind` still waiting or running when the run ended.
-    pub fn unfinished(&mut self, kind: Kind, n: u64) {
+    /// `n` inputs of `kind` from `origin` still waiting or running when the run ended, or
+    /// abandoned by their client.
+    pub fn unfinished(&mut self, kind: Kind, origin: Origin, n: u64) {
         self.kinds[kind.index()].unfinished += n;
+        self.of(kind, origin).unfinished += n;
     }
 
     /// An input of `kind` that failed before it became a job (it could not be decoded).
     pub fn failed_input(&mut self, kind: Kind) {
         self.kinds[kind.index()].failed += 1;
+        self.of(kind, Origin::Streams).failed += 1;
     }
 
-    /// A job of `kind` shed at `now`.
-    pub fn shed(&mut self, kind: Kind, now: Nanos) {
+    /// A job of `kind` from `origin` shed at `now`.
+    pub fn shed(&mut self, kind: Kind, origin: Origin, now: Nanos) {
         self.kinds[kind.index()].shed += 1;
+        self.of(kind, origin).shed += 1;
         self.recent_served[kind.index()].push(now, 0.0);
     }
 
-    /// A job of `kind` whose engine failed at `now`.
-    pub fn failed(&mut self, kind: Kind, now: Nanos) {
+    /// A job of `kind` from `origin` whose model failed at `now`.
+    pub fn failed(&mut self, kind: Kind, origin: Origin, now: Nanos) {
         self.kinds[kind.index()].failed += 1;
+        self.of(kind, origin).failed += 1;
         self.recent_served[kind.index()].push(now, 0.0);
     }
 
-    /// A job of `kind` released at `release` finished at `end`. Returns whether it was
-    /// late (past `deadline`).
-    pub fn completed(&mut self, kind: Kind, release: Nanos, deadline: Nanos, end: Nanos) -> bool {
+    /// A job of `kind` from `origin` released at `release` finished at `end`. Returns
+    /// whether it was late (past `deadline`).
+    pub fn completed(
+        &mut self,
+        kind: Kind,
+        origin: Origin,
+        release: Nanos,
+        deadline: Nanos,
+        end: Nanos,
+    ) -> bool {
+        let late = end > deadline;
+        let o = self.of(kind, origin);
+        if late {
+            o.late += 1;
+        } else {
+            o.on_time += 1;
+        }
         let k = &mut self.kinds[kind.index()];
         let latency_ms = end.saturating_sub(release) as f64 / 1e6;
         k.completed += 1;
         k.latencies_ms.push(latency_ms);
-        let late = end > deadline;
         if late {
             k.deadline_misses += 1;
         }
@@ -287,10 +382,11 @@ mod tests {
     #[test]
     fn counts_misses_and_keeps_a_sliding_window() {
         let mut s = RunStats::new(1_000 * MS, [200.0, 60.0, 2000.0, 5000.0]);
+        let o = Origin::Streams;
         s.job(Kind::Vision);
-        assert!(!s.completed(Kind::Vision, 0, 200 * MS, 100 * MS));
+        assert!(!s.completed(Kind::Vision, o, 0, 200 * MS, 100 * MS));
         s.job(Kind::Vision);
-        assert!(s.completed(Kind::Vision, 0, 200 * MS, 300 * MS));
+        assert!(s.completed(Kind::Vision, o, 0, 200 * MS, 300 * MS));
         assert_eq!(s.kind(Kind::Vision).deadline_misses, 1);
         assert_eq!(s.worst_p99_ratio(), Some(1.5));
         assert_eq!(s.served_fraction(), 0.5);
@@ -303,21 +399,24 @@ mod tests {
     fn every_outcome_is_counted_once() {
         let mut s = RunStats::new(1_000 * MS, [200.0, 60.0, 2000.0, 5000.0]);
         let k = Kind::Vision;
-        for _ in 0..9 {
-            s.offered(k);
+        let (o, api) = (Origin::Streams, Origin::Api);
+        for _ in 0..7 {
+            s.offered(k, o);
         }
-        // Two jobs: on time and late.
+        s.offered(k, api);
+        s.offered(k, api);
+        // Two jobs: on time (from a client) and late.
         s.job(k);
-        s.completed(k, 0, 200 * MS, 100 * MS);
+        s.completed(k, api, 0, 200 * MS, 100 * MS);
         s.job(k);
-        s.completed(k, 0, 200 * MS, 300 * MS);
-        // One shed, one failed in the model, one still running at the end.
+        s.completed(k, o, 0, 200 * MS, 300 * MS);
+        // One shed (a client's), one failed in the model, one still running at the end.
         s.job(k);
-        s.shed(k, 0);
+        s.shed(k, api, 0);
         s.job(k);
-        s.failed(k, 0);
+        s.failed(k, o, 0);
         s.job(k);
-        s.unfinished(k, 1);
+        s.unfinished(k, o, 1);
         // Four never became jobs: skipped, dropped twice, undecodable.
         s.skipped(k);
         s.dropped(k, DropAction::CameraRateHalved);
@@ -327,8 +426,14 @@ mod tests {
         assert_eq!((v.on_time(), v.deadline_misses, v.dropped()), (1, 1, 2));
         assert_eq!(v.accounted(), v.offered);
         assert_eq!(v.jobs, 5);
+        for origin in Origin::ALL {
+            let c = s.origin(k, origin);
+            assert_eq!(c.accounted(), c.offered, "{origin:?}");
+        }
+        assert_eq!(s.origin(k, api).offered, 2);
+        assert_eq!(s.origin(k, api).on_time, 1);
         // An input not yet accounted for shows as a difference.
-        s.offered(k);
+        s.offered(k, o);
         assert_eq!(s.kind(k).accounted() + 1, s.kind(k).offered);
         assert_eq!(DropAction::CameraRateHalved.as_str(), "camera_rate_halved");
     }

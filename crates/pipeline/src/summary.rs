@@ -68,6 +68,24 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
         m.on_time as f64 / (t.elapsed_nanos as f64 / 1e9)
     };
     m.importance = t.importance[kind.index()];
+    for origin in crate::request::Origin::ALL {
+        let c = stats.origin(kind, origin);
+        if c.offered > 0 {
+            m.origin.insert(
+                origin.as_str().to_string(),
+                mmsched_report::OriginSummary {
+                    offered: c.offered,
+                    on_time: c.on_time,
+                    late: c.late,
+                    shed: c.shed,
+                    skipped: c.skipped,
+                    dropped: c.dropped,
+                    unfinished: c.unfinished,
+                    failed: c.failed,
+                },
+            );
+        }
+    }
     if kind == Kind::Asr {
         m.sla_rule = Some(format!(
             "{} ms + the utterance's length (at least {} s)",

@@ -46,6 +46,8 @@ pub struct JobSpan<'a> {
     pub deadline_nanos: Nanos,
     /// Stage name of the step (`exec`, `prefill`, `decode`).
     pub stage: &'a str,
+    /// Where its request came from (`streams`, `api`).
+    pub origin: &'a str,
 }
 
 /// The wall-clock time now, in nanoseconds since 1970 (0 on a clock set before 1970). Read
@@ -132,6 +134,7 @@ impl TraceOut {
         job.dur_ns = j.end_nanos.saturating_sub(j.release_nanos);
         job.attrs
             .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
+        job.attrs.insert(attr::ORIGIN.into(), json!(j.origin));
         let parent = job.span_id;
         self.write(&job);
         for (name, from, to) in [

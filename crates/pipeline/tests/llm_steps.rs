@@ -1,24 +1,29 @@
-//! A field run's text request on the real Gemma-3 weights: its prompt goes in steps of
-//! [`RUN_PREFILL_CHUNK_TOKENS`] tokens and then one token a step, so no step of the text
-//! branch runs much longer than a decoding step; without token preemption the whole
-//! request is one step. Needs `mmsched models fetch` first.
+//! Text requests on the real Gemma-3 weights. A request's prompt goes in steps of
+//! [`SHARED_PREFILL_CHUNK_TOKENS`] tokens and then one token a step, so no step of a text
+//! job runs much longer than a decoding step; without token preemption the whole request
+//! is one step. Concurrent requests each run in a session of their own: four greedy
+//! requests submitted at once through the library get the answer the model gives the
+//! prompt alone (checked against the model called directly, without the runtime). Needs
+//! `mmsched models fetch` first.
 
+use std::sync::Arc;
 use std::sync::mpsc::channel;
-use std::sync::{Arc, Mutex};
 
 use mmsched_backends::llm::{LlmOptions, LlmSession};
 use mmsched_core::time::MonotonicClock;
 use mmsched_models::{Artifact, require};
-use mmsched_pipeline::jobs::{self, Output, RUN_PREFILL_CHUNK_TOKENS};
+use mmsched_pipeline::api::{Runtime, StreamTerms};
+use mmsched_pipeline::engines::{Engines, LlmPool};
+use mmsched_pipeline::jobs::{self, Output, SHARED_PREFILL_CHUNK_TOKENS};
+use mmsched_pipeline::request::{Cancel, Prompt, Reply, Update};
 use mmsched_runtime::sched::StepOutcome;
 
 const PROMPT: &str = "Read the gauge on the left panel and report the pressure value in bar";
 const MAX_TOKENS: u32 = 3;
 
-/// Tokens each step produced, in order, until the request finished.
-fn steps(preemptible: bool) -> (usize, Vec<u32>) {
+fn session() -> LlmSession {
     let path = require(Artifact::Gemma3).unwrap_or_else(|e| panic!("{e}"));
-    let mut session = LlmSession::load(
+    LlmSession::load(
         &path,
         LlmOptions {
             threads: 1,
@@ -26,11 +31,17 @@ fn steps(preemptible: bool) -> (usize, Vec<u32>) {
         },
         Arc::new(MonotonicClock::new()),
     )
-    .expect("Gemma-3 loads");
-    let prompt_tokens = session.start(PROMPT).expect("the prompt tokenises");
+    .expect("Gemma-3 loads")
+}
+
+/// Tokens each step produced, in order, until the request finished.
+fn steps(preemptible: bool) -> (usize, Vec<u32>) {
+    let mut s = session();
+    let prompt_tokens = s.start(PROMPT).expect("the prompt tokenises");
+    let pool = LlmPool::new(s, 0).expect("a pool");
     let (tx, rx) = channel();
-    let shared = Arc::new(Mutex::new(session));
-    let mut work = jobs::llm(shared, PROMPT.into(), MAX_TOKENS, preemptible, 7, tx);
+    let prompt = Prompt::greedy(PROMPT, MAX_TOKENS);
+    let mut work = jobs::llm(pool, prompt, preemptible, Cancel::new(), 7, tx);
     let mut produced = Vec::new();
     for _ in 0..=prompt_tokens + MAX_TOKENS as usize {
         let outcome = work.step().expect("the step runs");
@@ -52,10 +63,10 @@ fn steps(preemptible: bool) -> (usize, Vec<u32>) {
 fn the_prompt_goes_in_short_steps_then_one_token_a_step() {
     let (prompt_tokens, produced) = steps(true);
     assert!(
-        prompt_tokens > 2 * RUN_PREFILL_CHUNK_TOKENS,
+        prompt_tokens > 2 * SHARED_PREFILL_CHUNK_TOKENS,
         "the prompt spans several steps ({prompt_tokens} tokens)"
     );
-    let prefill_steps = prompt_tokens.div_ceil(RUN_PREFILL_CHUNK_TOKENS);
+    let prefill_steps = prompt_tokens.div_ceil(SHARED_PREFILL_CHUNK_TOKENS);
     // The prompt's steps produce nothing until the last, which yields the first token;
     // every later step yields one token.
     let mut expected = vec![0; prefill_steps - 1];
@@ -67,4 +78,75 @@ fn the_prompt_goes_in_short_steps_then_one_token_a_step() {
 fn without_token_preemption_the_request_is_one_step() {
     let (_, produced) = steps(false);
     assert_eq!(produced, vec![MAX_TOKENS]);
+}
+
+/// A scenario whose one stream uses only the text model (to load just Gemma-3).
+fn text_only() -> mmsched_scenario::Scenario {
+    mmsched_scenario::Scenario::from_toml(
+        r#"
+name = "text-only"
+[[models]]
+name = "llm"
+kind = "llm"
+file = "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
+[[streams]]
+name = "prompts"
+kind = "text"
+models = ["llm"]
+requests_per_min = 1
+sla_ms = 30000
+importance = 0.5
+"#,
+        "text-only.toml",
+    )
+    .expect("scenario")
+}
+
+#[test]
+fn four_greedy_requests_at_once_each_get_the_answer_alone() {
+    const QUESTION: &str = "The three primary colours are";
+    const TOKENS: u32 = 12;
+    // The reference: the model called directly, one request, no runtime.
+    let mut alone = session();
+    let expected = alone
+        .generate(QUESTION, TOKENS as usize)
+        .expect("generates")
+        .text;
+    let engines = Engines::load_with(&text_only(), 1, 4, |_| {}).expect("loads");
+    let mut rt = Runtime::start(Default::default(), engines).expect("runtime");
+    rt.add_stream("chat", StreamTerms::new(120_000.0, 0.5))
+        .expect("stream");
+    let rt = Arc::new(rt);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let rt = Arc::clone(&rt);
+            std::thread::spawn(move || {
+                match rt
+                    .prompt("chat", QUESTION, TOKENS)
+                    .expect("submitted")
+                    .wait()
+                {
+                    Update::Finished(a) => match a.reply {
+                        Reply::Text { text, .. } => text,
+                        other => panic!("{other:?}"),
+                    },
+                    other => panic!("{other:?}"),
+                }
+            })
+        })
+        .collect();
+    let answers: Vec<String> = threads
+        .into_iter()
+        .map(|t| t.join().expect("a thread"))
+        .collect();
+    for a in &answers {
+        assert_eq!(
+            a, &expected,
+            "every answer is the one the prompt gets alone"
+        );
+    }
+    let rt = Arc::into_inner(rt).expect("the threads are done");
+    let outcome = rt.finish().expect("finished");
+    let api = outcome.summary.llm.modality.origin["api"];
+    assert_eq!((api.offered, api.on_time + api.late), (4, 4));
 }

@@ -86,6 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         mean_ms: p50 * 1.1,
         sla_ms: sla,
         sla_rule: None,
+        origin: Default::default(),
     };
     let mut summary = RunSummary {
         scenario: "ar-glasses <preview>".into(),

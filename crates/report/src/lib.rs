@@ -21,7 +21,7 @@ pub use html::render_html;
 pub use series::{LdtiPoint, MissPoint, OccupancyPoint, RatePoint, RunSeries};
 pub use summary::{
     AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
-    LlmSummary, ModalitySummary, RoutingSummary, RunSummary, StreamAlignment,
+    LlmSummary, ModalitySummary, OriginSummary, RoutingSummary, RunSummary, StreamAlignment,
 };
 pub use table::render_table;
 pub use write::{

@@ -153,6 +153,45 @@ pub struct ModalitySummary {
     /// `60 ms + the utterance's length (at least 2 s)`; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sla_rule: Option<String>,
+    /// The same outcomes split by where the inputs came from: `streams` (the scenario's
+    /// sensors) and `api` (HTTP and library clients); each accounts for its own `offered`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub origin: std::collections::BTreeMap<String, OriginSummary>,
+}
+
+/// One modality's outcomes from one origin (see [`ModalitySummary::origin`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OriginSummary {
+    /// Inputs that arrived.
+    pub offered: u64,
+    /// Results within their deadline.
+    pub on_time: u64,
+    /// Results after their deadline.
+    pub late: u64,
+    /// Shed by admission.
+    pub shed: u64,
+    /// Skipped by the router.
+    pub skipped: u64,
+    /// Dropped by a health action.
+    pub dropped: u64,
+    /// Still waiting or running at the end, or abandoned by their client.
+    pub unfinished: u64,
+    /// Failed in the model (or could not be decoded).
+    pub failed: u64,
+}
+
+impl OriginSummary {
+    /// The sum of the outcomes, which equals `offered` when every input is accounted for.
+    pub fn accounted(&self) -> u64 {
+        self.on_time
+            + self.late
+            + self.shed
+            + self.skipped
+            + self.dropped
+            + self.unfinished
+            + self.failed
+    }
 }
 
 impl ModalitySummary {

@@ -29,6 +29,7 @@ pub(crate) fn sample() -> RunSummary {
         mean_ms: sla_ms * 0.45,
         sla_ms,
         sla_rule: None,
+        origin: Default::default(),
     };
     RunSummary {
         scenario: "ar-glasses".into(),

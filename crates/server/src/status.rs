@@ -34,6 +34,10 @@ pub struct PolicyStatus {
     pub revision: u64,
     /// The policy's name.
     pub name: String,
+    /// The ETag of the policy the scheduler decides with: equal to `etag` once a `PUT` has
+    /// been applied between two decisions; `null` when no scheduler runs (plain `serve`) or
+    /// before the runtime has reported one.
+    pub applied_etag: Option<String>,
 }
 
 /// The `/api/v1/status` document.
@@ -55,6 +59,7 @@ pub struct StatusDoc {
 #[derive(Debug, Default)]
 struct Reported {
     ldti: Option<(f64, Level)>,
+    applied_etag: Option<String>,
     modalities: BTreeMap<&'static str, ModalityStatus>,
 }
 
@@ -89,6 +94,11 @@ impl StatusBoard {
         self.lock().ldti = Some((ldti, level));
     }
 
+    /// The scheduler now decides with the policy of `etag`.
+    pub fn set_applied_etag(&self, etag: &str) {
+        self.lock().applied_etag = Some(etag.to_string());
+    }
+
     /// Sets the figures of one modality.
     pub fn set_modality(&self, modality: Modality, status: ModalityStatus) {
         self.lock().modalities.insert(modality.as_str(), status);
@@ -105,6 +115,7 @@ impl StatusBoard {
                 etag: snap.etag.clone(),
                 revision: snap.revision,
                 name: snap.policy.name().to_string(),
+                applied_etag: r.applied_etag.clone(),
             },
             modalities: r.modalities.clone(),
             uptime_s: self.clock.now_nanos().saturating_sub(self.started_nanos) / NANOS_PER_SEC,
@@ -141,6 +152,10 @@ mod tests {
         assert!(doc["ldti"].is_null() && doc["level"].is_null());
         assert_eq!(doc["policy"]["revision"], 1);
         assert_eq!(doc["policy"]["name"], "default");
+        assert!(doc["policy"]["applied_etag"].is_null());
+        board.set_applied_etag("\"abc\"");
+        let doc = serde_json::to_value(board.document(&store)).unwrap();
+        assert_eq!(doc["policy"]["applied_etag"], "\"abc\"");
         board.set_ldti(0.7, Level::Critical);
         board.set_modality(
             Modality::Image,

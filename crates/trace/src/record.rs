@@ -42,6 +42,9 @@ pub mod stage {
     pub const SKIP: &str = "skip";
     /// Admission shed the job under overload (instant).
     pub const SHED: &str = "shed";
+    /// A job's step failed: its model failed or its input could not be run (instant; the
+    /// reason names the error).
+    pub const FAIL: &str = "fail";
     /// A health action dropped an input before it became a job (instant; the args name
     /// the action).
     pub const DROP: &str = "drop";
@@ -74,8 +77,11 @@ pub mod attr {
     pub const INPUT_TOKENS: &str = "input_tokens";
     /// On a `decode` span: the token's index in the output (0 = first token).
     pub const TOKEN_INDEX: &str = "token_index";
-    /// On a `skip` / `shed` instant: why.
+    /// On a `skip` / `shed` / `fail` instant: why.
     pub const REASON: &str = "reason";
+    /// On a job span: where its request came from, `streams` (a scenario's sensors) or
+    /// `api` (an HTTP or library client).
+    pub const ORIGIN: &str = "origin";
 }
 
 /// One clock domain that timestamps in the trace came from.

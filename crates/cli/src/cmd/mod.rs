@@ -8,7 +8,6 @@ pub mod infer;
 pub mod kernel_size;
 pub mod ldti;
 pub mod models;
-pub mod openai;
 pub mod policy;
 pub mod profile;
 pub mod profile_corun;

@@ -52,7 +52,8 @@ pub struct ModelArgs {
     #[arg(long, value_enum, default_value_t = crate::cmd::run::SchedulerArg::Mmsched, requires = "models")]
     pub scheduler: crate::cmd::run::SchedulerArg,
     /// Default deadline per class when a request has no X-Deadline-Ms header, as
-    /// CLASS=MS (classes: text, asr, vision); repeatable.
+    /// CLASS=MS (classes: llm — `text` is accepted too — asr, vision); defaults:
+    /// llm=30000, asr=10000, vision=2000; repeatable.
     #[arg(
         long,
         value_name = "CLASS=MS",
@@ -61,7 +62,8 @@ pub struct ModelArgs {
     )]
     pub deadline_ms: Vec<String>,
     /// Requests per class at once (running or waiting for the model), as CLASS=N; more
-    /// get 503 with Retry-After. Defaults: text=4, asr=2, vision=4.
+    /// get 503 with Retry-After (and count as shed in the report). Defaults: llm=4, asr=2,
+    /// vision=4; the text cap is also how many text sessions (KV caches) are loaded.
     #[arg(
         long,
         value_name = "CLASS=N",
@@ -79,16 +81,18 @@ pub struct ModelArgs {
     #[arg(long, value_name = "FILE", requires = "models")]
     pub api_keys: Option<std::path::PathBuf>,
     /// Also run this scenario's streams (a built-in name or a file, e.g. a folder of frames
-    /// and a WAV microphone) until Ctrl-C, on the same scheduler as the requests; its
-    /// report (summary.json, report.html) goes to --report when the server stops.
+    /// and a WAV microphone) until Ctrl-C, on the same runtime and scheduler as the
+    /// requests (on the served models).
     #[arg(long, value_name = "NAME|FILE", requires = "models")]
     pub scenario: Option<String>,
-    /// Where the scenario's report goes.
+    /// Where the report of everything served goes when the server stops (summary.json
+    /// with the requests as `origin.api` and the streams as `origin.streams`,
+    /// report.html, trace.mmtrace).
     #[arg(
         long,
         value_name = "DIR",
         default_value = "mmsched-report/serve",
-        requires = "scenario"
+        requires = "models"
     )]
     pub report: std::path::PathBuf,
 }
@@ -180,11 +184,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         assets: Some(mmsched_trace::viewer::asset),
         ..ServerConfig::default()
     };
-    let mut streams = None;
+    let mut served = None;
     if a.models.models {
-        let (api, run) = crate::cmd::serve_models::load(&a.models, &policy)?;
-        config.extra = Some(crate::cmd::openai::router(std::sync::Arc::new(api)));
-        streams = run;
+        let (api, runtime) = crate::cmd::serve_models::load(&a.models, &policy, &shared)?;
+        config.extra = Some(mmsched_openai::router(api));
+        served = Some(runtime);
     }
     a.exposure.apply(&mut config, writes)?;
     let wait_for_ctrl_c = crate::cmd::run::interrupt::install(
@@ -226,9 +230,9 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     std::io::stdout().flush().ok();
     wait_for_ctrl_c();
     handle.stop();
-    if let Some(run) = streams {
-        let dir = run.finish()?;
-        eprintln!("scenario report: {}", dir.display());
+    if let Some(runtime) = served {
+        let dir = runtime.finish()?;
+        eprintln!("report: {}", dir.display());
     }
     if !a.json {
         eprintln!("stopped");

@@ -2,32 +2,38 @@
 //! the health loop acting on what it measures. One thread runs this loop; models run on
 //! the executor's lanes.
 //!
-//! Each pass: new policy (hot reload) → outside jobs → everything the sources delivered by
-//! now → played audio into VAD chunks → the next speech-recognition and text-generation
-//! steps → what the lanes finished → the health evaluation when due → samples for the
-//! report. Then it waits on the executor until the next source event, health tick or
-//! finished step.
+//! The loop is the one runtime every client uses: a scenario's streams are polled here, and
+//! outside clients (the OpenAI-compatible endpoints, the library, `serve --scenario`) hand
+//! their requests to its inbox ([`crate::client::Client`]). Every request of every origin
+//! is booked, scheduled, traced and counted by the one book of jobs ([`crate::book`]).
+//!
+//! Each pass: new policy (hot reload) → outside requests → everything the sources
+//! delivered by now → played audio into VAD chunks → retries of shed steps → what the lanes
+//! finished (each ended job back to its branch or client) → the health evaluation when due
+//! → samples for the report. Then it waits on the executor until the next source event,
+//! health tick or finished step — or, with nothing to do and no stream, on the inbox.
 //!
 //! Releases and deadlines: a frame is released when it arrives, a VAD chunk when its last
 //! sample is played, an utterance when the speech gate closes it, a text request when it
 //! arrives. Deadline = release + the stream's `sla_ms`; for speech recognition, plus the
 //! utterance's own length, at least 2 s (a transcript is due within the time it took to
-//! say it; Whisper reads fixed 30 s windows, so short utterances cost nearly as much); all
-//! steps of a text request share the request's deadline.
+//! say it; Whisper reads fixed 30 s windows, so short utterances cost nearly as much); a
+//! text request's steps are due as the book spreads them ([`crate::book`]).
 //!
 //! The loop is generic over the device clock and takes its executor and models from
 //! outside ([`RunParts`]): [`run`] gives it the OS clock, worker threads and the loaded
 //! engines; its tests give it a virtual clock, an executor on virtual lanes and fake
 //! models, and run minutes of device time in milliseconds.
 //!
-//! Files, one job each: `setup.rs` builds a run and its summary; `book.rs` is the book of
-//! jobs in flight and what their steps' ends do; one file per branch — `vision.rs`
-//! (camera → gate → OCR, the camera's standing reservation), `speech.rs` (microphone →
-//! playout → VAD → Whisper), `text.rs` (requests → token steps); `monitor.rs` the timed
-//! work (health evaluation and actions, report samples); `results.rs` and `observer.rs`
-//! how a run reports as it goes.
+//! Files, one job each: `setup.rs` builds a run and its summary; `ended.rs` what an ended
+//! job does to its branch; one file per branch — `vision.rs` (camera → gate → OCR, the
+//! camera's standing reservation), `speech.rs` (microphone → playout → VAD → Whisper),
+//! `text.rs` (requests → the book); `inbox.rs` outside clients' requests; `monitor.rs` the
+//! timed work (health evaluation and actions, report samples); `results.rs` and
+//! `observer.rs` how a run reports as it goes.
 
-mod book;
+mod ended;
+mod inbox;
 mod monitor;
 mod observer;
 mod results;
@@ -38,34 +44,32 @@ mod tests;
 mod text;
 mod vision;
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mmsched_core::arbiter::ClassId;
 use mmsched_core::scheduler::LogEntry;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_report::RunSeries;
 use mmsched_runtime::ingest::StreamIngest;
-use mmsched_runtime::sched::cost::CostModel;
-use mmsched_runtime::sched::{Executor, SchedulerKind, Task, TaskInfo, Work};
+use mmsched_runtime::sched::{Executor, SchedulerKind};
 use mmsched_runtime::source::Source;
 use mmsched_runtime::source::delivery::{Arrival, Delivered};
 use mmsched_trace::record::stage;
 
+use crate::book::{Book, Ctx, Intake, Reply};
 use crate::config::RunConfig;
 use crate::health::Remedies;
 use crate::inputs::Inputs;
 use crate::models::Models;
-use crate::stats::{DropAction, Kind, RunStats};
-use crate::trace_out::TraceOut;
+use crate::request::{Origin, Request};
+use crate::stats::{DropAction, Kind};
 
-use book::JobBook;
 use monitor::Monitor;
 use speech::SpeechBranch;
-use text::TextBranch;
 use vision::VisionBranch;
 
-pub use observer::{Observer, Progress, Quiet};
+pub use observer::{Observer, Progress, Quiet, Tee};
 pub use setup::{RunParts, run, run_with};
 
 /// Sliding window of the health loop's P99 and throughput.
@@ -80,11 +84,7 @@ const START_LEAD_NANOS: Nanos = 200_000_000;
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript (shared with the simulator).
 pub(crate) use mmsched_sim::mic::{ASR_MIN_BUDGET_NANOS, transcript_budget_nanos};
-/// How long a measured job cost is trusted for prediction.
-const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
-/// How long a deferred text-generation step waits before it competes again.
-const LLM_RETRY_NANOS: Nanos = 20_000_000;
-/// Longest wait of the loop: it also watches for Ctrl-C and policy updates.
+/// Longest wait of the loop: it also watches for Ctrl-C, policy updates and the inbox.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
 /// What a run produced.
@@ -101,26 +101,6 @@ pub struct RunOutcome {
     pub trace_file: Option<std::path::PathBuf>,
 }
 
-/// A job in flight, as the loop knows it.
-#[derive(Debug, Clone, Copy)]
-struct JobRec {
-    kind: Kind,
-    /// When its input was captured (for results).
-    capture: Nanos,
-    release: Nanos,
-    deadline: Nanos,
-    /// VAD: the chunk number.
-    chunk: u64,
-}
-
-/// The executor's class of each kind of job.
-struct Classes {
-    vision: ClassId,
-    vad: ClassId,
-    asr: ClassId,
-    llm: ClassId,
-}
-
 /// The state of one run on device clock `C`.
 struct Run<'o, C: Clock> {
     config: RunConfig,
@@ -128,31 +108,23 @@ struct Run<'o, C: Clock> {
     /// When the inputs start, and when they stop.
     start: Nanos,
     end: Nanos,
-    models: Box<dyn Models>,
+    models: Arc<dyn Models>,
     exec: Box<dyn Executor>,
-    classes: Classes,
     inputs: Inputs<C>,
-    /// Jobs in flight and the outputs of their steps.
-    book: JobBook,
-    cost: CostModel,
+    /// Every request of every origin: booked, traced and counted.
+    book: Book,
     /// Clock alignment per stream, by stream name.
     ingest: Vec<(String, StreamIngest)>,
     vision: VisionBranch,
     speech: SpeechBranch,
-    text: TextBranch,
     /// The health loop, the report's samples and the platform's signals.
     monitor: Monitor<C>,
-    stats: RunStats,
-    trace: TraceOut,
     /// CPU the loop spent on scheduling work (submitting, deciding, gating, aligning,
     /// evaluating health).
     overhead_nanos: u64,
     observer: &'o mut dyn Observer,
-    /// Jobs from outside the run (see [`crate::config::External`]): their inbox and book.
-    external: Option<(
-        std::sync::mpsc::Receiver<crate::service::Submission>,
-        crate::service::ExternalJobs,
-    )>,
+    /// Requests from outside clients (see [`crate::config::External`]).
+    inbox: Option<std::sync::mpsc::Receiver<crate::client::Inbound>>,
 }
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
@@ -171,63 +143,60 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
+    /// The importance of `kind`'s jobs for the summary's utility: the stream's, else the
+    /// policy's for the class (outside clients' requests).
+    fn importance(&self, kind: Kind) -> f64 {
+        self.inputs.stream(kind).map_or_else(
+            || self.config.policy.importance(kind.as_str()),
+            |s| s.importance,
+        )
+    }
+
     fn t_s(&self, at: Nanos) -> f64 {
         at.saturating_sub(self.start) as f64 / 1e9
     }
 
-    fn class(&self, kind: Kind) -> ClassId {
-        match kind {
-            Kind::Vision => self.classes.vision,
-            Kind::Vad => self.classes.vad,
-            Kind::Asr => self.classes.asr,
-            Kind::Llm => self.classes.llm,
-        }
-    }
-
-    fn importance(&self, kind: Kind) -> f64 {
-        self.inputs.stream(kind).map_or(0.5, |s| s.importance)
-    }
-
-    /// The SLA of jobs of `kind`: their deadline after release.
+    /// The SLA of a stream's jobs of `kind`: their deadline after release.
     fn sla_nanos(&self, kind: Kind) -> Nanos {
         self.inputs
             .stream(kind)
             .map_or(0, |s| (s.sla_ms * 1e6) as Nanos)
     }
 
-    /// Submits a new job (or the next step of one, `tag` reused).
-    fn submit(&mut self, now: Nanos, tag: u64, rec: JobRec, work: Box<dyn Work>) {
-        let class = self.class(rec.kind);
-        let predicted = self.cost.predict(class, now);
-        let info = TaskInfo {
-            class,
-            modality: rec.kind.modality(),
-            deadline_nanos: self.step_deadline(now, &rec, predicted),
-            predicted_cost_nanos: predicted,
-            importance: self.importance(rec.kind),
-            committed: rec.kind == Kind::Llm
-                && self.text.request.as_ref().is_some_and(|r| r.started),
-            tag,
-        };
-        self.book.jobs.insert(tag, rec);
-        let t0 = ThreadCpu::now();
-        self.exec.submit(now, Task { info, work });
-        self.overhead_nanos += t0.elapsed_nanos();
+    /// A request of the scenario's `kind` stream, released at `release`, due `extra`
+    /// after the stream's SLA, with the stream's importance; its result comes back to the
+    /// loop.
+    fn stream_request(
+        &self,
+        input: crate::request::Input,
+        capture: Nanos,
+        release: Nanos,
+        deadline: Nanos,
+    ) -> Request {
+        let kind = input.kind();
+        let stream = self.inputs.stream(kind);
+        let mut r = Request::new(
+            input,
+            Origin::Streams,
+            stream.map(|s| s.name.clone()).unwrap_or_default(),
+            release,
+            deadline,
+        );
+        r.capture_nanos = capture;
+        r.importance = Some(stream.map_or(0.5, |s| s.importance));
+        r
     }
 
-    /// The deadline the scheduler sees for `rec`'s next step: its own, except for a step of
-    /// a text request under mmsched's token preemption, which is due when the request's
-    /// remaining tokens, at `step_cost` each, still fit before the request's deadline
-    /// ([`mmsched_core::steps`]). The prompt's chunks are not counted: a step's deadline
-    /// errs late, never ahead of what the request needs.
-    fn step_deadline(&self, now: Nanos, rec: &JobRec, step_cost: Nanos) -> Nanos {
-        match &self.text.request {
-            Some(r) if rec.kind == Kind::Llm && self.mmsched_has(|m| m.token_preemption) => {
-                let after = r.max_tokens.saturating_sub(r.tokens.saturating_add(1));
-                mmsched_core::steps::step_deadline(now, rec.deadline, after, step_cost)
-            }
-            _ => rec.deadline,
-        }
+    /// Books a stream's request (already offered).
+    fn submit(&mut self, now: Nanos, req: Request, reply: Reply) {
+        let t0 = ThreadCpu::now();
+        let mut cx = Ctx {
+            exec: &mut *self.exec,
+            models: &*self.models,
+            observer: &mut *self.observer,
+        };
+        self.book.submit(&mut cx, now, req, reply);
+        self.overhead_nanos += t0.elapsed_nanos();
     }
 
     /// Places an arrived event on the device timeline (and checks the placement against
@@ -250,7 +219,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// The branch the circuit breaker cuts: the one with the higher mean latency.
     fn heaviest_branch(&self) -> Kind {
         let mean = |k: Kind| {
-            let l = &self.stats.kind(k).latencies_ms;
+            let l = &self.book.stats.kind(k).latencies_ms;
             if l.is_empty() {
                 0.0
             } else {
@@ -270,9 +239,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// An input of `kind` a health action kept from its model.
     fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction) {
-        self.stats.dropped(kind, by);
+        self.book.stats.dropped(kind, by);
         self.observer.skip(kind.as_str());
-        self.trace.instant(
+        self.book.trace.instant(
             stage::DROP,
             kind.as_str(),
             at,
@@ -283,9 +252,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// An input of `kind` the router found nothing worth running for.
     fn skip(&mut self, kind: Kind, at: Nanos, reason: &str) {
-        self.stats.skipped(kind);
+        self.book.stats.skipped(kind);
         self.observer.skip(kind.as_str());
-        self.trace.instant(
+        self.book.trace.instant(
             stage::SKIP,
             kind.as_str(),
             at,
@@ -321,38 +290,46 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             .policy_updates
             .as_ref()
             .and_then(|rx| rx.try_iter().last());
-        if let Some(p) = latest {
+        if let Some(update) = latest {
+            let p = update.policy;
             if let Some(m) = self.exec.mmsched() {
                 m.set_policy(&p);
             }
+            self.book.set_policy(&p);
             self.vision.router.set_policy(&p);
             self.monitor.health.set_policy(&p);
             if let Some(a) = &mut self.speech.audio {
                 a.set_policy(&p);
             }
-            self.trace
-                .instant(stage::POLICY_CHANGE, "health", now, None, p.name());
-            self.observer
-                .status(&format!("policy {} applied", p.name()));
+            let what = match &update.etag {
+                Some(etag) => format!("{} {etag}", p.name()),
+                None => p.name().to_string(),
+            };
+            self.book
+                .trace
+                .instant(stage::POLICY_CHANGE, "health", now, None, &what);
+            self.observer.status(&format!("policy {what} applied"));
+            self.observer.policy_applied(update.etag.as_deref());
             self.config.policy = p;
         }
     }
 
-    /// Submits the jobs waiting in the external inbox (tags from the run's own counter),
-    /// and the deferred steps of external jobs whose retry is due.
-    fn take_external(&mut self, now: Nanos) {
-        let Some((inbox, _)) = &self.external else {
-            return;
+    /// What the lanes finished: each ended job goes back to its branch (streams) and into
+    /// the loop's samples (all).
+    fn handle_events(&mut self, now: Nanos, intake: Intake) {
+        let t0 = ThreadCpu::now();
+        let mut cx = Ctx {
+            exec: &mut *self.exec,
+            models: &*self.models,
+            observer: &mut *self.observer,
         };
-        let waiting: Vec<_> = inbox.try_iter().collect();
-        for s in waiting {
-            let tag = self.book.new_tag();
-            if let Some((_, ext)) = &mut self.external {
-                ext.submit(&mut *self.exec, now, tag, s);
-            }
+        let mut ended = self.book.handle_events(&mut cx, now, intake);
+        if intake == Intake::Open {
+            self.book.retry_deferred(&mut cx, now, &mut ended);
         }
-        if let Some((_, ext)) = &mut self.external {
-            ext.retry_deferred(&mut *self.exec, now);
+        self.overhead_nanos += t0.elapsed_nanos();
+        for e in ended {
+            self.on_ended(now, e);
         }
     }
 
@@ -363,36 +340,51 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 break;
             }
             self.apply_policy_updates(now);
-            self.take_external(now);
+            self.take_inbox(now);
             self.poll_camera(now);
             self.poll_mic(now);
             self.poll_imu();
             self.poll_text(now);
-            self.start_asr(now);
-            self.start_llm(now);
-            self.retry_deferred(now);
             self.handle_events(now, Intake::Open);
-            self.start_asr(now);
-            self.start_llm(now);
             let t0 = ThreadCpu::now();
             self.health_tick(now);
             self.overhead_nanos += t0.elapsed_nanos();
             self.sample(now);
-            let next = [
-                self.inputs.next_due_nanos(),
-                self.speech.next_play_nanos(),
-                Some(self.monitor.health.next_due()),
-                Some(self.end),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(now);
-            let now = self.clock.now_nanos();
-            if next > now {
-                let wait = Duration::from_nanos(next - now).min(MAX_SLEEP);
-                self.exec.wait(wait);
+            self.wait(now);
+        }
+    }
+
+    /// Waits until the next source event, health tick or finished step. With outside
+    /// clients, no stream and nothing booked, it waits on the inbox instead: on a virtual
+    /// clock the device's time then stands still until a client asks for something.
+    fn wait(&mut self, now: Nanos) {
+        let next_input = self.inputs.next_due_nanos();
+        let idle = next_input.is_none() && self.book.pending() == 0 && self.exec.in_flight() == 0;
+        if idle && let Some(inbox) = &self.inbox {
+            match inbox.recv_timeout(MAX_SLEEP) {
+                Ok(m) => {
+                    let now = self.clock.now_nanos();
+                    self.accept(now, m);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => self.inbox = None,
             }
+            return;
+        }
+        let next = [
+            next_input,
+            self.speech.next_play_nanos(),
+            Some(self.monitor.health.next_due()),
+            Some(self.end),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(now);
+        let now = self.clock.now_nanos();
+        if next > now {
+            let wait = Duration::from_nanos(next - now).min(MAX_SLEEP);
+            self.exec.wait(wait);
         }
     }
 
@@ -416,16 +408,6 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.exec.wait(MAX_SLEEP);
         }
     }
-}
-
-/// Whether the run still takes work: new inputs and deferred text steps only while `Open`;
-/// a drain lets the jobs in flight finish (an answer keeps generating its tokens), an
-/// interrupted run does not start another step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Intake {
-    Open,
-    Draining,
-    Interrupted,
 }
 
 /// CPU time of the calling thread, for the scheduler's overhead: wall time would also

@@ -70,7 +70,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         if !self.monitor.health.due(now) {
             return;
         }
-        self.stats.trim(now);
+        self.book.stats.trim(now);
         let drift_ppm = self
             .ingest
             .iter()
@@ -82,9 +82,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let changes = self.monitor.health.evaluate(
             now,
             &HealthInputs {
-                worst_p99_ratio: self.stats.worst_p99_ratio(),
+                worst_p99_ratio: self.book.stats.worst_p99_ratio(),
                 drift_ppm,
-                served_fraction: self.stats.served_fraction(),
+                served_fraction: self.book.stats.served_fraction(),
             },
         );
         let m = &mut self.monitor;
@@ -110,11 +110,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let (value, level) = self.monitor.health.current();
         let t = self.t_s(now);
         self.monitor.series.record_ldti(t, value, level.as_str());
-        self.trace.counter(stage::LDTI, now, value);
+        self.book.trace.counter(stage::LDTI, now, value);
         self.observer.ldti(value, level);
         let acting = self.mmsched_has(|m| m.health_actions);
         for c in changes.into_iter().filter(|_| acting) {
-            self.trace
+            self.book
+                .trace
                 .instant("health_action", "health", c.at_nanos, None, &c.what);
             let t_s = self.t_s(c.at_nanos);
             self.monitor.actions.push(HealthActionRecord {
@@ -136,7 +137,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         } else {
             occupancy.iter().sum::<f64>() / occupancy.len() as f64
         };
-        self.trace.counter(stage::SLOT_OCCUPANCY, now, mean);
+        self.book.trace.counter(stage::SLOT_OCCUPANCY, now, mean);
         let t_s = self.t_s(now);
         let m = &mut self.monitor;
         m.series
@@ -166,7 +167,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.sample_pressure(now);
             self.follow_camera_cost(now);
             let counts = Kind::ALL.map(|k| {
-                let s = self.stats.kind(k);
+                let s = self.book.stats.kind(k);
                 (s.completed, s.deadline_misses, s.skipped, s.shed)
             });
             let (ldti, level) = self.monitor.health.current();
@@ -198,7 +199,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 e.effect,
                 e.timing.elapsed_nanos / 1000
             );
-            self.trace.instant("power", "health", now, None, &what);
+            self.book.trace.instant("power", "health", now, None, &what);
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (now, percent);
@@ -212,7 +213,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             use mmsched_runtime::platform::psi;
             if let Ok(p) = psi::read(std::path::Path::new(psi::CPU_PRESSURE_PATH)) {
                 let pct = 100.0 * p.saturation();
-                self.trace.counter(stage::PSI_CPU, now, pct);
+                self.book.trace.counter(stage::PSI_CPU, now, pct);
                 self.monitor.pressure_pct.push(pct);
             }
         }

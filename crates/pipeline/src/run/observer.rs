@@ -35,6 +35,10 @@ pub trait Observer {
     fn skip(&mut self, _kind: &str) {}
     /// A job was shed by admission.
     fn shed(&mut self, _kind: &str) {}
+    /// A job failed (its model failed, or its input could not be run).
+    fn failed(&mut self, _kind: &str, _error: &mmsched_runtime::sched::WorkError) {}
+    /// A new policy now decides, with its ETag when it came from the policy API.
+    fn policy_applied(&mut self, _etag: Option<&str>) {}
     /// A health evaluation.
     fn ldti(&mut self, _value: f64, _level: Level) {}
     /// A result: OCR lines, a speech segment, a transcript, an answer (see
@@ -49,3 +53,49 @@ pub trait Observer {
 #[derive(Debug, Default)]
 pub struct Quiet;
 impl Observer for Quiet {}
+
+/// Several observers, each told everything in turn.
+#[derive(Default)]
+pub struct Tee(pub Vec<Box<dyn Observer + Send>>);
+
+impl std::fmt::Debug for Tee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Tee").field(&self.0.len()).finish()
+    }
+}
+
+impl Observer for Tee {
+    fn status(&mut self, line: &str) {
+        self.0.iter_mut().for_each(|o| o.status(line));
+    }
+    fn progress(&mut self, p: &Progress) {
+        self.0.iter_mut().for_each(|o| o.progress(p));
+    }
+    fn job(&mut self, kind: &str, latency_ms: f64, missed: bool) {
+        self.0
+            .iter_mut()
+            .for_each(|o| o.job(kind, latency_ms, missed));
+    }
+    fn skip(&mut self, kind: &str) {
+        self.0.iter_mut().for_each(|o| o.skip(kind));
+    }
+    fn shed(&mut self, kind: &str) {
+        self.0.iter_mut().for_each(|o| o.shed(kind));
+    }
+    fn failed(&mut self, kind: &str, error: &mmsched_runtime::sched::WorkError) {
+        self.0.iter_mut().for_each(|o| o.failed(kind, error));
+    }
+    fn policy_applied(&mut self, etag: Option<&str>) {
+        self.0.iter_mut().for_each(|o| o.policy_applied(etag));
+    }
+    fn ldti(&mut self, value: f64, level: Level) {
+        self.0.iter_mut().for_each(|o| o.ldti(value, level));
+    }
+    fn result(&mut self, record: &ResultRecord) {
+        self.0.iter_mut().for_each(|o| o.result(record));
+    }
+    #[cfg(target_os = "linux")]
+    fn cgroups(&mut self, handle: mmsched_runtime::platform::cgroup::CgroupHandle) {
+        self.0.iter_mut().for_each(|o| o.cgroups(handle.clone()));
+    }
+}

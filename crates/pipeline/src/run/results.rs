@@ -1,12 +1,12 @@
-//! Results out while running: each finished OCR, transcript and answer, each speech
-//! segment and each stale answer from the cache, as a [`ResultRecord`] to the observer.
+//! Results out while running that only the loop knows of: each speech segment the gate
+//! closes and each stale answer from the cache, as a [`ResultRecord`] to the observer (the
+//! book reports every finished OCR, transcript and answer of every origin).
 
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::speech::Utterance;
 use mmsched_trace::ids::TraceId;
 
-use super::{JobRec, Run};
-use crate::jobs::Output;
+use super::Run;
 use crate::results::{ResultRecord, Times};
 use crate::stats::Kind;
 
@@ -28,56 +28,18 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
-    /// A finished OCR, transcript or text request. VAD chunks are not results on their
-    /// own: the segments they close are ([`Run::report_segments`]).
-    pub(super) fn report_result(
-        &mut self,
-        rec: &JobRec,
-        end: Nanos,
-        output: Option<&Output>,
-        trace_id: TraceId,
-    ) {
-        let mut lines = None;
-        let mut tokens = None;
-        let text = match (rec.kind, output) {
-            (Kind::Vision, Some(Output::Vision { text, lines: l, .. })) => {
-                lines = Some(l.clone());
-                text.clone()
-            }
-            (Kind::Asr, Some(Output::Asr { text, .. })) => text.clone(),
-            (Kind::Llm, _) => {
-                let Some(r) = &self.text.request else {
-                    return;
-                };
-                tokens = Some(r.tokens);
-                r.answer.trim().to_string()
-            }
-            _ => return,
-        };
-        let t = self.times(rec.capture, rec.release, end, rec.deadline);
-        let mut r = ResultRecord::new(
-            trace_id.to_hex(),
-            &self.stream_name(rec.kind),
-            rec.kind,
-            t,
-            text,
-        );
-        r.lines = lines;
-        r.tokens = tokens;
-        self.observer.result(&r);
-    }
-
-    /// Speech segments closed by the VAD chunk `rec` (done at `end`; `trace_id` none when
-    /// the chunk was shed and its silence assumed).
+    /// Speech segments closed by a VAD chunk released at `release`, due at `deadline`,
+    /// done at `end` (`trace_id` none when the chunk was shed and its silence assumed).
     pub(super) fn report_segments(
         &mut self,
-        rec: &JobRec,
+        release: Nanos,
+        deadline: Nanos,
         end: Nanos,
         trace_id: Option<TraceId>,
         segments: &[Utterance],
     ) {
         for u in segments {
-            let t = self.times(u.start_nanos, rec.release, end, rec.deadline);
+            let t = self.times(u.start_nanos, release, end, deadline);
             let mut r = ResultRecord::new(
                 trace_id.map(TraceId::to_hex).unwrap_or_default(),
                 &self.stream_name(Kind::Vad),

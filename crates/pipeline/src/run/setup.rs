@@ -2,18 +2,20 @@
 //! worker threads, the loaded engines, resource groups), [`run_with`] for a run on parts
 //! given from outside (a virtual clock, an executor on virtual lanes, fake models).
 
+use std::sync::Arc;
+
 use mmsched_core::align::AlignConfig;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::ingest::StreamIngest;
 use mmsched_runtime::router::image::ImageRouter;
-use mmsched_runtime::sched::cost::CostModel;
 use mmsched_runtime::sched::{Executor, SchedulerKind};
 
 use super::{
-    COST_MAX_AGE_NANOS, Classes, HEALTH_WINDOW_NANOS, JobBook, Monitor, Observer, Run, RunOutcome,
-    START_LEAD_NANOS, SpeechBranch, TextBranch, VisionBranch,
+    HEALTH_WINDOW_NANOS, Monitor, Observer, Run, RunOutcome, START_LEAD_NANOS, SpeechBranch,
+    VisionBranch,
 };
 use crate::audio::AudioPath;
+use crate::book::Book;
 use crate::config::{RunConfig, RunError};
 use crate::engines::Engines;
 use crate::health::HealthMonitor;
@@ -31,8 +33,8 @@ pub struct RunParts<C: Clock> {
     pub clock: C,
     /// The scheduler, with its lanes.
     pub exec: Box<dyn Executor>,
-    /// The models the jobs call.
-    pub models: Box<dyn Models>,
+    /// The models the jobs call (shared with the outside clients' [`crate::client::Client`]).
+    pub models: Arc<dyn Models>,
     /// What setting these up did (pinning, resource groups), for the summary's notes.
     pub notes: Vec<String>,
 }
@@ -100,7 +102,7 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
     let parts = RunParts {
         clock,
         exec,
-        models: Box::new(engines),
+        models: Arc::new(engines),
         notes,
     };
     let outcome = run_with(config, parts, observer);
@@ -135,13 +137,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         notes: mut platform_notes,
     } = parts;
     let scenario = config.scenario.clone();
-    let external = config.external.take();
-    let classes = Classes {
-        vision: exec.class(Kind::Vision.as_str()),
-        vad: exec.class(Kind::Vad.as_str()),
-        asr: exec.class(Kind::Asr.as_str()),
-        llm: exec.class(Kind::Llm.as_str()),
-    };
+    let inbox = config.external.take().map(|e| e.inbox);
     let battery = scenario.battery().charge_pct_at(0.0) / 100.0;
     if let Some(m) = exec.mmsched() {
         m.set_battery(battery);
@@ -153,53 +149,19 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         observer.status(n);
     }
     let sla_ms = Kind::ALL.map(|k| inputs.stream(k).map_or(f64::NAN, |s| s.sla_ms));
-    let mut cost = CostModel::new(64, 3, COST_MAX_AGE_NANOS);
     // Cost priors from the device profile (measured, or the labelled reference) until
     // the run has measured its own costs.
     let profile = config.resolve_profile()?;
     platform_notes.push(format!("cost priors from {}", profile.source));
-    for (kind, class) in [
-        (Kind::Vision, classes.vision),
-        (Kind::Vad, classes.vad),
-        (Kind::Asr, classes.asr),
-        (Kind::Llm, classes.llm),
-    ] {
-        if let Ok(l) = profile.latency(kind.as_str()) {
-            cost.set_prior(class, (l.p99_ms * 1e6) as Nanos);
-        }
-    }
-    let ingest = scenario
-        .streams()
-        .iter()
-        .map(|s| {
-            let latency = (s.latency_ms.max(0.0) * 1e6) as Nanos;
-            (
-                s.name.clone(),
-                StreamIngest::new(latency, AlignConfig::default()),
-            )
-        })
-        .collect();
+    let priors = crate::api::cost_priors(&profile).map(Some);
+    let ingest = ingest_of(&scenario);
     let audio = inputs.mic.as_ref().map(|(_, s)| {
         AudioPath::new(
             &config.policy,
             s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32,
         )
     });
-    let mut metadata = std::collections::BTreeMap::new();
-    metadata.insert("program".into(), serde_json::json!("mmsched run"));
-    metadata.insert("scenario".into(), serde_json::json!(scenario.name()));
-    metadata.insert(
-        "scheduler".into(),
-        serde_json::json!(config.scheduler.as_str()),
-    );
-    // The wall-clock time of the device clock's zero, so exported spans carry real dates.
-    let start_unix_nanos = crate::trace_out::unix_nanos_now().saturating_sub(clock.now_nanos());
-    let trace = TraceOut::create(
-        config.trace_path.as_deref(),
-        config.seed,
-        start_unix_nanos,
-        metadata,
-    )?;
+    let trace = trace_of(&config, &clock)?;
     let load = LoadGenerator::start(
         LoadProfile::of(&scenario, config.duration_nanos),
         clock.clone(),
@@ -211,101 +173,148 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         platform_notes.push(format!("power: {status}"));
         p
     });
+    let book = Book::new(
+        &mut *exec,
+        &*models,
+        priors,
+        &config.policy,
+        config.mechanisms,
+        start,
+        RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
+        trace,
+    );
     let mut r = Run {
-        end: start + config.duration_nanos,
+        end: start.saturating_add(config.duration_nanos),
         start,
         clock,
         models,
         exec,
-        classes,
         inputs,
-        book: JobBook::new(),
-        cost,
+        book,
         ingest,
         vision: VisionBranch::new(ImageRouter::new(&config.policy)),
         speech: SpeechBranch::new(audio),
-        text: TextBranch::default(),
         monitor: Monitor::new(
             HealthMonitor::new(&config.policy),
             start,
             #[cfg(target_os = "linux")]
             power,
         ),
-        stats: RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
-        trace,
         overhead_nanos: 0,
         observer,
-        external: external.map(|e| (e.inbox, crate::service::ExternalJobs::default())),
+        inbox,
         config,
     };
     r.rebook_camera(start, false);
     r.main_loop();
-    let inputs_end = r.clock.now_nanos();
-    if let Some(spent) = load.finish() {
-        platform_notes.push(format!(
-            "background load: {:.0} ms CPU demanded, {:.0} ms burnt",
-            spent.demanded_nanos as f64 / 1e6,
-            spent.burnt_nanos as f64 / 1e6
-        ));
-    }
-    // Speech still open at the end is not transcribed: the inputs have stopped.
-    if let Some(a) = &mut r.speech.audio {
-        a.flush();
-    }
-    r.drain();
-    if let Some((_, ext)) = &mut r.external {
-        ext.close("the run ended before this request finished");
-    }
-    r.close_request();
-    r.count_unfinished();
-    if r.monitor.power_calls > 0 {
-        // Leave the cores as they were found.
-        let now = r.clock.now_nanos();
-        r.power_hint(now, 100);
-    }
-    let elapsed = inputs_end.saturating_sub(r.start);
-    platform_notes.extend(r.finish_notes());
-    let step_log = r
-        .exec
-        .mmsched()
-        .map(|m| m.take_step_log())
-        .unwrap_or_default();
-    let totals = Totals {
-        elapsed_nanos: elapsed,
-        importance: Kind::ALL.map(|k| r.importance(k)),
-        llm_tokens: r.text.tokens,
-        llm_request_nanos: r.text.request_nanos,
-        llm_ttft_ms: std::mem::take(&mut r.text.ttft_ms),
-        llm_tpot_ms: std::mem::take(&mut r.text.tpot_ms),
-        overhead_nanos: r.overhead_nanos,
-        stale_answers: r.monitor.stale_answers,
-        breaker_opened: r.monitor.breaker_opened,
-        camera_scaled_nanos: r.monitor.camera_scaled_nanos,
-        retransmit_requests: r.speech.nacks.requests(),
-        recovered: r.speech.nacks.recovered_count(),
-        platform: platform_notes,
-    };
-    let summary = summary::build(
-        &r.config,
-        &r.stats,
-        &r.monitor.health,
-        &r.vision.router,
-        r.speech.audio.as_ref(),
-        &r.ingest,
-        std::mem::take(&mut r.monitor.actions),
-        &totals,
+    r.finish(load, platform_notes)
+}
+
+/// Clock alignment per stream of `scenario`, by stream name.
+fn ingest_of(scenario: &mmsched_scenario::Scenario) -> Vec<(String, StreamIngest)> {
+    scenario
+        .streams()
+        .iter()
+        .map(|s| {
+            let latency = (s.latency_ms.max(0.0) * 1e6) as Nanos;
+            (
+                s.name.clone(),
+                StreamIngest::new(latency, AlignConfig::default()),
+            )
+        })
+        .collect()
+}
+
+/// The run's trace file (none when `config` asks for none), dated by the wall clock.
+fn trace_of<C: Clock>(config: &RunConfig, clock: &C) -> Result<TraceOut, RunError> {
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert("program".into(), serde_json::json!("mmsched run"));
+    metadata.insert("scenario".into(), serde_json::json!(config.scenario.name()));
+    metadata.insert(
+        "scheduler".into(),
+        serde_json::json!(config.scheduler.as_str()),
     );
-    let mut series = std::mem::take(&mut r.monitor.series);
-    series.thin_ldti(20_000);
-    let Run { trace, exec, .. } = r;
-    drop(exec);
-    let trace_file = trace.finish()?;
-    Ok(RunOutcome {
-        summary,
-        series,
-        step_log,
-        trace_file,
-    })
+    // The wall-clock time of the device clock's zero, so exported spans carry real dates.
+    let start_unix_nanos = crate::trace_out::unix_nanos_now().saturating_sub(clock.now_nanos());
+    TraceOut::create(
+        config.trace_path.as_deref(),
+        config.seed,
+        start_unix_nanos,
+        metadata,
+    )
+}
+
+impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
+    /// After the inputs stop: the drain, the last figures, the summary and the trace.
+    fn finish(
+        mut self,
+        load: LoadGenerator,
+        mut platform_notes: Vec<String>,
+    ) -> Result<RunOutcome, RunError> {
+        let inputs_end = self.clock.now_nanos();
+        if let Some(spent) = load.finish() {
+            platform_notes.push(format!(
+                "background load: {:.0} ms CPU demanded, {:.0} ms burnt",
+                spent.demanded_nanos as f64 / 1e6,
+                spent.burnt_nanos as f64 / 1e6
+            ));
+        }
+        // Speech still open at the end is not transcribed: the inputs have stopped.
+        if let Some(a) = &mut self.speech.audio {
+            a.flush();
+        }
+        self.drain();
+        self.book.close();
+        if self.monitor.power_calls > 0 {
+            // Leave the cores as they were found.
+            let now = self.clock.now_nanos();
+            self.power_hint(now, 100);
+        }
+        let elapsed = inputs_end.saturating_sub(self.start);
+        platform_notes.extend(self.finish_notes());
+        let step_log = self
+            .exec
+            .mmsched()
+            .map(|m| m.take_step_log())
+            .unwrap_or_default();
+        let text = std::mem::take(&mut self.book.text);
+        let totals = Totals {
+            elapsed_nanos: elapsed,
+            importance: Kind::ALL.map(|k| self.importance(k)),
+            llm_tokens: text.tokens,
+            llm_request_nanos: text.request_nanos,
+            llm_ttft_ms: text.ttft_ms,
+            llm_tpot_ms: text.tpot_ms,
+            overhead_nanos: self.overhead_nanos,
+            stale_answers: self.monitor.stale_answers,
+            breaker_opened: self.monitor.breaker_opened,
+            camera_scaled_nanos: self.monitor.camera_scaled_nanos,
+            retransmit_requests: self.speech.nacks.requests(),
+            recovered: self.speech.nacks.recovered_count(),
+            platform: platform_notes,
+        };
+        let summary = summary::build(
+            &self.config,
+            &self.book.stats,
+            &self.monitor.health,
+            &self.vision.router,
+            self.speech.audio.as_ref(),
+            &self.ingest,
+            std::mem::take(&mut self.monitor.actions),
+            &totals,
+        );
+        let mut series = std::mem::take(&mut self.monitor.series);
+        series.thin_ldti(20_000);
+        let Run { book, exec, .. } = self;
+        drop(exec);
+        let trace_file = book.trace.finish()?;
+        Ok(RunOutcome {
+            summary,
+            series,
+            step_log,
+            trace_file,
+        })
+    }
 }
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {

@@ -1,36 +1,24 @@
 //! The speech branch: microphone packets through the playout buffer (with retransmission
 //! requests for missing ones) into 32 ms VAD chunks; the speech gate closes utterances,
-//! which queue for Whisper one at a time.
-
-use std::collections::VecDeque;
+//! which go to Whisper (the book runs them one at a time: Whisper holds state).
 
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::speech::Utterance;
 use mmsched_trace::ids::TraceId;
 
-use super::{JobRec, Run, arrived, transcript_budget_nanos};
+use super::{Run, arrived, transcript_budget_nanos};
 use crate::audio::AudioPath;
+use crate::book::Reply;
 use crate::jobs::Output;
 use crate::nack::Nacks;
+use crate::request::{Input, Origin};
 use crate::stats::Kind;
-
-/// An utterance waiting for speech recognition.
-pub(super) struct Waiting {
-    release: Nanos,
-    deadline: Nanos,
-    /// When its speech started.
-    capture: Nanos,
-    samples: Vec<f32>,
-}
 
 /// The speech branch's state.
 pub(super) struct SpeechBranch {
     /// Packets → playout → chunks → utterances (none without a microphone).
     pub(super) audio: Option<AudioPath>,
     pub(super) nacks: Nacks,
-    pub(super) asr_queue: VecDeque<Waiting>,
-    /// Whether an utterance is being transcribed (one at a time: Whisper holds state).
-    pub(super) asr_busy: bool,
     /// The last transcript (the circuit breaker's cached answer, and what prompts ask
     /// about).
     pub(super) last_transcript: Option<String>,
@@ -41,8 +29,6 @@ impl SpeechBranch {
         Self {
             audio,
             nacks: Nacks::default(),
-            asr_queue: VecDeque::new(),
-            asr_busy: false,
             last_transcript: None,
         }
     }
@@ -99,30 +85,24 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             return;
         }
         for c in chunks {
-            let tag = self.book.new_tag();
-            self.stats.offered(Kind::Vad);
-            self.stats.job(Kind::Vad);
-            let work = self.models.vad(c.samples, tag, self.book.tx.clone());
-            self.submit(
-                now,
-                tag,
-                JobRec {
-                    kind: Kind::Vad,
-                    capture: c.ready_nanos,
-                    release: c.ready_nanos,
-                    deadline: c.ready_nanos + sla,
-                    chunk: c.index,
-                },
-                work,
-            );
+            self.book.offer(Kind::Vad, Origin::Streams);
+            let input = Input::Chunk {
+                samples: c.samples,
+                index: c.index,
+            };
+            let req = self.stream_request(input, c.ready_nanos, c.ready_nanos, c.ready_nanos + sla);
+            self.submit(now, req, Reply::Loop);
         }
     }
 
     /// A VAD chunk's speech probability (0 for a chunk lost to shedding or failure) into
-    /// the speech gate; the segments it closes are reported and queued for Whisper.
+    /// the speech gate; the segments it closes are reported and go to Whisper.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_vad(
         &mut self,
-        rec: &JobRec,
+        chunk: u64,
+        release: Nanos,
+        deadline: Nanos,
         now: Nanos,
         end: Nanos,
         prob: f32,
@@ -131,63 +111,33 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let Some(a) = &mut self.speech.audio else {
             return;
         };
-        let utterances = a.on_vad(rec.chunk, prob);
-        self.report_segments(rec, end, trace_id, &utterances);
-        self.queue_utterances(now, utterances);
+        let utterances = a.on_vad(chunk, prob);
+        self.report_segments(release, deadline, end, trace_id, &utterances);
+        self.transcribe(now, utterances);
     }
 
-    fn queue_utterances(&mut self, now: Nanos, utterances: Vec<Utterance>) {
+    /// Each closed utterance to Whisper, or to the cache while the circuit breaker cuts
+    /// speech.
+    fn transcribe(&mut self, now: Nanos, utterances: Vec<Utterance>) {
         if !self.models.has(Kind::Asr) {
             return;
         }
         let sla = self.sla_nanos(Kind::Asr);
         for u in utterances {
-            self.stats.offered(Kind::Asr);
+            self.book.offer(Kind::Asr, Origin::Streams);
+            if self.remedies().breaker_open && self.heaviest_branch() == Kind::Asr {
+                self.answer_from_cache(Kind::Asr, now);
+                continue;
+            }
             let budget = transcript_budget_nanos(u.end_nanos.saturating_sub(u.start_nanos));
-            self.speech.asr_queue.push_back(Waiting {
-                release: now,
-                deadline: now + sla + budget,
-                capture: u.start_nanos,
-                samples: u.samples,
-            });
+            let input = Input::Utterance(u.samples);
+            let req = self.stream_request(input, u.start_nanos, now, now + sla + budget);
+            self.submit(now, req, Reply::Loop);
         }
     }
 
-    /// The next utterance to Whisper when none is being transcribed (or to the cache
-    /// while the circuit breaker cuts speech).
-    pub(super) fn start_asr(&mut self, now: Nanos) {
-        if self.speech.asr_busy {
-            return;
-        }
-        let Some(u) = self.speech.asr_queue.pop_front() else {
-            return;
-        };
-        if self.remedies().breaker_open && self.heaviest_branch() == Kind::Asr {
-            self.answer_from_cache(Kind::Asr, now);
-            return;
-        }
-        let tag = self.book.new_tag();
-        self.stats.job(Kind::Asr);
-        let work = self.models.asr(u.samples, tag, self.book.tx.clone());
-        self.speech.asr_busy = true;
-        self.submit(
-            now,
-            tag,
-            JobRec {
-                kind: Kind::Asr,
-                capture: u.capture,
-                release: u.release,
-                deadline: u.deadline,
-                chunk: 0,
-            },
-            work,
-        );
-    }
-
-    /// An utterance's transcription ended: the branch is free, and its text becomes the
-    /// cached answer.
+    /// An utterance's transcription ended: its text becomes the cached answer.
     pub(super) fn on_transcript(&mut self, output: Option<Output>) {
-        self.speech.asr_busy = false;
         if let Some(Output::Asr { text, .. }) = output
             && !text.is_empty()
         {

@@ -98,7 +98,7 @@ fn run_virtual(scenario: Scenario, costs: Costs, mechanisms: Mechanisms) -> RunS
     let parts = RunParts {
         clock,
         exec,
-        models: Box::new(models),
+        models: std::sync::Arc::new(models),
         notes: Vec::new(),
     };
     run_with(config, parts, &mut Quiet).expect("run").summary

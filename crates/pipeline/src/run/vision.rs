@@ -8,8 +8,10 @@ use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
 
-use super::{JobRec, Run, ThreadCpu, arrived};
+use super::{Run, ThreadCpu, arrived};
+use crate::book::Reply;
 use crate::jobs::Output;
+use crate::request::{Input, Origin};
 use crate::stats::{DropAction, Kind};
 
 /// The vision branch's state.
@@ -48,7 +50,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
-            self.stats.offered(Kind::Vision);
+            self.book.offer(Kind::Vision, Origin::Streams);
             let remedies = self.remedies();
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
@@ -58,7 +60,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             }
             let f = a.event.payload;
             let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
-                self.stats.failed_input(Kind::Vision);
+                self.book.stats.failed_input(Kind::Vision);
                 continue;
             };
             let cpu = ThreadCpu::now();
@@ -88,22 +90,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 self.answer_from_cache(Kind::Vision, now);
                 continue;
             }
-            let tag = self.book.new_tag();
-            let work = self.models.vision(frame, tag, self.book.tx.clone());
-            self.stats.job(Kind::Vision);
             let release = a.arrival_nanos.min(now);
-            self.submit(
-                now,
-                tag,
-                JobRec {
-                    kind: Kind::Vision,
-                    capture,
-                    release,
-                    deadline: release + sla,
-                    chunk: 0,
-                },
-                work,
-            );
+            let req = self.stream_request(Input::Frame(frame), capture, release, release + sla);
+            self.submit(now, req, Reply::Loop);
         }
     }
 
@@ -115,10 +104,11 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// A frame's OCR ended: its text becomes the cached answer.
     pub(super) fn on_ocr(&mut self, output: Option<Output>) {
-        if let Some(Output::Vision { text, .. }) = output
-            && !text.is_empty()
+        if let Some(Output::Vision { lines, .. }) = output
+            && !lines.is_empty()
         {
-            self.vision.last_ocr = Some(text);
+            let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+            self.vision.last_ocr = Some(text.join(" | "));
         }
     }
 
@@ -133,8 +123,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let fps = s.fps.unwrap_or(5.0).max(0.1);
         let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
         let latency = (s.latency_ms * 1e6) as Nanos;
-        let class = self.classes.vision;
-        let cost = self.cost.predict(class, now);
+        let class = self.book.class(Kind::Vision);
+        let cost = self.book.predict(Kind::Vision, now);
         // The next frame's arrival: frames are captured on the camera's cadence from the
         // start of the inputs, and arrive after the stream's latency.
         let k = now.saturating_sub(self.start) / period + 1;
@@ -160,7 +150,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let Some((booked, halved)) = self.vision.booking else {
             return;
         };
-        let cost = self.cost.predict(self.classes.vision, now);
+        let cost = self.book.predict(Kind::Vision, now);
         if cost.abs_diff(booked) * 10 > booked {
             self.rebook_camera(now, halved);
         }

@@ -16,13 +16,14 @@ use clap::{Args, ValueEnum};
 use mmsched_core::policy::Policy;
 use mmsched_core::time::MonotonicClock;
 use mmsched_models::{Artifact, FetchOptions, ModelPaths, fetch};
-use mmsched_pipeline::{RunConfig, RunOutcome};
+use mmsched_pipeline::{PolicyUpdate, RunConfig, RunOutcome};
 use mmsched_report::{render_table, write_report};
 use mmsched_runtime::sched::SchedulerKind;
 use mmsched_scenario::Scenario;
 
 pub use interrupt::interrupted;
 use observe::Console;
+pub use observe::ServerFeed;
 use results_out::ResultsOut;
 
 /// The scheduler to run the jobs with.
@@ -170,20 +171,11 @@ pub fn run_one(
     a: &ScenarioArgs,
     kind: SchedulerKind,
     report_dir: &Path,
-    policy_updates: Option<std::sync::mpsc::Receiver<Policy>>,
-    metrics: Option<Arc<mmsched_server::Metrics>>,
+    policy_updates: Option<std::sync::mpsc::Receiver<PolicyUpdate>>,
+    server: Option<ServerFeed>,
     adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
-    run_one_with(
-        p,
-        a,
-        kind,
-        report_dir,
-        policy_updates,
-        metrics,
-        adjust,
-        None,
-    )
+    run_one_with(p, a, kind, report_dir, policy_updates, server, adjust, None)
 }
 
 /// [`run_one`], also writing every result to `results`.
@@ -193,8 +185,8 @@ fn run_one_with(
     a: &ScenarioArgs,
     kind: SchedulerKind,
     report_dir: &Path,
-    policy_updates: Option<std::sync::mpsc::Receiver<Policy>>,
-    metrics: Option<Arc<mmsched_server::Metrics>>,
+    policy_updates: Option<std::sync::mpsc::Receiver<PolicyUpdate>>,
+    server: Option<ServerFeed>,
     adjust: &dyn Fn(&mut RunConfig),
     results: Option<ResultsOut>,
 ) -> Result<RunOutcome> {
@@ -217,7 +209,7 @@ fn run_one_with(
     config.policy_updates = policy_updates;
     config.stop = interrupt::stop_flag()?;
     adjust(&mut config);
-    let mut console = Console::new(kind, metrics).with_results(results);
+    let mut console = Console::new(kind, server).with_results(results);
     let outcome = mmsched_pipeline::run(config, &mut console);
     if let Some(out) = console.finish() {
         let written = out.finish()?;
@@ -230,11 +222,11 @@ fn run_one_with(
 #[derive(Default)]
 struct Feeds {
     /// New policies for the run.
-    updates: Option<std::sync::mpsc::Receiver<Policy>>,
+    updates: Option<std::sync::mpsc::Receiver<PolicyUpdate>>,
     /// The HTTP server.
     server: Option<mmsched_server::ServerHandle>,
-    /// Its metrics, fed by the run.
-    metrics: Option<Arc<mmsched_server::Metrics>>,
+    /// Its metrics and status, fed by the run.
+    feed: Option<ServerFeed>,
     /// The policy URL watcher (stops when dropped).
     watcher: Option<mmsched_client::Watcher>,
 }
@@ -244,9 +236,9 @@ fn policy_feeds(a: &RunArgs, policy: &Policy) -> Result<Feeds> {
     if a.serve.is_none() && a.policy_url.is_none() {
         return Ok(Feeds::default());
     }
-    let (tx, rx) = channel::<Policy>();
+    let (tx, rx) = channel::<PolicyUpdate>();
     let mut server = None;
-    let mut metrics = None;
+    let mut feed = None;
     if let Some(addr) = a.serve {
         let shared = mmsched_server::Shared::new(
             policy.clone(),
@@ -267,18 +259,21 @@ fn policy_feeds(a: &RunArgs, policy: &Policy) -> Result<Feeds> {
             handle.local_addr()
         );
         forward_store(shared.store.subscribe(), tx.clone());
-        metrics = Some(Arc::clone(&shared.metrics));
+        feed = Some(ServerFeed::of(&shared));
         server = Some(handle);
     }
     let mut watcher = None;
     if let Some(url) = &a.policy_url {
-        let tx: Sender<Policy> = tx.clone();
+        let tx: Sender<PolicyUpdate> = tx.clone();
         watcher = Some(
             mmsched_client::PolicyClient::builder(url)
                 .long_poll(Some(20))
                 .on_update(move |p, etag| {
                     eprintln!("policy {} ({etag}) from the policy URL", p.name());
-                    let _ = tx.send(p);
+                    let _ = tx.send(PolicyUpdate {
+                        policy: p,
+                        etag: Some(etag.to_string()),
+                    });
                 })
                 .spawn()
                 .with_context(|| format!("cannot follow the policy at {url}"))?,
@@ -287,19 +282,25 @@ fn policy_feeds(a: &RunArgs, policy: &Policy) -> Result<Feeds> {
     Ok(Feeds {
         updates: Some(rx),
         server,
-        metrics,
+        feed,
         watcher,
     })
 }
 
-/// Forwards every policy the API accepts to the run (checked every 10 ms; the run applies
-/// it between two decisions). The thread ends with the process.
-fn forward_store(mut sub: mmsched_server::PolicySubscription, tx: Sender<Policy>) {
+/// Forwards every policy the API accepts, with its ETag, to the runtime (checked every
+/// 10 ms; the runtime applies it between two decisions). The thread ends when the runtime
+/// stops listening.
+pub fn forward_store(mut sub: mmsched_server::PolicySubscription, tx: Sender<PolicyUpdate>) {
     sub.latest();
     std::thread::spawn(move || {
         loop {
             if let Some(snap) = sub.poll()
-                && tx.send((*snap.policy).clone()).is_err()
+                && tx
+                    .send(PolicyUpdate {
+                        policy: (*snap.policy).clone(),
+                        etag: Some(snap.etag.clone()),
+                    })
+                    .is_err()
             {
                 return;
             }
@@ -332,7 +333,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         kind,
         &a.report,
         feeds.updates,
-        feeds.metrics,
+        feeds.feed,
         &|_| {},
         results,
     )?;

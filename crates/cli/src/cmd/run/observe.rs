@@ -1,5 +1,6 @@
 //! The console observer of a run: a live progress line on stderr and, with `--serve`, the
-//! Prometheus metrics.
+//! Prometheus metrics and the status document ([`ServerFeed`], which `serve --models`
+//! uses on its own).
 
 use std::sync::Arc;
 
@@ -9,14 +10,63 @@ use mmsched_core::ldti::Level;
 use mmsched_pipeline::results::ResultRecord;
 use mmsched_pipeline::run::{Observer, Progress};
 use mmsched_runtime::sched::SchedulerKind;
-use mmsched_server::Metrics;
+use mmsched_server::{Metrics, StatusBoard};
 
 use super::results_out::ResultsOut;
 
-/// Progress line and metrics.
+/// What a runtime tells the HTTP server: `/metrics` (every job of every origin, sheds,
+/// skips, the LDTI) and `/api/v1/status` (the LDTI, the ETag of the policy it decides
+/// with).
+#[derive(Clone)]
+pub struct ServerFeed {
+    metrics: Arc<Metrics>,
+    status: Arc<StatusBoard>,
+}
+
+impl ServerFeed {
+    /// The feed of a server's shared state (registers the job classes' metrics).
+    pub fn of(shared: &mmsched_server::Shared) -> Self {
+        for k in ["vision", "vad", "asr", "llm"] {
+            shared.metrics.register_class(modality_of(k), k);
+        }
+        Self {
+            metrics: Arc::clone(&shared.metrics),
+            status: Arc::clone(&shared.status),
+        }
+    }
+}
+
+impl Observer for ServerFeed {
+    fn job(&mut self, kind: &str, latency_ms: f64, missed: bool) {
+        let nanos = (latency_ms * 1e6) as u64;
+        self.metrics
+            .record_job(modality_of(kind), kind, nanos, missed, None);
+    }
+
+    fn skip(&mut self, kind: &str) {
+        self.metrics.record_skip(modality_of(kind), "gate");
+    }
+
+    fn shed(&mut self, kind: &str) {
+        self.metrics.record_shed(modality_of(kind), kind);
+    }
+
+    fn ldti(&mut self, value: f64, level: Level) {
+        self.metrics.set_ldti(value, level);
+        self.status.set_ldti(value, level);
+    }
+
+    fn policy_applied(&mut self, etag: Option<&str>) {
+        if let Some(etag) = etag {
+            self.status.set_applied_etag(etag);
+        }
+    }
+}
+
+/// Progress line and, with `--serve`, the server's feed.
 pub struct Console {
     bar: ProgressBar,
-    metrics: Option<Arc<Metrics>>,
+    server: Option<ServerFeed>,
     kind: SchedulerKind,
     results: Option<ResultsOut>,
 }
@@ -31,26 +81,16 @@ fn modality_of(kind: &str) -> Modality {
 
 impl Console {
     /// A console for a run under `kind`.
-    pub fn new(kind: SchedulerKind, metrics: Option<Arc<Metrics>>) -> Self {
+    pub fn new(kind: SchedulerKind, server: Option<ServerFeed>) -> Self {
         let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template("{prefix:>16} {bar:20} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.set_prefix(kind.as_str().to_string());
-        if let Some(m) = &metrics {
-            for (k, c) in [
-                ("vision", "vision"),
-                ("vad", "vad"),
-                ("asr", "asr"),
-                ("llm", "llm"),
-            ] {
-                m.register_class(modality_of(k), c);
-            }
-        }
         Self {
             bar,
-            metrics,
+            server,
             kind,
             results: None,
         }
@@ -104,26 +144,26 @@ impl Observer for Console {
     }
 
     fn job(&mut self, kind: &str, latency_ms: f64, missed: bool) {
-        if let Some(m) = &self.metrics {
-            m.record_job(
-                modality_of(kind),
-                kind,
-                (latency_ms * 1e6) as u64,
-                missed,
-                None,
-            );
+        if let Some(s) = &mut self.server {
+            s.job(kind, latency_ms, missed);
         }
     }
 
     fn skip(&mut self, kind: &str) {
-        if let Some(m) = &self.metrics {
-            m.record_skip(modality_of(kind), "gate");
+        if let Some(s) = &mut self.server {
+            s.skip(kind);
         }
     }
 
     fn shed(&mut self, kind: &str) {
-        if let Some(m) = &self.metrics {
-            m.record_shed(modality_of(kind), kind);
+        if let Some(s) = &mut self.server {
+            s.shed(kind);
+        }
+    }
+
+    fn policy_applied(&mut self, etag: Option<&str>) {
+        if let Some(s) = &mut self.server {
+            s.policy_applied(etag);
         }
     }
 
@@ -134,8 +174,8 @@ impl Observer for Console {
     }
 
     fn ldti(&mut self, value: f64, level: Level) {
-        if let Some(m) = &self.metrics {
-            m.set_ldti(value, level);
+        if let Some(s) = &mut self.server {
+            s.ldti(value, level);
         }
     }
 

@@ -1,7 +1,7 @@
 //! `GET /api/v1/results`: every result as a server-sent event while the server runs — the
-//! HTTP requests' answers and, with `--scenario`, the scenario's OCR lines, speech
-//! segments, transcripts and answers — one JSON object per event, shaped like a line of
-//! `mmsched run --results`.
+//! HTTP requests' answers (`"origin": "api"`) and a scenario's OCR lines, speech segments,
+//! transcripts and answers (`"origin": "streams"`) — one JSON object per event, shaped
+//! like a line of `mmsched run --results`.
 
 use std::sync::Arc;
 
@@ -12,12 +12,19 @@ use mmsched_pipeline::results::ResultRecord;
 use mmsched_pipeline::run::Observer;
 use tokio::sync::broadcast;
 
-use super::ModelApi;
+use crate::OpenAi;
+use crate::answer::event_stream;
 
 /// Results a slow reader may fall behind by before it misses some (it is told how many).
 pub const FEED_CAPACITY: usize = 1024;
 
-/// Publishes a streams run's results to the feed.
+/// A new feed (give its sender to [`Publish`] and to [`crate::OpenAi::new`]).
+pub fn feed_channel() -> broadcast::Sender<String> {
+    broadcast::channel(FEED_CAPACITY).0
+}
+
+/// Publishes a runtime's results to the feed.
+#[derive(Debug)]
 pub struct Publish(pub broadcast::Sender<String>);
 
 impl Observer for Publish {
@@ -28,7 +35,7 @@ impl Observer for Publish {
 }
 
 /// The feed as server-sent events.
-pub async fn feed(State(api): State<Arc<ModelApi>>) -> Response {
+pub async fn feed(State(api): State<Arc<OpenAi>>) -> Response {
     let rx = api.results.subscribe();
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         let event = match rx.recv().await {
@@ -40,5 +47,5 @@ pub async fn feed(State(api): State<Arc<ModelApi>>) -> Response {
         };
         Some((Ok::<_, std::convert::Infallible>(event), rx))
     });
-    super::event_stream(Body::from_stream(events))
+    event_stream(Body::from_stream(events))
 }

@@ -1,4 +1,4 @@
-//! API keys for `serve --models --api-keys FILE`: each key carries the importance its
+//! API keys (`serve --models --api-keys FILE`): each key carries the importance its
 //! requests are scheduled with, so one app's requests can outrank another's. With keys,
 //! every model endpoint wants `Authorization: Bearer KEY` (what OpenAI clients send as
 //! their `api_key`); without, the endpoints are open and each class has the policy's
@@ -12,6 +12,30 @@ use std::path::Path;
 
 use axum::http::{HeaderMap, header};
 
+/// Why the keys file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    /// The file cannot be read.
+    #[error(
+        "cannot read the API keys file {path}: pass --api-keys with a readable file of KEY=IMPORTANCE lines"
+    )]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is wrong (the message names it and the fix).
+    #[error("{path}: {reason}")]
+    Line {
+        /// The file.
+        path: String,
+        /// Which line, what is wrong and the fix.
+        reason: String,
+    },
+}
+
 /// A key and the importance of its requests.
 #[derive(Debug, Clone, PartialEq)]
 struct Key {
@@ -24,15 +48,17 @@ struct Key {
 pub struct ApiKeys(Vec<Key>);
 
 impl ApiKeys {
-    /// Reads the keys file at `path`.
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot read the API keys file {}: {e}; pass --api-keys with a readable file of KEY=IMPORTANCE lines",
-                path.display()
-            )
+    /// Reads the keys file at `path` (at most 1 MiB).
+    pub fn load(path: &Path) -> Result<Self, KeysError> {
+        let shown = path.display().to_string();
+        let text = read_capped(path).map_err(|source| KeysError::Read {
+            path: shown.clone(),
+            source,
         })?;
-        Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        Self::parse(&text).map_err(|reason| KeysError::Line {
+            path: shown,
+            reason,
+        })
     }
 
     /// Parses `KEY=IMPORTANCE` lines; the error names the line and the fix.
@@ -105,6 +131,20 @@ impl ApiKeys {
         }
         found.ok_or("this API key is not one of the server's (--api-keys)")
     }
+}
+
+/// The file's text, refusing one over 1 MiB (`/dev/zero` or a wrong file).
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    const MAX: u64 = 1 << 20;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX {
+        return Err(std::io::Error::other("the file is over 1 MiB"));
+    }
+    Ok(text)
 }
 
 /// Whether `a` and `b` are equal, in time that depends only on their lengths.

@@ -1,0 +1,377 @@
+//! The endpoints over a runtime in virtual time: mmsched's real executor on virtual lanes
+//! (OCR 40 ms, a token 30 ms, a transcription 300 ms) and fake models that answer at once,
+//! driven with HTTP requests through the router (no socket). Each test checks what an
+//! OpenAI client sees — status, headers, body shape, server-sent event framing — and what
+//! the runtime counted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use mmsched_core::policy::Policy;
+use mmsched_openai::keys::ApiKeys;
+use mmsched_openai::results::feed_channel;
+use mmsched_openai::{ClassSettings, OpenAi, router};
+use mmsched_pipeline::RunConfig;
+use mmsched_pipeline::host::{FOREVER_NANOS, Host, serving_scenario};
+use mmsched_pipeline::inputs::DEVICE_EPOCH_NANOS;
+use mmsched_pipeline::models::fake::{QUICK, virtual_mmsched};
+use mmsched_pipeline::run::{Quiet, RunParts};
+use mmsched_pipeline::stats::Kind;
+use mmsched_report::RunSummary;
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_runtime::sched::virtual_time::VirtualClock;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// A server over a runtime in virtual time.
+struct Server {
+    host: Host,
+    app: axum::Router,
+}
+
+struct Setup {
+    sessions: usize,
+    shedding: bool,
+    caps: BTreeMap<Kind, ClassSettings>,
+    keys: Option<&'static str>,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            sessions: 1,
+            shedding: true,
+            caps: BTreeMap::new(),
+            keys: None,
+        }
+    }
+}
+
+fn server(s: Setup) -> Server {
+    let clock = VirtualClock::new(DEVICE_EPOCH_NANOS);
+    let policy = Policy::default();
+    let (exec, models) = virtual_mmsched(&policy, 2, !s.shedding, &clock, QUICK);
+    let parts = RunParts {
+        clock,
+        exec,
+        models: Arc::new(models.with_llm_sessions(s.sessions)),
+        notes: Vec::new(),
+    };
+    let mut config = RunConfig::new(
+        serving_scenario(2).expect("scenario"),
+        policy,
+        SchedulerKind::Mmsched,
+    );
+    config.duration_nanos = FOREVER_NANOS;
+    config.platform = false;
+    let host = Host::with_parts(config, parts, Box::new(Quiet)).expect("runtime");
+    let keys = s.keys.map(|k| ApiKeys::parse(k).expect("keys"));
+    let api = OpenAi::new(host.client(), s.caps, 1 << 20, feed_channel(), keys);
+    Server {
+        host,
+        app: router(Arc::new(api)),
+    }
+}
+
+impl Server {
+    async fn send(&self, req: Request<Body>) -> axum::response::Response {
+        self.app.clone().oneshot(req).await.expect("infallible")
+    }
+
+    fn finish(self) -> RunSummary {
+        self.host.finish().expect("the runtime stops").summary
+    }
+}
+
+fn post(path: &str) -> axum::http::request::Builder {
+    Request::post(path).header("content-type", "application/json")
+}
+
+fn chat(body: Value) -> Request<Body> {
+    post("/v1/chat/completions")
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+async fn json_of(r: axum::response::Response) -> Value {
+    let bytes = r.into_body().collect().await.expect("body").to_bytes();
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {bytes:?}"))
+}
+
+fn user(text: &str) -> Value {
+    json!([{"role": "user", "content": text}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_is_answered_whole_with_usage_and_its_deadline_mark() {
+    let s = server(Setup::default());
+    let r = s
+        .send(chat(
+            json!({"model": "gemma-3-270m", "messages": user("Hi"), "max_tokens": 4}),
+        ))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-deadline-missed"], "false");
+    let v = json_of(r).await;
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["choices"][0]["message"]["content"], "word word word word");
+    assert_eq!(v["choices"][0]["finish_reason"], "length");
+    assert_eq!(v["usage"]["completion_tokens"], 4);
+    assert_eq!(v["mmsched"]["deadline_missed"], false);
+    let summary = s.finish();
+    let api = &summary.llm.modality.origin["api"];
+    assert_eq!((api.offered, api.on_time), (1, 1));
+    assert_eq!(summary.llm.tokens, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_chat_is_framed_as_server_sent_events_ending_with_done() {
+    let s = server(Setup::default());
+    let r = s
+        .send(chat(
+            json!({"messages": user("Hi"), "max_tokens": 3, "stream": true}),
+        ))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let text = String::from_utf8(
+        r.into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec(),
+    )
+    .expect("UTF-8");
+    let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(events.last(), Some(&"data: [DONE]"), "{text}");
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| {
+            let data = e.strip_prefix("data: ").unwrap_or_else(|| panic!("{e}"));
+            serde_json::from_str(data).expect("a JSON chunk")
+        })
+        .collect();
+    // Three tokens, then the last chunk with the finish reason and usage.
+    assert_eq!(chunks.len(), 4, "{text}");
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(chunks[0]["choices"][0]["delta"]["content"], "word");
+    assert_eq!(chunks[1]["choices"][0]["delta"]["content"], " word");
+    let last = &chunks[3];
+    assert_eq!(last["choices"][0]["finish_reason"], "length");
+    assert_eq!(last["usage"]["completion_tokens"], 3);
+    assert_eq!(last["mmsched"]["deadline_missed"], false);
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk")
+    );
+    s.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_class_cap_a_request_gets_503_with_retry_after_and_counts_as_shed() {
+    let caps = BTreeMap::from([(
+        Kind::Llm,
+        ClassSettings {
+            deadline_ms: 600_000,
+            max_concurrent: 1,
+        },
+    )]);
+    let s = server(Setup {
+        caps,
+        ..Setup::default()
+    });
+    // A long answer holds the one place; the stream is read from a task of its own.
+    let long = s
+        .send(chat(
+            json!({"messages": user("long"), "max_tokens": 200, "stream": true}),
+        ))
+        .await;
+    assert_eq!(long.status(), StatusCode::OK);
+    let r = s
+        .send(chat(json!({"messages": user("second"), "max_tokens": 2})))
+        .await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let v = json_of(r).await;
+    assert_eq!(v["error"]["type"], "overloaded");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-concurrent llm=1")),
+        "{v}"
+    );
+    long.into_body()
+        .collect()
+        .await
+        .expect("the long answer ends");
+    let summary = s.finish();
+    let api = &summary.llm.modality.origin["api"];
+    assert_eq!((api.offered, api.on_time, api.shed), (2, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_make_its_deadline_is_shed_with_503() {
+    let s = server(Setup::default());
+    // OCR takes 40 ms; due in 5 ms it cannot be on time, so mmsched sheds it.
+    let png = sign_png();
+    let r = s
+        .send(
+            Request::post("/api/v1/ocr")
+                .header("x-deadline-ms", "5")
+                .body(Body::from(png))
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let v = json_of(r).await;
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("5 ms deadline")),
+        "{v}"
+    );
+    let summary = s.finish();
+    assert_eq!(summary.vision.origin["api"].shed, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_still_comes_marked_deadline_missed() {
+    // Without shedding, a frame due in 5 ms runs and ends after its deadline.
+    let s = server(Setup {
+        shedding: false,
+        ..Setup::default()
+    });
+    let r = s
+        .send(
+            Request::post("/api/v1/ocr")
+                .header("x-deadline-ms", "5")
+                .body(Body::from(sign_png()))
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-deadline-missed"], "true");
+    let v = json_of(r).await;
+    assert_eq!(v["lines"][0]["text"], "STOP");
+    assert_eq!(v["on_time"], false);
+    let summary = s.finish();
+    assert_eq!(summary.vision.origin["api"].late, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_api_keys_a_request_without_a_listed_key_gets_401() {
+    let s = server(Setup {
+        keys: Some("sk-good=0.9\n"),
+        ..Setup::default()
+    });
+    let r = s
+        .send(Request::get("/v1/models").body(Body::empty()).expect("req"))
+        .await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert_eq!(json_of(r).await["error"]["type"], "invalid_api_key");
+    let r = s
+        .send(
+            Request::get("/v1/models")
+                .header("authorization", "Bearer sk-good")
+                .body(Body::empty())
+                .expect("req"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let ids: Vec<Value> = json_of(r).await["data"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            json!("gemma-3-270m"),
+            json!("whisper-tiny.en"),
+            json!("pp-ocrv4")
+        ]
+    );
+    s.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_mid_stream_frees_its_session() {
+    let s = server(Setup::default());
+    let r = s
+        .send(chat(
+            json!({"messages": user("long"), "max_tokens": 4000, "stream": true}),
+        ))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut body = r.into_body();
+    let first = body.frame().await.expect("a frame").expect("data");
+    assert!(first.is_data());
+    // The client hangs up.
+    drop(body);
+    // With one session, the next request is answered only once the first has let it go.
+    let r = s
+        .send(chat(json!({"messages": user("next"), "max_tokens": 2})))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let summary = s.finish();
+    let api = &summary.llm.modality.origin["api"];
+    assert_eq!((api.offered, api.on_time, api.unfinished), (2, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_have_the_openai_shape_and_the_class_of_their_cause() {
+    let s = server(Setup::default());
+    // The client's input: 400 naming the field.
+    let r = s
+        .send(
+            post("/v1/chat/completions")
+                .body(Body::from("{not json"))
+                .expect("req"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_of(r).await["error"]["type"], "invalid_request_error");
+    let r = s
+        .send(chat(json!({"messages": user("x"), "temperature": 9})))
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(json_of(r).await["error"]["param"], "temperature");
+    let r = s
+        .send(chat(json!({"model": "gpt-9", "messages": user("x")})))
+        .await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // The device's fault: 500.
+    let r = s
+        .send(chat(
+            json!({"messages": user("FAIL please"), "max_tokens": 2}),
+        ))
+        .await;
+    assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let v = json_of(r).await;
+    assert_eq!(v["error"]["type"], "server_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("told to fail")),
+        "{v}"
+    );
+    let summary = s.finish();
+    assert_eq!(summary.llm.modality.origin["api"].failed, 1);
+}
+
+/// A small valid PNG (the fake OCR reads every frame as `STOP`).
+fn sign_png() -> Vec<u8> {
+    let img = image::RgbImage::from_pixel(8, 8, image::Rgb([255, 255, 255]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("PNG");
+    out.into_inner()
+}

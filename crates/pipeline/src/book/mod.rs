@@ -1,0 +1,470 @@
+//! The one book of jobs. Every client's request — a scenario stream's frame, chunk,
+//! utterance or prompt, an HTTP client's, the library's — is booked here, and only here:
+//! the book turns it into a job (through the job factory, [`crate::models::Models::work`]),
+//! decides each step's task info (class, the step's deadline, the predicted cost from the
+//! one cost model, importance, whether the step is committed), keeps requests beyond a
+//! model's capacity waiting in arrival order, lets a shed step of a started job compete
+//! again until its deadline, records every step in the trace, counts every outcome in the
+//! run's stats (split by origin), and hands each result to its client: a stream's to the run
+//! loop's branch ([`Ended`]), an outside client's to its sink ([`crate::request::Update`]).
+//!
+//! Files: `mod.rs` the book and booking, `steps.rs` what the end of a step does,
+//! `text.rs` a text request's progress and figures.
+
+mod steps;
+mod text;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use mmsched_core::arbiter::ClassId;
+use mmsched_core::policy::Policy;
+use mmsched_core::steps::Chain;
+use mmsched_core::time::Nanos;
+use mmsched_runtime::sched::cost::CostModel;
+use mmsched_runtime::sched::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo, Work};
+use mmsched_trace::ids::TraceId;
+
+use crate::config::Mechanisms;
+use crate::jobs::Output;
+use crate::models::{JobOrder, Models};
+use crate::request::{Cancel, Origin, Request, ShedReason, Update, UpdateSink};
+use crate::run::Observer;
+use crate::stats::{Kind, RunStats};
+use crate::trace_out::TraceOut;
+
+pub use text::TextFigures;
+use text::TextProgress;
+
+/// How long a measured step cost is trusted for prediction.
+pub const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
+/// Recent step costs the cost model keeps per class, and how many it needs.
+const COST_WINDOW: usize = 64;
+const COST_MIN_SAMPLES: usize = 3;
+/// How long a shed step of a started job (or of a request that keeps its place) waits
+/// before it competes again.
+pub const RETRY_NANOS: Nanos = 20_000_000;
+
+/// Where a request's result goes.
+pub enum Reply {
+    /// To the run loop (a scenario stream's request): its branch reacts to the [`Ended`].
+    Loop,
+    /// To an outside client, as [`Update`]s.
+    Sink(UpdateSink),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reply::Loop => "Loop",
+            Reply::Sink(_) => "Sink",
+        })
+    }
+}
+
+/// Whether the runtime still takes work: new inputs and retries only while `Open`; a
+/// drain lets the jobs in flight finish (an answer keeps generating its tokens), an
+/// interrupted runtime does not start another step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intake {
+    /// Taking inputs.
+    Open,
+    /// The inputs have stopped; jobs in flight finish.
+    Draining,
+    /// Stopped early (Ctrl-C): a text answer stops at its next token.
+    Interrupted,
+}
+
+/// How a job ended, for the run loop.
+#[derive(Debug)]
+pub enum EndResult {
+    /// Its last step finished: its output (none if the model sent nothing) and the trace
+    /// id of its last step.
+    Finished(Option<Output>, TraceId),
+    /// Shed (or pruned) by the scheduler.
+    Shed,
+    /// Its step failed (or it was stopped).
+    Failed,
+}
+
+/// A job that ended, as the run loop sees it (every origin: the loop's samples and the
+/// health figures count them all; a stream's branch reacts to its own).
+#[derive(Debug)]
+pub struct Ended {
+    /// Its kind.
+    pub kind: Kind,
+    /// Streams or an outside client.
+    pub origin: Origin,
+    /// A VAD chunk's number in its stream.
+    pub chunk: u64,
+    /// When it was released and due.
+    pub release: Nanos,
+    /// When it was due.
+    pub deadline: Nanos,
+    /// When it ended.
+    pub end: Nanos,
+    /// How.
+    pub result: EndResult,
+}
+
+impl Ended {
+    /// Whether it finished after its deadline (or did not finish).
+    pub fn missed(&self) -> bool {
+        !matches!(self.result, EndResult::Finished(..)) || self.end > self.deadline
+    }
+}
+
+/// One booked request.
+struct Job {
+    kind: Kind,
+    origin: Origin,
+    stream: String,
+    capture: Nanos,
+    release: Nanos,
+    deadline: Nanos,
+    importance: Option<f64>,
+    chunk: u64,
+    reply: Reply,
+    cancel: Cancel,
+    /// Its steps: how many may follow, committed or not, what a shed step becomes.
+    chain: Chain,
+    /// Whether it holds a place of its kind (handed to the executor, not waiting).
+    admitted: bool,
+    /// When its first step started.
+    started: Option<Nanos>,
+    /// A text request's tokens so far.
+    text: Option<TextProgress>,
+}
+
+/// What a step's deadline and a text job's steps follow: mmsched's token preemption, or a
+/// baseline's rules.
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    scheduler: SchedulerKind,
+    mechanisms: Mechanisms,
+}
+
+impl Rules {
+    /// A text step yields at every token: with mmsched's token preemption, and under every
+    /// baseline (which then decide between tokens in their own way).
+    fn preemptible(&self) -> bool {
+        self.scheduler != SchedulerKind::Mmsched || self.mechanisms.token_preemption
+    }
+
+    /// A text step is due when the request's remaining tokens still fit (mmsched with
+    /// token preemption only).
+    fn spreads_text_deadlines(&self) -> bool {
+        self.scheduler == SchedulerKind::Mmsched && self.mechanisms.token_preemption
+    }
+}
+
+/// The book. See the [module docs](self).
+pub struct Book {
+    jobs: HashMap<u64, Job>,
+    /// Requests beyond their kind's capacity, in arrival order, with their work.
+    waiting: [VecDeque<(u64, Box<dyn Work>)>; 4],
+    /// Jobs of each kind handed to the executor (or deferred) and not ended.
+    admitted: [usize; 4],
+    /// Jobs of each kind the models can run at once.
+    capacity: [usize; 4],
+    /// Shed steps waiting to compete again: tag, when, work.
+    deferred: Vec<(u64, Nanos, Box<dyn Work>)>,
+    tx: Sender<Output>,
+    rx: Receiver<Output>,
+    outputs: HashMap<u64, Output>,
+    next_tag: u64,
+    cost: CostModel,
+    classes: [ClassId; 4],
+    /// (class, lane) pairs that have run a step: a model's first step on a lane is not a
+    /// cost to predict from.
+    warm: HashSet<(ClassId, usize)>,
+    events: Vec<ExecEvent>,
+    rules: Rules,
+    /// The policy's importance per class, for requests without their own.
+    policy: Policy,
+    /// When the run's inputs started (results' times count from here).
+    start: Nanos,
+    /// Everything counted.
+    pub stats: RunStats,
+    /// The run's trace.
+    pub(crate) trace: TraceOut,
+    /// Text requests' figures.
+    pub text: TextFigures,
+}
+
+impl std::fmt::Debug for Book {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Book")
+            .field("jobs", &self.jobs.len())
+            .field("admitted", &self.admitted)
+            .field("capacity", &self.capacity)
+            .field("deferred", &self.deferred.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the book needs of the loop for one call: the executor, the models and the observer.
+#[allow(missing_debug_implementations)]
+pub struct Ctx<'a> {
+    /// The scheduler.
+    pub exec: &'a mut dyn Executor,
+    /// The models jobs are made from.
+    pub models: &'a dyn Models,
+    /// Who watches the run.
+    pub observer: &'a mut dyn Observer,
+}
+
+impl Book {
+    /// An empty book for `exec`'s classes, with cost priors per kind (nanoseconds, in
+    /// [`Kind::ALL`] order) and the models' capacities.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        exec: &mut dyn Executor,
+        models: &dyn Models,
+        priors: [Option<Nanos>; 4],
+        policy: &Policy,
+        mechanisms: Mechanisms,
+        start: Nanos,
+        stats: RunStats,
+        trace: TraceOut,
+    ) -> Self {
+        let classes = Kind::ALL.map(|k| exec.class(k.as_str()));
+        let mut cost = CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS);
+        for (class, prior) in classes.iter().zip(priors) {
+            if let Some(p) = prior {
+                cost.set_prior(*class, p);
+            }
+        }
+        let (tx, rx) = channel();
+        Self {
+            jobs: HashMap::new(),
+            waiting: Default::default(),
+            admitted: [0; 4],
+            capacity: Kind::ALL.map(|k| models.capacity(k).max(1)),
+            deferred: Vec::new(),
+            tx,
+            rx,
+            outputs: HashMap::new(),
+            next_tag: 0,
+            cost,
+            classes,
+            warm: HashSet::new(),
+            events: Vec::new(),
+            rules: Rules {
+                scheduler: exec.kind(),
+                mechanisms,
+            },
+            policy: policy.clone(),
+            start,
+            stats,
+            trace,
+            text: TextFigures::default(),
+        }
+    }
+
+    /// The executor's class of `kind`.
+    pub fn class(&self, kind: Kind) -> ClassId {
+        self.classes[kind.index()]
+    }
+
+    /// The predicted cost of `kind`'s next step at `now`.
+    pub fn predict(&self, kind: Kind, now: Nanos) -> Nanos {
+        self.cost.predict(self.class(kind), now)
+    }
+
+    /// Uses `policy`'s class importance from the next step on (hot reload).
+    pub fn set_policy(&mut self, policy: &Policy) {
+        self.policy = policy.clone();
+    }
+
+    /// Jobs booked and not ended (handed to the executor, deferred or waiting).
+    pub fn pending(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Jobs of `kind` booked and not ended.
+    pub fn pending_of(&self, kind: Kind) -> usize {
+        self.jobs.values().filter(|j| j.kind == kind).count()
+    }
+
+    /// An input of `kind` from `origin` arrived (whatever becomes of it).
+    pub fn offer(&mut self, kind: Kind, origin: Origin) {
+        self.stats.offered(kind, origin);
+    }
+
+    /// Books `req` (already offered): its job waits while its kind is at capacity, else
+    /// its first step goes to the executor. `reply` is where its result goes.
+    pub fn submit(&mut self, cx: &mut Ctx<'_>, now: Nanos, req: Request, reply: Reply) {
+        self.next_tag += 1;
+        let tag = self.next_tag;
+        let kind = req.kind();
+        let (text, steps) = match &req.input {
+            crate::request::Input::Prompt(p) => (Some(TextProgress::default()), p.max_tokens),
+            _ => (None, 1),
+        };
+        let chain = Chain::new(req.deadline_nanos, steps, req.retry_when_shed);
+        let chunk = match &req.input {
+            crate::request::Input::Chunk { index, .. } => *index,
+            _ => 0,
+        };
+        let work = cx.models.work(JobOrder {
+            input: req.input,
+            tag,
+            out: self.tx.clone(),
+            preemptible: self.rules.preemptible(),
+            cancel: req.cancel.clone(),
+        });
+        self.jobs.insert(
+            tag,
+            Job {
+                kind,
+                origin: req.origin,
+                stream: req.stream,
+                capture: req.capture_nanos,
+                release: req.release_nanos,
+                deadline: req.deadline_nanos,
+                importance: req.importance,
+                chunk,
+                reply,
+                cancel: req.cancel,
+                chain,
+                admitted: false,
+                started: None,
+                text,
+            },
+        );
+        self.waiting[kind.index()].push_back((tag, work));
+        self.start_waiting(cx, now);
+    }
+
+    /// Hands waiting jobs to the executor while their kind has room; drops those whose
+    /// client has gone.
+    pub fn start_waiting(&mut self, cx: &mut Ctx<'_>, now: Nanos) {
+        for kind in Kind::ALL {
+            let k = kind.index();
+            while self.admitted[k] < self.capacity[k] {
+                let Some((tag, work)) = self.waiting[k].pop_front() else {
+                    break;
+                };
+                if self.jobs.get(&tag).is_some_and(|j| j.cancel.is_cancelled()) {
+                    self.abandon(tag);
+                    continue;
+                }
+                self.admitted[k] += 1;
+                if let Some(j) = self.jobs.get_mut(&tag) {
+                    j.admitted = true;
+                }
+                self.stats.job(kind);
+                self.submit_step(cx.exec, now, tag, work);
+            }
+        }
+    }
+
+    /// The task info of `tag`'s next step at `now`: the one place it is built.
+    fn task_info(&self, now: Nanos, tag: u64) -> Option<TaskInfo> {
+        let job = self.jobs.get(&tag)?;
+        let class = self.class(job.kind);
+        let predicted = self.cost.predict(class, now);
+        let spread = self.rules.spreads_text_deadlines();
+        let deadline_nanos = job.chain.next_deadline(now, predicted, spread);
+        Some(TaskInfo {
+            class,
+            modality: job.kind.modality(),
+            deadline_nanos,
+            predicted_cost_nanos: predicted,
+            importance: job
+                .importance
+                .unwrap_or_else(|| self.policy.importance(job.kind.as_str())),
+            committed: job.chain.committed(),
+            tag,
+        })
+    }
+
+    /// Submits `tag`'s next step.
+    fn submit_step(&mut self, exec: &mut dyn Executor, now: Nanos, tag: u64, work: Box<dyn Work>) {
+        if let Some(info) = self.task_info(now, tag) {
+            exec.submit(now, Task { info, work });
+        }
+    }
+
+    /// Submits the deferred steps whose retry is due, and sheds those past their deadline.
+    pub fn retry_deferred(&mut self, cx: &mut Ctx<'_>, now: Nanos, ended: &mut Vec<Ended>) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        for (tag, at, work) in std::mem::take(&mut self.deferred) {
+            let Some(deadline) = self.jobs.get(&tag).map(|j| j.deadline) else {
+                continue;
+            };
+            if now >= deadline {
+                self.shed(cx, now, tag, ShedReason::Overload, ended);
+            } else if now >= at {
+                self.submit_step(cx.exec, now, tag, work);
+            } else {
+                self.deferred.push((tag, at, work));
+            }
+        }
+    }
+
+    /// Collects what the executor did since the last call and acts on each event; returns
+    /// the jobs that ended, in order.
+    pub fn handle_events(&mut self, cx: &mut Ctx<'_>, now: Nanos, intake: Intake) -> Vec<Ended> {
+        cx.exec.poll(now, &mut self.events);
+        let sent = self.rx.try_iter().map(|o| (o.tag(), o));
+        self.outputs.extend(sent);
+        let mut ended = Vec::new();
+        for ev in std::mem::take(&mut self.events) {
+            self.on_event(cx, now, intake, ev, &mut ended);
+        }
+        self.start_waiting(cx, now);
+        ended
+    }
+
+    /// After the drain (or when the runtime stops): every request still waiting, deferred
+    /// or running is unfinished, and an outside client is told so.
+    pub fn close(&mut self) {
+        self.deferred.clear();
+        for q in &mut self.waiting {
+            q.clear();
+        }
+        let tags: Vec<u64> = self.jobs.keys().copied().collect();
+        for tag in tags {
+            self.unfinished(tag, "the runtime stopped before this request finished");
+        }
+    }
+
+    /// A request whose client went away before it started: unfinished, nothing to tell.
+    fn abandon(&mut self, tag: u64) {
+        if let Some(job) = self.jobs.remove(&tag) {
+            self.outputs.remove(&tag);
+            self.stats.unfinished(job.kind, job.origin, 1);
+        }
+    }
+
+    /// A request that will not finish: unfinished; an outside client hears why.
+    fn unfinished(&mut self, tag: u64, why: &'static str) {
+        let Some(mut job) = self.jobs.remove(&tag) else {
+            return;
+        };
+        self.outputs.remove(&tag);
+        if job.admitted {
+            self.release(job.kind);
+        }
+        self.stats.unfinished(job.kind, job.origin, 1);
+        if let Some(t) = &job.text {
+            self.text.close(job.release, t);
+        }
+        if let Reply::Sink(sink) = &mut job.reply {
+            sink(Update::Failed(
+                mmsched_runtime::sched::WorkError::Cancelled { why },
+            ));
+        }
+    }
+
+    /// Frees `kind`'s place for the next waiting job (every job that ended was admitted,
+    /// but for one closed while waiting).
+    fn release(&mut self, kind: Kind) {
+        let k = kind.index();
+        self.admitted[k] = self.admitted[k].saturating_sub(1);
+    }
+}
