@@ -108,11 +108,15 @@ mod tests {
         let g = LoadGenerator::start(p, mmsched_core::time::MonotonicClock::new());
         std::thread::sleep(Duration::from_millis(200));
         let spent = g.finish().expect("a load thread ran");
-        // 20 % of each 5 ms tick: about 40 ms over 200 ms; what it burnt is what it was
-        // asked for, up to one tick's share and the last spin's granularity.
+        // 20 % of each 5 ms tick: about 40 ms over 200 ms. It never burns more than it
+        // was asked for (beyond the last spin's granularity); on a machine busy with other
+        // work it may get less CPU than it asks for, so it burns at most that, and some.
         assert!(spent.demanded_nanos >= 20_000_000, "{spent:?}");
-        let diff = spent.burnt_nanos.abs_diff(spent.demanded_nanos);
-        assert!(diff <= 2 * TICK_NANOS, "{spent:?}");
+        assert!(
+            spent.burnt_nanos <= spent.demanded_nanos + TICK_NANOS,
+            "{spent:?}"
+        );
+        assert!(spent.burnt_nanos > 0, "{spent:?}");
         assert!(
             LoadGenerator::start(
                 LoadProfile::default(),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod bound;
 pub mod compare;
 pub mod escape;
 mod html;

@@ -11,6 +11,7 @@
 //! Files: `mod.rs` the book and booking, `steps.rs` what the end of a step does,
 //! `text.rs` a text request's progress and figures.
 
+mod record;
 mod steps;
 mod text;
 
@@ -33,6 +34,7 @@ use crate::run::Observer;
 use crate::stats::{Kind, RunStats};
 use crate::trace_out::TraceOut;
 
+pub use record::{JobEnd, JobRecord};
 pub use text::TextFigures;
 use text::TextProgress;
 
@@ -132,6 +134,9 @@ struct Job {
     admitted: bool,
     /// When its first step started.
     started: Option<Nanos>,
+    /// Steps run, and their time on the workers.
+    steps: u32,
+    work: Nanos,
     /// A text request's tokens so far.
     text: Option<TextProgress>,
 }
@@ -190,6 +195,8 @@ pub struct Book {
     pub(crate) trace: TraceOut,
     /// Text requests' figures.
     pub text: TextFigures,
+    /// Every job that ended, in the order they ended.
+    pub records: Vec<JobRecord>,
 }
 
 impl std::fmt::Debug for Book {
@@ -259,6 +266,7 @@ impl Book {
             stats,
             trace,
             text: TextFigures::default(),
+            records: Vec::new(),
         }
     }
 
@@ -330,6 +338,8 @@ impl Book {
                 chain,
                 admitted: false,
                 started: None,
+                steps: 0,
+                work: 0,
                 text,
             },
         );
@@ -438,6 +448,7 @@ impl Book {
         if let Some(job) = self.jobs.remove(&tag) {
             self.outputs.remove(&tag);
             self.stats.unfinished(job.kind, job.origin, 1);
+            self.record(&job, JobEnd::Unfinished);
         }
     }
 
@@ -454,11 +465,29 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
+        self.record(&job, JobEnd::Unfinished);
         if let Reply::Sink(sink) = &mut job.reply {
             sink(Update::Failed(
                 mmsched_runtime::sched::WorkError::Cancelled { why },
             ));
         }
+    }
+
+    /// Keeps the record of a job that ended.
+    fn record(&mut self, job: &Job, end: JobEnd) {
+        self.records.push(JobRecord {
+            kind: job.kind,
+            origin: job.origin,
+            release_nanos: job.release,
+            deadline_nanos: job.deadline,
+            importance: job
+                .importance
+                .unwrap_or_else(|| self.policy.importance(job.kind.as_str())),
+            steps: job.steps,
+            work_nanos: job.work,
+            tokens: job.text.as_ref().map_or(0, TextProgress::tokens),
+            end,
+        });
     }
 
     /// Frees `kind`'s place for the next waiting job (every job that ended was admitted,

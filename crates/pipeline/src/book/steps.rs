@@ -8,7 +8,7 @@ use mmsched_runtime::sched::{ExecEvent, StepOutcome, Work, WorkError};
 use mmsched_trace::ids::TraceId;
 use mmsched_trace::record::stage;
 
-use super::{Book, Ctx, EndResult, Ended, Intake, Job, RETRY_NANOS, Reply};
+use super::{Book, Ctx, EndResult, Ended, Intake, Job, JobEnd, RETRY_NANOS, Reply};
 use crate::jobs::Output;
 use crate::request::{Answer, Reply as Result_, ShedReason, Update};
 use crate::results::{ResultRecord, Times};
@@ -150,6 +150,8 @@ impl Book {
             return;
         };
         job.started.get_or_insert(step.started);
+        job.steps += 1;
+        job.work += step.ended.saturating_sub(step.started);
         let made = match output {
             Some(Output::Llm { tokens, .. }) => *tokens,
             _ => 1,
@@ -194,6 +196,14 @@ impl Book {
             self.text.close(job.release, t);
         }
         let cancelled = job.text.as_ref().is_some_and(|t| t.cancelled());
+        self.record(
+            &job,
+            match (cancelled, end <= job.deadline) {
+                (true, _) => JobEnd::Unfinished,
+                (false, true) => JobEnd::OnTime,
+                (false, false) => JobEnd::Late,
+            },
+        );
         if cancelled {
             // The client went away: nothing was delivered.
             self.stats.unfinished(job.kind, job.origin, 1);
@@ -284,6 +294,7 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
+        self.record(&job, JobEnd::Failed);
         cx.observer.failed(job.kind.as_str(), &e);
         self.trace.instant(
             stage::FAIL,
@@ -324,6 +335,7 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
+        self.record(&job, JobEnd::Shed);
         cx.observer.shed(job.kind.as_str());
         self.trace.instant(
             stage::SHED,

@@ -38,6 +38,11 @@ impl TextProgress {
         }
     }
 
+    /// Tokens made so far.
+    pub(super) fn tokens(&self) -> u32 {
+        self.tokens
+    }
+
     /// Whether the request ended because its client went away.
     pub(super) fn cancelled(&self) -> bool {
         self.finish == Some(Finish::Cancelled)

@@ -97,6 +97,8 @@ pub struct RunOutcome {
     /// Every call on the mmsched scheduling core, if recording was asked for (replay it
     /// with `mmsched_sim::replay`).
     pub step_log: Vec<LogEntry>,
+    /// Every job that ended, in the order they ended (what `bench e2e --bound` reads).
+    pub jobs: Vec<crate::book::JobRecord>,
     /// The trace file written, if any.
     pub trace_file: Option<std::path::PathBuf>,
 }

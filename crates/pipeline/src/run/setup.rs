@@ -278,6 +278,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             .map(|m| m.take_step_log())
             .unwrap_or_default();
         let text = std::mem::take(&mut self.book.text);
+        let jobs = std::mem::take(&mut self.book.records);
         let totals = Totals {
             elapsed_nanos: elapsed,
             importance: Kind::ALL.map(|k| self.importance(k)),
@@ -312,6 +313,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             summary,
             series,
             step_log,
+            jobs,
             trace_file,
         })
     }
