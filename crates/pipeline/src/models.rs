@@ -199,6 +199,7 @@ pub mod fake {
     pub struct FakeModels {
         tokens_last_step: Arc<AtomicU32>,
         llm_sessions: usize,
+        asr_steps: u32,
     }
 
     impl FakeModels {
@@ -208,7 +209,15 @@ pub mod fake {
             Self {
                 tokens_last_step,
                 llm_sessions: 1,
+                asr_steps: 1,
             }
+        }
+
+        /// Transcriptions in `n` steps (each taking the lanes' `asr` cost), as Whisper runs
+        /// in steps: its encoder in groups of layers, its decoder a token at a time.
+        pub fn with_asr_steps(mut self, n: u32) -> Self {
+            self.asr_steps = n.max(1);
+            self
         }
 
         /// With `n` text sessions (requests that can run at once).
@@ -262,11 +271,18 @@ pub mod fake {
                         done(&out, Output::Vad { tag, prob, timing })
                     })
                 }
-                Input::Utterance(_) => Box::new(move || {
-                    let text = TRANSCRIPT.into();
-                    let timing = Default::default();
-                    done(&out, Output::Asr { tag, text, timing })
-                }),
+                Input::Utterance(_) => {
+                    let mut left = self.asr_steps;
+                    Box::new(move || {
+                        left -= 1;
+                        if left > 0 {
+                            return Ok(StepOutcome::Yield);
+                        }
+                        let text = TRANSCRIPT.into();
+                        let timing = Default::default();
+                        done(&out, Output::Asr { tag, text, timing })
+                    })
+                }
                 Input::Prompt(p) => {
                     let made = Arc::clone(&self.tokens_last_step);
                     let mut left = p.max_tokens.max(1);

@@ -81,8 +81,22 @@ importance = 0.3
 
 /// Runs `scenario` under mmsched in virtual time with `costs` and `mechanisms`.
 fn run_virtual(scenario: Scenario, costs: Costs, mechanisms: Mechanisms) -> RunSummary {
+    run_virtual_steps(scenario, costs, mechanisms, 1)
+}
+
+/// [`run_virtual`] with transcriptions in `asr_steps` steps of `costs.asr` each.
+fn run_virtual_steps(
+    scenario: Scenario,
+    costs: Costs,
+    mechanisms: Mechanisms,
+    asr_steps: u32,
+) -> RunSummary {
     let policy = Policy::default();
     let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
+    // The device profile the costs are predicted from until measured: a step of each
+    // kind as the lanes will take it (the shipped reference has a whole transcription).
+    let profile = profile_of(costs);
+    config.profile = Some(profile.path().to_path_buf());
     config.platform = false;
     config.fixed_prompts = true;
     config.mechanisms = mechanisms;
@@ -98,10 +112,31 @@ fn run_virtual(scenario: Scenario, costs: Costs, mechanisms: Mechanisms) -> RunS
     let parts = RunParts {
         clock,
         exec,
-        models: std::sync::Arc::new(models),
+        models: std::sync::Arc::new(models.with_asr_steps(asr_steps)),
         notes: Vec::new(),
     };
     run_with(config, parts, &mut Quiet).expect("run").summary
+}
+
+/// A device profile whose per-job costs are one step of `costs` (written to a temporary
+/// file, kept while the returned handle lives).
+fn profile_of(costs: Costs) -> tempfile::NamedTempFile {
+    let reference = include_str!("../../../../profiles/reference-2core.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(reference).expect("the reference profile");
+    for (kind, nanos) in [
+        ("vision", costs.vision),
+        ("vad", costs.vad),
+        ("asr", costs.asr),
+        ("llm", costs.llm_token),
+    ] {
+        for q in ["p50_nanos", "p95_nanos", "p99_nanos"] {
+            doc["jobs"][kind][q] = serde_json::json!(nanos);
+        }
+    }
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), doc.to_string()).expect("the profile is written");
+    file
 }
 
 /// Every input of a modality ends in exactly one of the accounted outcomes.
@@ -267,4 +302,38 @@ fn an_answer_under_way_when_the_inputs_stop_finishes_in_the_drain() {
     assert_eq!(r.llm.modality.unfinished, 0, "{:?}", r.llm);
     assert_eq!(r.llm.modality.on_time, 1, "{:?}", r.llm);
     assert_eq!(r.llm.tokens, 600, "{:?}", r.llm);
+}
+
+#[test]
+fn on_one_worker_a_transcription_in_steps_runs_between_the_frames() {
+    // One general lane, a 5 fps camera with its standing reservation (a frame every 200 ms,
+    // 40 ms each). A 1.2 s transcription in one step finds no free stretch that long before
+    // its deadline and is shed; in 40 steps of 30 ms it runs between the frames.
+    let s = || scenario(30, 5, 1, 5);
+    let whole = run_virtual_steps(
+        s(),
+        Costs {
+            asr: 1_200 * MS,
+            ..QUICK
+        },
+        Mechanisms::default(),
+        1,
+    );
+    let steps = run_virtual_steps(
+        s(),
+        Costs {
+            asr: 30 * MS,
+            ..QUICK
+        },
+        Mechanisms::default(),
+        40,
+    );
+    for r in [&whole, &steps] {
+        assert_all_accounted(r);
+        assert!(r.asr.offered >= 2, "speech was heard: {:?}", r.asr);
+    }
+    assert_eq!(whole.asr.on_time, 0, "{:?}", whole.asr);
+    assert_eq!(steps.asr.on_time, steps.asr.offered, "{:?}", steps.asr);
+    // The frames keep their deadlines either way.
+    assert_eq!(steps.vision.late, 0, "{:?}", steps.vision);
 }
