@@ -1,0 +1,285 @@
+//! The discrete-event simulator: a scenario's streams produce jobs in virtual time, the
+//! **real** [`mmsched_core::scheduler::Scheduler`] decides (admit / shed / prune / start on
+//! a lane in reserved slots), laid out by the runtime's own [`Layout`](mmsched_core::layout::Layout) (general lanes plus
+//! the VAD-only audio lane, the camera's standing reservation), and the **real** health
+//! controller ([`crate::health_loop`]) evaluates at the policy's rate and switches the
+//! runtime's remedies. The simulator *models* execution: a started job finishes after a
+//! cost drawn from the device latency profile. That modelled execution (and the sensors
+//! and links) is the only thing simulated; every decision is the core's.
+//!
+//! Jobs per stream, as `mmsched run` makes them:
+//! - camera: one `vision` job per frame; frames inside a `dark` or `blur` episode are
+//!   skipped by the image gate with the episode's `fraction`; lost frames never arrive;
+//! - audio: one `vad` job per 32 ms chunk of received audio (lost packets are concealed,
+//!   the chunk still runs), and one `asr` job per utterance: the run's microphone plays a
+//!   10 s recorded utterance and 4 s of silence in a loop, and the speech gate closes the
+//!   utterance 0.8 s into the silence;
+//! - text: one `llm` request whose tokens are released one after the other (the next when
+//!   the previous finishes), each due when the tokens after it still fit before the
+//!   request's deadline (`mmsched_core::steps`); counted once per request;
+//! - imu: no model job (its samples only feed alignment).
+//!
+//! Deadline of a job: its release (arrival on the device after pipeline latency and
+//! jitter) plus the stream's `sla_ms`; for `asr`, plus the utterance's length as well.
+//!
+//! Remedies (when the health loop acts): *camera scaled* drops every second frame;
+//! *retransmit* re-requests audio packets lost on the link (not those lost in a Wi-Fi
+//! outage), a copy arriving one round trip (twice the stream latency) later with the link's
+//! loss probability; *breaker open* skips the heaviest branch's jobs (answered from cache,
+//! marked stale, with *use cache*).
+//!
+//! Files, one job each: `setup.rs` a run's state and set-up; `events.rs` the timeline and
+//! the loop over its events (and the health loop's evaluations); `streams.rs` the
+//! scenario's streams and what a sample becomes on a tick; `requests.rs` booked requests
+//! and their steps; `decide.rs` the core's decisions carried out; `report.rs` the report.
+
+mod decide;
+mod events;
+mod report;
+mod requests;
+mod setup;
+mod streams;
+
+pub use report::{ClassReport, DesReport};
+
+use mmsched_core::policy::Policy;
+use mmsched_core::time::Nanos;
+use mmsched_scenario::{ModelKind, Scenario, StreamKind};
+
+use crate::health_loop::HealthLoop;
+use crate::load::LoadProfile;
+use crate::mic::SpeechLoop;
+use crate::profile::{ModelLatency, Profile, ProfileError};
+use setup::SimRun;
+
+/// Conditions of one simulated run (the soak changes them window by window).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Conditions {
+    /// Multiplies every drawn job cost (throttling, background load, low power, wear).
+    pub cost_multiplier: f64,
+    /// Extra loss on every networked stream during link outages, percent (not
+    /// recoverable: a retransmission request sent into an outage is lost too).
+    pub outage_loss_pct: f64,
+    /// Extra random loss on every networked stream, percent (recoverable).
+    pub random_loss_pct: f64,
+    /// Battery fraction 0 … 1.
+    pub battery_fraction: f64,
+    /// Scenario time at the start of the run, seconds (which episodes are active).
+    pub start_s: f64,
+}
+
+impl Default for Conditions {
+    fn default() -> Self {
+        Self {
+            cost_multiplier: 1.0,
+            outage_loss_pct: 0.0,
+            random_loss_pct: 0.0,
+            battery_fraction: 1.0,
+            start_s: 0.0,
+        }
+    }
+}
+
+/// Everything a run needs besides its conditions.
+pub struct Simulator<'a> {
+    scenario: &'a Scenario,
+    classes: Vec<(String, ModelLatency)>,
+    policy: Policy,
+    /// The scenario's background load, sharing the cores with the workers.
+    load: LoadProfile,
+    /// The microphone's talk spurts.
+    speech: SpeechLoop,
+}
+
+impl std::fmt::Debug for Simulator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("scenario", &self.scenario.name())
+            .field("classes", &self.classes)
+            .finish()
+    }
+}
+
+impl<'a> Simulator<'a> {
+    /// A simulator for `scenario`, with job costs from `profile` (models with a `cost_ms`
+    /// in the scenario use that as their median instead).
+    pub fn new(
+        scenario: &'a Scenario,
+        profile: &Profile,
+        policy: Policy,
+    ) -> Result<Self, ProfileError> {
+        let mut classes = Vec::new();
+        for kind in [
+            ModelKind::Vision,
+            ModelKind::Vad,
+            ModelKind::Asr,
+            ModelKind::Llm,
+        ] {
+            if !scenario.models().iter().any(|m| m.kind == kind) {
+                continue;
+            }
+            let override_ms = scenario
+                .models()
+                .iter()
+                .find(|m| m.kind == kind && m.cost_ms.is_some())
+                .and_then(|m| m.cost_ms);
+            let lat = match override_ms {
+                Some(ms) => ModelLatency::from_median_ms(ms),
+                None => profile.latency(kind.as_str())?,
+            };
+            classes.push((kind.as_str().to_string(), lat));
+        }
+        Ok(Self {
+            scenario,
+            classes,
+            policy,
+            // Spikes without an end last as long as any run.
+            load: LoadProfile::of(scenario, Nanos::MAX),
+            speech: SpeechLoop::default(),
+        })
+    }
+
+    /// The microphone's talk spurts (the generated ones by default; give the recording's
+    /// when the run's microphone plays a recording).
+    pub fn with_speech(mut self, speech: SpeechLoop) -> Self {
+        self.speech = speech;
+        self
+    }
+
+    /// The job classes and their latencies, in class order.
+    pub fn classes(&self) -> &[(String, ModelLatency)] {
+        &self.classes
+    }
+
+    fn class_of(&self, kind: ModelKind) -> Option<usize> {
+        self.classes.iter().position(|(n, _)| n == kind.as_str())
+    }
+
+    /// Runs `duration_nanos` of simulated time. With `health`, the health loop evaluates
+    /// at its rate and, when it acts, its remedies apply. With `trace`, every event and
+    /// decision is appended as one line (the golden-trace format).
+    pub fn run(
+        &self,
+        seed: u64,
+        duration_nanos: Nanos,
+        cond: &Conditions,
+        health: Option<&mut HealthLoop>,
+        trace: Option<&mut Vec<String>>,
+    ) -> DesReport {
+        let Some(mut run) = SimRun::new(self, seed, duration_nanos, cond, health, trace) else {
+            return DesReport::default();
+        };
+        run.run_to_end();
+        run.into_report()
+    }
+
+    /// An empty report per class, with the class's nominal cost and its stream's SLA.
+    fn empty_reports(&self) -> Vec<ClassReport> {
+        let sla_of = |kind: StreamKind| {
+            self.scenario
+                .streams()
+                .iter()
+                .find(|s| s.kind == kind)
+                .map_or(f64::NAN, |s| s.sla_ms)
+        };
+        self.classes
+            .iter()
+            .map(|(n, l)| ClassReport {
+                nominal_ms: l.p50_ms,
+                sla_ms: match n.as_str() {
+                    "vision" => sla_of(StreamKind::Camera),
+                    "vad" | "asr" => sla_of(StreamKind::Audio),
+                    _ => sla_of(StreamKind::Text),
+                },
+                ..ClassReport::default()
+            })
+            .collect()
+    }
+
+    /// The cost the scheduler is told a job of class `c` will take: the P95 of its cost
+    /// distribution under `cond`, which is what the runtime's cost model converges to.
+    fn predicted_nanos(&self, c: usize, cond: &Conditions) -> Nanos {
+        (self.classes[c].1.p95_nanos() as f64 * cond.cost_multiplier) as Nanos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim_for(name: &str) -> (Scenario, Profile) {
+        (Scenario::load(name).expect("shipped"), Profile::reference())
+    }
+
+    #[test]
+    fn runs_the_default_scenario_deterministically() {
+        let (sc, p) = sim_for("ar-glasses");
+        let sim = Simulator::new(&sc, &p, Policy::default()).expect("profile covers it");
+        let a = sim.run(7, 20_000_000_000, &Conditions::default(), None, None);
+        let b = sim.run(7, 20_000_000_000, &Conditions::default(), None, None);
+        assert_eq!(a, b);
+        assert!(a.simulated);
+        let v = &a.classes["vision"];
+        assert!(v.completed > 50, "{a:?}");
+        assert!(v.p99_ms >= v.p50_ms && v.p50_ms > 50.0, "{v:?}");
+        assert!(a.on_time_ratio() > 0.8, "{a:?}");
+        // 32 ms chunks: about 31 VAD jobs a second.
+        let vad = a.classes["vad"].jobs as f64 / 20.0;
+        assert!((vad - 31.25).abs() < 1.0, "{vad}");
+    }
+
+    #[test]
+    fn heavier_costs_raise_latency() {
+        let (sc, p) = sim_for("car");
+        let sim = Simulator::new(&sc, &p, Policy::default()).expect("profile covers it");
+        let light = sim.run(3, 30_000_000_000, &Conditions::default(), None, None);
+        let heavy = sim.run(
+            3,
+            30_000_000_000,
+            &Conditions {
+                cost_multiplier: 1.6,
+                ..Conditions::default()
+            },
+            None,
+            None,
+        );
+        assert!(heavy.classes["vision"].p99_ms > light.classes["vision"].p99_ms);
+    }
+
+    #[test]
+    fn an_overloaded_device_triggers_the_remedies_and_they_act() {
+        let (sc, p) = sim_for("ar-glasses");
+        let policy = Policy::default();
+        let sim = Simulator::new(&sc, &p, policy.clone()).expect("profile covers it");
+        let cond = Conditions {
+            cost_multiplier: 4.0,
+            ..Conditions::default()
+        };
+        let mut watching = HealthLoop::new(policy.ldti(), false);
+        let mut acting = HealthLoop::new(policy.ldti(), true);
+        let off = sim.run(5, 20_000_000_000, &cond, Some(&mut watching), None);
+        let on = sim.run(5, 20_000_000_000, &cond, Some(&mut acting), None);
+        assert!(watching.ldti_max >= 0.25, "{}", watching.ldti_max);
+        assert!(
+            watching.changes.is_empty(),
+            "a watching loop records no actions"
+        );
+        assert!(!acting.changes.is_empty());
+        assert_eq!(off.classes["vision"].decimated, 0);
+        assert!(on.classes["vision"].decimated > 0, "{on:?}");
+        // Every input is accounted for, as in a real run's summary.
+        for report in [&off, &on] {
+            for (k, r) in &report.classes {
+                assert_eq!(
+                    r.offered,
+                    r.on_time + r.late + r.shed + r.skipped + r.dropped + r.unfinished + r.failed,
+                    "{k}: {r:?}"
+                );
+            }
+        }
+        assert_eq!(
+            on.classes["vision"].dropped,
+            on.classes["vision"].decimated + on.classes["vision"].broken
+        );
+    }
+}
