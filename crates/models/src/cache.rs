@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::artifact::Artifact;
+use crate::artifact::{Arch, Artifact};
 
 /// Environment variable naming the cache root.
 pub const HOME_VAR: &str = "MMSCHED_HOME";
@@ -20,24 +20,34 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
-/// Resolves artifact paths under one cache root.
+/// Resolves artifact paths under one cache root, for the binaries of one architecture
+/// (this machine's unless told otherwise: a cache can be filled here for a device).
 ///
 /// Why a value and not only free functions: tests and the fetcher work on an explicit
 /// root (a temporary directory) without touching the process environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelPaths {
     root: PathBuf,
+    arch: Arch,
 }
 
 impl ModelPaths {
     /// Paths under the default cache root ([`cache_dir`]).
     pub fn from_env() -> Self {
-        Self { root: cache_dir() }
+        Self::new(cache_dir())
     }
 
-    /// Paths under an explicit root.
+    /// Paths under an explicit root, for this machine's architecture.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            arch: Arch::native(),
+        }
+    }
+
+    /// The same cache, for the binaries of `arch` (its native library and checksums).
+    pub fn for_arch(self, arch: Arch) -> Self {
+        Self { arch, ..self }
     }
 
     /// The cache root.
@@ -45,9 +55,19 @@ impl ModelPaths {
         &self.root
     }
 
+    /// The architecture whose files these paths name.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
     /// Where `artifact` lives in this cache (ignores per-artifact overrides).
     pub fn cached(&self, artifact: Artifact) -> PathBuf {
-        self.root.join(artifact.relative_path())
+        self.root.join(artifact.relative_path_for(self.arch))
+    }
+
+    /// The sha256 the cached `artifact` must have for this architecture.
+    pub fn sha256(&self, artifact: Artifact) -> &'static str {
+        artifact.sha256_for(self.arch)
     }
 
     /// Where `artifact` is read from: the user's own file if its override variable
@@ -109,6 +129,25 @@ mod tests {
             p.cached(Artifact::Beckett),
             PathBuf::from("/x/testdata/beckett.wav")
         );
+    }
+
+    #[test]
+    fn a_cache_for_another_architecture_names_its_own_library() {
+        let x86 = ModelPaths::new("/x").for_arch(Arch::X86_64);
+        let arm = ModelPaths::new("/x").for_arch(Arch::Aarch64);
+        assert_eq!(
+            arm.cached(Artifact::OnnxRuntime),
+            PathBuf::from("/x/lib/aarch64/libonnxruntime.so.1.32.0")
+        );
+        assert_ne!(
+            x86.cached(Artifact::OnnxRuntime),
+            arm.cached(Artifact::OnnxRuntime)
+        );
+        assert_ne!(
+            x86.sha256(Artifact::OnnxRuntime),
+            arm.sha256(Artifact::OnnxRuntime)
+        );
+        assert_eq!(x86.cached(Artifact::Gemma3), arm.cached(Artifact::Gemma3));
     }
 
     #[test]

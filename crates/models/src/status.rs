@@ -38,7 +38,7 @@ pub fn status(paths: &ModelPaths, artifact: Artifact, verify: bool) -> ArtifactS
     let verified = if overridden || !present || !verify {
         None
     } else {
-        Some(sha256_file(&path, |_| {}).is_ok_and(|h| h == artifact.sha256()))
+        Some(sha256_file(&path, |_| {}).is_ok_and(|h| h == paths.sha256(artifact)))
     };
     ArtifactStatus {
         name: artifact.name(),

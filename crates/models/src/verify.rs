@@ -75,7 +75,7 @@ impl ModelPaths {
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let expected = artifact.sha256();
+        let expected = self.sha256(artifact);
         let record = self.verdict_path(artifact);
         let remembered = std::fs::read(&record)
             .ok()

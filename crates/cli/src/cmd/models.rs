@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use mmsched_core::time::MonotonicClock;
-use mmsched_models::{Artifact, FetchOptions, ModelPaths, fetch, status};
+use mmsched_models::{Arch, Artifact, FetchOptions, ModelPaths, fetch, status};
 
 /// Manage the model cache (`$MMSCHED_HOME`, default `~/.cache/mmsched`).
 #[derive(Debug, Subcommand)]
@@ -36,6 +36,35 @@ pub struct FetchArgs {
     /// Print the result as JSON: [{"name","path","bytes","outcome","millis"}], no progress bars.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    arch: ArchArg,
+}
+
+/// Which architecture's binaries the cache is for.
+#[derive(Debug, Args)]
+pub struct ArchArg {
+    /// The CPU architecture of the binary that will use the cache: x86_64 (amd64) or
+    /// aarch64 (arm64); default this machine's. Only the ONNX Runtime library differs
+    /// (aarch64 keeps it in lib/aarch64/), so one cache can serve both: fill it here with
+    /// `--arch aarch64` and copy it to an Arm device that has no package registry.
+    #[arg(long, value_name = "ARCH", value_parser = parse_arch)]
+    arch: Option<Arch>,
+}
+
+impl ArchArg {
+    fn paths(&self) -> ModelPaths {
+        let paths = ModelPaths::from_env();
+        match self.arch {
+            Some(arch) => paths.for_arch(arch),
+            None => paths,
+        }
+    }
+}
+
+fn parse_arch(s: &str) -> Result<Arch, String> {
+    Arch::from_name(s).ok_or_else(|| {
+        format!("unknown architecture `{s}`: give x86_64 (or amd64) or aarch64 (or arm64)")
+    })
 }
 
 #[derive(Debug, Args)]
@@ -46,6 +75,8 @@ pub struct ListArgs {
     /// Print JSON: [{"name","role","path","overridden","optional","bytes","present","verified"}].
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    arch: ArchArg,
 }
 
 pub fn run(c: ModelsCommand) -> Result<ExitCode> {
@@ -68,7 +99,7 @@ fn parse_names(names: &[String]) -> Result<Vec<Artifact>> {
 }
 
 fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
-    let paths = ModelPaths::from_env();
+    let paths = a.arch.paths();
     let opts = FetchOptions {
         skip_ort: a.no_ort && !a.with_ort,
         only: parse_names(&a.only)?,
@@ -94,15 +125,16 @@ fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "cache: {} (set MMSCHED_HOME to move it)",
-            paths.root().display()
+            "cache: {} for {} (set MMSCHED_HOME to move it)",
+            paths.root().display(),
+            paths.arch().name()
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn run_list(a: ListArgs) -> Result<ExitCode> {
-    let paths = ModelPaths::from_env();
+    let paths = a.arch.paths();
     let rows: Vec<_> = Artifact::ALL
         .into_iter()
         .map(|art| status(&paths, art, !a.no_verify))

@@ -1,0 +1,113 @@
+"""Compares what the Arm build of mmsched printed under emulation with what the x86 build
+printed for the same command (run by scripts/check-aarch64.sh).
+
+    compare_arches.py KIND X86_JSON ARM_JSON
+
+KIND is one of:
+  ocr   `infer ocr --json`: the lines' texts must be equal, in order.
+  vad   `infer vad --json`: the speech segments must be equal.
+  asr   `infer asr --json`: the word error rate of the Arm transcript against the x86 one
+        must be 0 (words compared lowercase, without punctuation).
+  llm   `infer llm --json` (greedy): the token ids must be equal; where they are not, the
+        first differing step is printed and the check fails (docs/devices.md says what
+        difference Arm's kernels may make and how it is bounded).
+  run   `run --results FILE` (NDJSON): every result of the Arm run whose input the x86 run
+        also answered (same stream, kind and capture time) must have the same text, and the
+        Arm run must have answered at least one input of each kind the x86 run answered.
+
+Prints one line per check and exits 1 on a difference.
+"""
+
+import json
+import re
+import sys
+
+
+def words(text):
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+
+
+def wer(reference, hypothesis):
+    """Word error rate: word-level edit distance over the reference's length."""
+    ref, hyp = words(reference), words(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[len(hyp)] / max(len(ref), 1)
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def ocr(x86, arm):
+    a = [line["text"] for line in x86["lines"]]
+    b = [line["text"] for line in arm["lines"]]
+    return a == b and len(a) > 0, f"x86 {a} arm {b} (engines {x86['engine']}/{arm['engine']})"
+
+
+def vad(x86, arm):
+    a = [(s["start_ms"], s["end_ms"]) for s in x86["segments"]]
+    b = [(s["start_ms"], s["end_ms"]) for s in arm["segments"]]
+    detail = (
+        f"{len(a)} segments; speech chunks x86 {x86['speech_chunks']} arm {arm['speech_chunks']}"
+        f" (engines {x86['engine']}/{arm['engine']})"
+    )
+    return a == b and len(a) > 0, detail if a == b else f"x86 {a} arm {b}"
+
+
+def asr(x86, arm):
+    rate = wer(x86["text"], arm["text"])
+    return rate == 0 and words(x86["text"]), f"WER {rate:.3f}: x86 {x86['text']!r} arm {arm['text']!r}"
+
+
+def llm(x86, arm):
+    a, b = x86["token_ids"], arm["token_ids"]
+    if a == b and a:
+        return True, f"{len(a)} tokens equal: {arm['text']!r}"
+    first = next((i for i, (p, q) in enumerate(zip(a, b)) if p != q), min(len(a), len(b)))
+    return False, f"tokens differ from step {first}: x86 {x86['text']!r} arm {arm['text']!r}"
+
+
+def load_results(path):
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    # Capture times are on the device timeline of each run; inputs are at whole multiples
+    # of their stream's period, so rounding to 1 ms keys the same input in both runs.
+    return {(r["stream"], r["kind"], round(r["capture_ms"])): r for r in records}
+
+
+def run(x86_path, arm_path):
+    x86, arm = load_results(x86_path), load_results(arm_path)
+    shared = sorted(set(x86) & set(arm))
+    differ = [k for k in shared if x86[k]["text"] != arm[k]["text"]]
+    kinds_x86 = {k[1] for k in x86}
+    kinds_arm = {k[1] for k in arm}
+    missing = sorted(kinds_x86 - kinds_arm)
+    detail = (
+        f"results x86 {len(x86)} arm {len(arm)}, {len(shared)} of the same inputs, "
+        f"{len(differ)} differ; kinds x86 {sorted(kinds_x86)} arm {sorted(kinds_arm)}"
+    )
+    for k in differ:
+        detail += f"\n    {k}: x86 {x86[k]['text']!r} arm {arm[k]['text']!r}"
+    if missing:
+        detail += f"\n    the Arm run answered no {', '.join(missing)} input"
+    return not differ and not missing and shared, detail
+
+
+def main():
+    kind, x86_path, arm_path = sys.argv[1:4]
+    if kind == "run":
+        ok, detail = run(x86_path, arm_path)
+    else:
+        check = {"ocr": ocr, "vad": vad, "asr": asr, "llm": llm}[kind]
+        ok, detail = check(load(x86_path), load(arm_path))
+    print(f"{'same' if ok else 'DIFFERENT':<9} {kind:<4} {detail}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
