@@ -9,8 +9,18 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn serve_models_stops_on_sigterm_as_on_ctrl_c() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("report");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
-        .args(["serve", "--models", "--addr", "127.0.0.1:0", "--json"])
+        .args([
+            "serve",
+            "--models",
+            "--addr",
+            "127.0.0.1:0",
+            "--json",
+            "--report",
+        ])
+        .arg(&report)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -50,8 +60,9 @@ fn serve_models_stops_on_sigterm_as_on_ctrl_c() {
         .expect("stderr")
         .read_to_string(&mut stderr)
         .expect("stderr is text");
-    // Exit 0 after the Ctrl-C path's own messages, not death by the signal (no code).
+    // Exit 0 after the Ctrl-C path's own messages, not death by the signal (no code),
+    // and the report of what was served written as on Ctrl-C.
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("stopping: open requests"), "{stderr}");
-    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(report.join("summary.json").is_file(), "{stderr}");
 }
