@@ -8,6 +8,12 @@
 //! their predicted cost (the deadline modification for jobs with precedence constraints,
 //! Chetto, Silly and Bouchentouf, Real-Time Systems 2(3), 1990). While the request has
 //! slack its steps sort behind frames; as the slack runs out they move ahead of them.
+//!
+//! The runtime's book of jobs and the simulator both track a job as a [`Chain`]: the next
+//! step's deadline, whether it is committed (a step before it ran), and what a shed step
+//! becomes — it ends the chain, or (a started chain, or one that keeps its place) waits
+//! [`RETRY_NANOS`] and competes again until the chain's deadline ([`Chain::when_shed`],
+//! [`Chain::when_deferred`]).
 
 use crate::time::Nanos;
 
@@ -28,6 +34,9 @@ pub fn step_deadline(
         .min(chain_deadline)
 }
 
+/// How long a shed step that competes again ([`WhenShed::Retry`]) waits before it does.
+pub const RETRY_NANOS: Nanos = 20_000_000;
+
 /// What becomes of a shed step of a chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenShed {
@@ -36,6 +45,17 @@ pub enum WhenShed {
     Retry,
     /// The chain ends shed.
     Drop,
+}
+
+/// What a shed step waiting to compete again does at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deferred {
+    /// Its retry is not due yet.
+    Wait,
+    /// It competes again.
+    Retry,
+    /// Its chain's deadline has passed: the chain ends shed.
+    Shed,
 }
 
 /// One job cut into steps, as the runtime's book of jobs and the simulator both track it:
@@ -87,13 +107,32 @@ impl Chain {
         self.steps_after = self.steps_after.saturating_sub(steps);
     }
 
-    /// What a step shed at `now` becomes, while the runtime takes work (`open`).
+    /// What a step shed at `now` becomes, while the runtime takes work (`open`). A step
+    /// that retries waits [`RETRY_NANOS`].
     pub fn when_shed(&self, now: Nanos, open: bool) -> WhenShed {
         if open && (self.started || self.keeps_place) && now < self.deadline_nanos {
             WhenShed::Retry
         } else {
             WhenShed::Drop
         }
+    }
+
+    /// What a shed step whose retry is due at `retry_at` does at `now`: past the chain's
+    /// deadline the chain ends shed, whether or not the retry was due.
+    pub fn when_deferred(&self, now: Nanos, retry_at: Nanos) -> Deferred {
+        if now >= self.deadline_nanos {
+            Deferred::Shed
+        } else if now >= retry_at {
+            Deferred::Retry
+        } else {
+            Deferred::Wait
+        }
+    }
+
+    /// The first time a shed step whose retry is due at `retry_at` does something other
+    /// than wait ([`Chain::when_deferred`]): its retry, or the chain's deadline if sooner.
+    pub fn deferred_until(&self, retry_at: Nanos) -> Nanos {
+        retry_at.min(self.deadline_nanos)
     }
 }
 
@@ -156,6 +195,20 @@ mod tests {
         assert_eq!(kept.when_shed(0, true), WhenShed::Retry);
     }
 
+    #[test]
+    fn a_deferred_step_waits_for_its_retry_and_is_shed_at_the_chain_deadline() {
+        let c = Chain::new(1_000 * MS, 4, true);
+        let retry_at = 500 * MS + RETRY_NANOS;
+        assert_eq!(c.when_deferred(500 * MS, retry_at), Deferred::Wait);
+        assert_eq!(c.when_deferred(retry_at, retry_at), Deferred::Retry);
+        assert_eq!(c.deferred_until(retry_at), retry_at);
+        // A retry due after the deadline: shed at the deadline, not at the retry.
+        let late_retry = 990 * MS + RETRY_NANOS;
+        assert_eq!(c.deferred_until(late_retry), 1_000 * MS);
+        assert_eq!(c.when_deferred(1_000 * MS, late_retry), Deferred::Shed);
+        assert_eq!(c.when_deferred(2_000 * MS, 0), Deferred::Shed);
+    }
+
     proptest! {
         #[test]
         fn never_after_the_chain_and_later_with_fewer_steps_left(
@@ -169,6 +222,22 @@ mod tests {
             prop_assert!(d >= deadline.min(now.saturating_add(cost)));
             if after > 0 {
                 prop_assert!(step_deadline(now, deadline, after - 1, cost) >= d);
+            }
+        }
+
+        #[test]
+        fn a_deferred_step_acts_by_its_retry_or_the_deadline_and_never_retries_late(
+            now in 0u64..10_000_000_000,
+            deadline in 0u64..10_000_000_000,
+            retry_at in 0u64..10_000_000_000,
+        ) {
+            let c = Chain::new(deadline, 8, true);
+            let until = c.deferred_until(retry_at);
+            prop_assert_ne!(c.when_deferred(until, retry_at), Deferred::Wait);
+            match c.when_deferred(now, retry_at) {
+                Deferred::Wait => prop_assert!(now < until),
+                Deferred::Retry => prop_assert!(now >= retry_at && now < deadline),
+                Deferred::Shed => prop_assert!(now >= deadline),
             }
         }
     }

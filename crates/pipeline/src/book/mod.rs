@@ -20,7 +20,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::policy::Policy;
-use mmsched_core::steps::Chain;
+use mmsched_core::steps::{Chain, Deferred};
 use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::cost::CostModel;
 use mmsched_runtime::sched::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo, Work};
@@ -44,8 +44,8 @@ pub const COST_MAX_AGE_NANOS: Nanos = 10_000_000_000;
 const COST_WINDOW: usize = 64;
 const COST_MIN_SAMPLES: usize = 3;
 /// How long a shed step of a started job (or of a request that keeps its place) waits
-/// before it competes again.
-pub const RETRY_NANOS: Nanos = 20_000_000;
+/// before it competes again (the core's, which the simulator follows too).
+pub use mmsched_core::steps::RETRY_NANOS;
 
 /// Where a request's result goes.
 pub enum Reply {
@@ -403,15 +403,13 @@ impl Book {
             return;
         }
         for (tag, at, work) in std::mem::take(&mut self.deferred) {
-            let Some(deadline) = self.jobs.get(&tag).map(|j| j.deadline) else {
+            let Some(when) = self.jobs.get(&tag).map(|j| j.chain.when_deferred(now, at)) else {
                 continue;
             };
-            if now >= deadline {
-                self.shed(cx, now, tag, ShedReason::Overload, ended);
-            } else if now >= at {
-                self.submit_step(cx.exec, now, tag, work);
-            } else {
-                self.deferred.push((tag, at, work));
+            match when {
+                Deferred::Shed => self.shed(cx, now, tag, ShedReason::Overload, ended),
+                Deferred::Retry => self.submit_step(cx.exec, now, tag, work),
+                Deferred::Wait => self.deferred.push((tag, at, work)),
             }
         }
     }

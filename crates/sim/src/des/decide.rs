@@ -33,8 +33,8 @@ impl SimRun<'_, '_> {
                         });
                     }
                 }
-                Decision::Shed { job } => self.on_shed(job.0, false, now),
-                Decision::Prune { job } => self.on_shed(job.0, true, now),
+                Decision::Shed { job } => self.on_shed(job.0, now),
+                Decision::Prune { job } => self.end_shed(job.0, true, now),
                 Decision::Admit { job, score } => note(&mut self.trace, || {
                     format!("{:>10} admit  job={} score={score:.4}", now / 1000, job.0)
                 }),

@@ -23,6 +23,9 @@ pub(super) enum Ev {
     Arrive(u64),
     /// A request's next step goes to the scheduler.
     Step(u64),
+    /// A shed step (key into the booked requests), its retry due at the time given, is
+    /// looked at again.
+    Retry(u64, Nanos),
     /// A worker finished a step.
     Finish(u32, u64),
     /// The health loop evaluates.
@@ -60,8 +63,8 @@ impl SimRun<'_, '_> {
             if at >= drain_until {
                 break;
             }
-            if at >= self.duration_nanos && matches!(ev, Ev::Tick(_) | Ev::Health) {
-                // The inputs and the health loop have stopped.
+            if at >= self.duration_nanos && matches!(ev, Ev::Tick(_) | Ev::Health | Ev::Retry(..)) {
+                // The inputs, the health loop and retries have stopped.
                 self.queue.pop();
                 continue;
             }
@@ -85,12 +88,14 @@ impl SimRun<'_, '_> {
             self.queue.pop();
             let stopped = now >= self.duration_nanos;
             match ev {
-                // The inputs and the health loop have stopped.
-                Ev::Tick(_) | Ev::Health if stopped => {}
+                // The inputs, the health loop and retries have stopped (a request waiting to
+                // retry stays unfinished, as in the runtime's drain).
+                Ev::Tick(_) | Ev::Health | Ev::Retry(..) if stopped => {}
                 Ev::Health => self.on_health(now),
                 Ev::Tick(i) => self.on_tick(i, now),
                 Ev::Arrive(id) => self.on_arrive(id, now),
                 Ev::Step(id) => self.submit_step(id, now),
+                Ev::Retry(id, retry_at) => self.on_retry(id, retry_at, now),
                 Ev::Finish(worker, id) => self.on_finish(worker, id, now),
             }
         }

@@ -14,9 +14,13 @@
 //!   the chunk still runs), and one `asr` job per utterance: the run's microphone plays a
 //!   10 s recorded utterance and 4 s of silence in a loop, and the speech gate closes the
 //!   utterance 0.8 s into the silence;
-//! - text: one `llm` request whose tokens are released one after the other (the next when
-//!   the previous finishes), each due when the tokens after it still fit before the
-//!   request's deadline (`mmsched_core::steps`); counted once per request;
+//! - text: one `llm` request of `tokens_per_request` steps, a token each, booked as the
+//!   runtime's book of jobs books it, as a [`Chain`](mmsched_core::steps::Chain): the next
+//!   step competes when the previous finishes, due when the steps after it still fit
+//!   before the request's deadline, committed once a step has run (admission never sheds
+//!   it); the request keeps its place: its first step, when shed, competes again every
+//!   [`RETRY_NANOS`](mmsched_core::steps::RETRY_NANOS) until the deadline (once the
+//!   inputs stop, a shed step ends the request); counted once per request;
 //! - imu: no model job (its samples only feed alignment).
 //!
 //! Deadline of a job: its release (arrival on the device after pipeline latency and
@@ -205,6 +209,8 @@ impl<'a> Simulator<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn sim_for(name: &str) -> (Scenario, Profile) {
@@ -280,6 +286,80 @@ mod tests {
         assert_eq!(
             on.classes["vision"].dropped,
             on.classes["vision"].decimated + on.classes["vision"].broken
+        );
+    }
+
+    /// The overloaded bench scenario, its costs tripled: text steps are shed.
+    fn overloaded_trace() -> (DesReport, Vec<String>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/bench/overload.toml"
+        );
+        let sc = Scenario::load(path).expect("bench scenario");
+        let sim = Simulator::new(&sc, &Profile::reference(), Policy::default()).expect("profile");
+        let cond = Conditions {
+            cost_multiplier: 3.0,
+            ..Conditions::default()
+        };
+        let mut trace = Vec::new();
+        let r = sim.run(11, 30_000_000_000, &cond, None, Some(&mut trace));
+        (r, trace)
+    }
+
+    #[test]
+    fn a_shed_text_step_competes_again_every_20_ms_until_its_deadline() {
+        let (report, trace) = overloaded_trace();
+        let fields =
+            |l: &str| -> Vec<String> { l.split_whitespace().map(str::to_string).collect() };
+        let value = |f: &[String], key: &str| -> u64 {
+            f.iter()
+                .find_map(|x| x.strip_prefix(key))
+                .and_then(|v| v.parse().ok())
+                .expect("field")
+        };
+        // Each step's class and request deadline, from its arrival.
+        let mut arrivals = BTreeMap::new();
+        for f in trace.iter().map(|l| fields(l)).filter(|f| f[1] == "arrive") {
+            let due = value(&f, "deadline_us=");
+            arrivals.insert(value(&f, "job="), (f[3].clone(), due));
+        }
+        let mut deferred = 0;
+        for (i, f) in trace.iter().map(|l| fields(l)).enumerate() {
+            if f[1] != "defer" {
+                continue;
+            }
+            deferred += 1;
+            let (at, job, retry) = (
+                f[0].parse::<u64>().expect("time"),
+                value(&f, "job="),
+                value(&f, "retry_us="),
+            );
+            let (class, due) = arrivals[&job].clone();
+            assert_eq!(class, "class=llm", "only text requests retry: {f:?}");
+            assert_eq!(retry, at + 20_000, "a retry 20 ms later: {f:?}");
+            // What became of it: a new step of the same request at its retry, or shed at
+            // its deadline when that came first.
+            let want = if retry < due {
+                format!("arrive at {retry} due {due}")
+            } else {
+                format!("shed job={job} at {due}")
+            };
+            let found = trace[i + 1..].iter().map(|l| fields(l)).any(|g| {
+                let t = g[0].parse::<u64>().expect("time");
+                match g[1].as_str() {
+                    "arrive" => want == format!("arrive at {t} due {}", value(&g, "deadline_us=")),
+                    "shed" => want == format!("{} at {t}", g[1..].join(" ")),
+                    _ => false,
+                }
+            });
+            assert!(found, "line {i}: {f:?}: expected {want}");
+        }
+        assert!(deferred > 10, "the scenario sheds text steps: {deferred}");
+        let llm = &report.classes["llm"];
+        assert_eq!(
+            llm.offered,
+            llm.on_time + llm.late + llm.shed + llm.unfinished,
+            "{llm:?}"
         );
     }
 }

@@ -1,12 +1,14 @@
 //! Booked requests: a frame, a chunk, an utterance or a text request, each one job cut
 //! into steps as the runtime's book of jobs cuts it ([`Chain`]): its next step's deadline
 //! and whether that step is committed come from the chain; a step that ends either lets
-//! the next one compete at once or ends the request.
+//! the next one compete at once or ends the request; a shed step of a started request (or
+//! of a text request, which keeps its place) competes again every [`RETRY_NANOS`] until
+//! its deadline, as in the runtime.
 
 use mmsched_core::Modality;
 use mmsched_core::arbiter::{Job, JobId};
 use mmsched_core::scheduler::SchedEvent;
-use mmsched_core::steps::Chain;
+use mmsched_core::steps::{Chain, Deferred, RETRY_NANOS, WhenShed};
 use mmsched_core::time::{NANOS_PER_MILLI, Nanos};
 
 use super::events::{Ev, note};
@@ -26,14 +28,12 @@ pub(super) struct Booked {
 }
 
 impl SimRun<'_, '_> {
-    /// Books a request of class `c` arriving at `release`, due at `deadline`, of `steps`
-    /// steps.
+    /// Books a request of class `c` arriving at `release`, its steps `chain`.
     pub(super) fn book(
         &mut self,
         c: usize,
         release: Nanos,
-        deadline: Nanos,
-        steps: u32,
+        chain: Chain,
         importance: f64,
         modality: Modality,
     ) {
@@ -44,7 +44,7 @@ impl SimRun<'_, '_> {
             modality,
             importance,
             release_nanos: release,
-            chain: Chain::new(deadline, steps, false),
+            chain,
         };
         self.booked.insert(self.next_id, booked);
         self.queue.push(release, Ev::Arrive(self.next_id));
@@ -127,9 +127,53 @@ impl SimRun<'_, '_> {
         }
     }
 
-    /// The scheduler shed (or, `pruned`, the battery saver pruned) step `id`: its request
-    /// ends shed.
-    pub(super) fn on_shed(&mut self, id: u64, pruned: bool, now: Nanos) {
+    /// The scheduler shed step `id` at `now`: it competes again after [`RETRY_NANOS`]
+    /// where its chain says so (the inputs still arriving), else its request ends shed.
+    pub(super) fn on_shed(&mut self, id: u64, now: Nanos) {
+        let Some(b) = self.booked.get(&id) else {
+            return;
+        };
+        let open = now < self.duration_nanos;
+        if b.chain.when_shed(now, open) == WhenShed::Drop {
+            self.end_shed(id, false, now);
+            return;
+        }
+        let retry_at = now + RETRY_NANOS;
+        let until = b.chain.deferred_until(retry_at);
+        note(&mut self.trace, || {
+            format!(
+                "{:>10} defer  job={id} retry_us={}",
+                now / 1000,
+                retry_at / 1000
+            )
+        });
+        self.queue.push(until, Ev::Retry(id, retry_at));
+    }
+
+    /// Shed step `id`, its retry due at `retry_at`, is looked at again at `now`: it
+    /// competes again as a new step, or its request ends shed at its deadline.
+    pub(super) fn on_retry(&mut self, id: u64, retry_at: Nanos, now: Nanos) {
+        let Some(b) = self.booked.get(&id) else {
+            return;
+        };
+        match b.chain.when_deferred(now, retry_at) {
+            Deferred::Wait => {
+                let until = b.chain.deferred_until(retry_at);
+                self.queue.push(until, Ev::Retry(id, retry_at));
+            }
+            Deferred::Shed => self.end_shed(id, false, now),
+            Deferred::Retry => {
+                if let Some(b) = self.booked.remove(&id) {
+                    self.next_id += 1;
+                    self.booked.insert(self.next_id, b);
+                    self.submit_step(self.next_id, now);
+                }
+            }
+        }
+    }
+
+    /// Request `id` ends shed at `now` (or, `pruned`, pruned by the battery saver).
+    pub(super) fn end_shed(&mut self, id: u64, pruned: bool, now: Nanos) {
         let Some(b) = self.booked.remove(&id) else {
             return;
         };

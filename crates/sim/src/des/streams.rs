@@ -6,6 +6,7 @@
 
 use mmsched_core::Modality;
 use mmsched_core::health::{Branch, Remedies, camera_drops, heaviest_branch};
+use mmsched_core::steps::Chain;
 use mmsched_core::time::Nanos;
 use mmsched_scenario::{EpisodeKind, ModelKind, StreamKind};
 use rand::RngExt;
@@ -191,7 +192,8 @@ impl SimRun<'_, '_> {
             return;
         }
         let (sla, importance) = (lane.sla_nanos, lane.importance);
-        self.book(c, release, release + sla, 1, importance, Modality::Image);
+        let chain = Chain::new(release + sla, 1, false);
+        self.book(c, release, chain, importance, Modality::Image);
     }
 
     /// One packet of audio, arriving at `release` unless `lost` (concealed, or re-requested
@@ -232,30 +234,28 @@ impl SimRun<'_, '_> {
                     } else {
                         // Due within the time it took to say it.
                         let due = release + transcript_budget_nanos(length) + sla;
-                        self.book(c, release, due, 1, importance, Modality::Audio);
+                        let chain = Chain::new(due, 1, false);
+                        self.book(c, release, chain, importance, Modality::Audio);
                     }
                 }
             } else {
                 for _ in chunks.clone() {
-                    self.book(c, release, release + sla, 1, importance, Modality::Audio);
+                    let chain = Chain::new(release + sla, 1, false);
+                    self.book(c, release, chain, importance, Modality::Audio);
                 }
             }
         }
     }
 
-    /// A text request arriving at `release`: one request of the stream's tokens.
+    /// A text request arriving at `release`: one request of the stream's tokens, a step
+    /// each. A stream's request keeps its place: its first step, shed, competes again (as
+    /// the runtime's text branch books it).
     fn text_request(&mut self, i: usize, release: Nanos) {
         let lane = &self.lanes[i];
         let (sla, importance, tokens) = (lane.sla_nanos, lane.importance, lane.tokens);
         for c in lane.classes.clone() {
-            self.book(
-                c,
-                release,
-                release + sla,
-                tokens,
-                importance,
-                Modality::Text,
-            );
+            let chain = Chain::new(release + sla, tokens, true);
+            self.book(c, release, chain, importance, Modality::Text);
         }
     }
 }
