@@ -12,6 +12,7 @@
 //! | [`vad`] | Silero voice activity detection |
 //! | [`gate`] | the cheap blur / darkness routing gate for frames (S4) |
 //! | [`profile`] | device latency profiles (P50/P95/P99 per stage) and how to measure them |
+//! | `rung_profile` | measuring a quality rung's step and job costs and its accuracy |
 //! | [`frame`], [`audio`] | image and WAV inputs |
 #![deny(missing_docs)]
 
@@ -30,6 +31,8 @@ pub mod ort;
 pub mod paths;
 pub mod probe;
 pub mod profile;
+#[cfg(feature = "candle")]
+pub mod rung_profile;
 pub mod tensor;
 #[cfg(feature = "candle")]
 pub mod threads;

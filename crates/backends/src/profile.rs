@@ -9,7 +9,8 @@ use hdrhistogram::Histogram;
 use mmsched_core::time::{Clock, Nanos};
 
 pub use mmsched_core::profile::{
-    DeviceInfo, DeviceProfile, FORMAT_VERSION, JobCost, Percentiles, ProfileEntry, StageStats,
+    DeviceInfo, DeviceProfile, FORMAT_VERSION, JobCost, Percentiles, ProfileEntry, RungAccuracy,
+    RungProfile, StageStats, StepCost,
 };
 
 use crate::backend::{Backend, BackendError};
@@ -102,6 +103,38 @@ impl StageHistograms {
             post: percentiles(&self.post),
             total: percentiles(&self.total),
         }
+    }
+}
+
+/// The latency histogram of one kind of work (a job, or one kind of step).
+#[derive(Debug, Clone)]
+pub struct CostHistogram(Histogram<u64>);
+
+impl Default for CostHistogram {
+    fn default() -> Self {
+        Self(histogram())
+    }
+}
+
+impl CostHistogram {
+    /// Records one cost (0 counts as 1 ns).
+    pub fn record(&mut self, nanos: Nanos) {
+        self.0.saturating_record(nanos.max(1));
+    }
+
+    /// Costs recorded.
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Its percentiles (all 0 when empty).
+    pub fn percentiles(&self) -> Percentiles {
+        percentiles(&self.0)
     }
 }
 

@@ -21,6 +21,37 @@ fn profile_then_sim_soak_then_run_read_the_same_profile() {
         assert!(p50 > 0, "jobs.{kind} measured: {measured}");
         assert!(j["from"].is_string());
     }
+    // Every rung of the default policy, richest first, with its steps and its accuracy.
+    let names = |kind: &str| -> Vec<String> {
+        measured["rungs"][kind]
+            .as_array()
+            .unwrap_or_else(|| panic!("rungs.{kind}: {measured}"))
+            .iter()
+            .map(|r| r["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(
+        names("vision"),
+        ["det320", "det256", "det192", "det192-top3"]
+    );
+    assert_eq!(names("asr"), ["window", "audio"]);
+    let full = &measured["rungs"]["vision"][0];
+    assert!(
+        full["steps"]["detect"]["stats"]["p50_nanos"].as_u64() > Some(0),
+        "{full}"
+    );
+    assert!(
+        full["steps"]["recognize"]["per_job"].as_f64() > Some(1.0),
+        "{full}"
+    );
+    // The camera's signs are read right at the full rung (the rendered text is the truth).
+    assert!(full["accuracy"]["correct"].as_f64() >= Some(0.9), "{full}");
+    let window = &measured["rungs"]["asr"][0];
+    assert!(
+        window["steps"]["decode"]["per_job"].as_f64() > Some(1.0),
+        "{window}"
+    );
+    assert_eq!(window["accuracy"]["samples"], 8, "{window}");
     let soak = mmsched(&[
         "sim",
         "soak",
@@ -72,6 +103,33 @@ fn profile_then_sim_soak_then_run_read_the_same_profile() {
             .is_some_and(|s| s == format!("cost priors from {p}"))),
         "{notes:?}"
     );
+    // The rungs alone, of another policy, measured into the same profile: the rest is kept.
+    let policy = dir.path().join("one-rung.toml");
+    std::fs::write(
+        &policy,
+        "[[rungs.vision]]\nname = \"small\"\ndet_long_side = 192\n\n[[rungs.asr]]\nname = \"short\"\nspan = \"audio\"\n",
+    )
+    .expect("writes");
+    let again = mmsched(&[
+        "profile",
+        "--rungs-only",
+        "--policy",
+        policy.to_str().expect("utf-8"),
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--engine",
+        "tract",
+        "--out",
+        p,
+        "--json",
+    ]);
+    assert_eq!(again["jobs"], measured["jobs"]);
+    assert_eq!(again["entries"], measured["entries"]);
+    assert_eq!(again["rungs"]["vision"][0]["params"], "det_long_side=192");
+    assert_eq!(again["rungs"]["asr"][0]["name"], "short");
+    assert_eq!(again["rungs"]["vision"].as_array().map(Vec::len), Some(1));
 }
 
 #[test]

@@ -13,7 +13,11 @@
 //! - [`layout`]: the scheduler's lanes and standing reservations, shared by the runtime
 //!   and the simulator;
 //! - [`policy`]: the validated policy document that parameterises all of the above;
-//! - [`profile`]: the device latency profile format (what jobs cost on a device).
+//! - [`profile`]: the device latency profile format (what jobs cost on a device, and what
+//!   each quality rung costs and how accurate it is);
+//! - [`rungs`]: the quality rungs of a model (cheaper ways to run a job), declared in the
+//!   policy;
+//! - [`score`]: judging results against the truth (OCR line accuracy and CER, WER).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
@@ -30,7 +34,9 @@ pub mod modality;
 pub mod playout;
 pub mod policy;
 pub mod profile;
+pub mod rungs;
 pub mod scheduler;
+pub mod score;
 pub mod slots;
 pub mod steps;
 pub mod text;

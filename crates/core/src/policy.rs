@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::ldti::{ActionSwitches, LdtiWeights, LevelThresholds};
+use crate::rungs::{Rungs, RungsSpec};
 
 /// The only policy document version this build reads.
 pub const POLICY_VERSION: u32 = 1;
@@ -63,6 +64,10 @@ pub struct PolicySpec {
     /// Modality routing gates (S4).
     #[serde(default)]
     pub routing: RoutingSpec,
+    /// Quality rungs per model, richest first: the cheaper ways a job may run when its
+    /// full quality would miss its deadline.
+    #[serde(default)]
+    pub rungs: RungsSpec,
 }
 
 /// `[arbiter]` section.
@@ -301,6 +306,7 @@ pub struct Policy {
     slots: SlotsPolicy,
     ldti: LdtiPolicy,
     routing: RoutingPolicy,
+    rungs: Rungs,
 }
 
 impl Default for Policy {
@@ -330,6 +336,10 @@ impl Policy {
     /// Routing settings.
     pub fn routing(&self) -> &RoutingPolicy {
         &self.routing
+    }
+    /// Quality rungs per model, richest first.
+    pub fn rungs(&self) -> &Rungs {
+        &self.rungs
     }
     /// Importance γ of a job class (the `default` entry, or 0.5, when it is not listed).
     pub fn importance(&self, class: &str) -> f64 {
@@ -392,6 +402,7 @@ impl Policy {
                 dark_max_mean_luma: Some(self.routing.dark_max_mean_luma),
                 vad_speech_threshold: Some(self.routing.vad_speech_threshold),
             },
+            rungs: self.rungs.to_spec(),
         }
     }
 }
@@ -660,6 +671,8 @@ impl TryFrom<PolicySpec> for Policy {
             ),
         };
 
+        let rungs = Rungs::check(&spec.rungs, &mut c.errors);
+
         if let Some(name) = &spec.name
             && name.chars().count() > MAX_NAME_CHARS
         {
@@ -681,6 +694,7 @@ impl TryFrom<PolicySpec> for Policy {
             slots,
             ldti,
             routing,
+            rungs,
         })
     }
 }
@@ -850,6 +864,40 @@ mod tests {
             assert_eq!(e.value, *value, "{doc}");
             assert!(e.reason.contains(reason), "{doc}: {}", e.reason);
         }
+    }
+
+    #[test]
+    fn rungs_are_read_from_toml_and_their_errors_join_the_others() {
+        let doc = r#"
+            [[rungs.vision]]
+            name = "full"
+            det_long_side = 320
+
+            [[rungs.vision]]
+            name = "small"
+            det_long_side = 192
+            max_lines = 2
+
+            [[rungs.asr]]
+            name = "window"
+            span = "window"
+        "#;
+        let p = Policy::try_from(toml::from_str::<PolicySpec>(doc).expect("parses")).unwrap();
+        let names: Vec<&str> = p.rungs().vision().iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["full", "small"]);
+        assert_eq!(p.rungs().asr().len(), 1);
+        assert_eq!(Policy::try_from(p.to_spec()).unwrap(), p);
+        // Left out: the default rungs.
+        assert_eq!(Policy::default().rungs(), &crate::rungs::Rungs::default());
+        let errs = check(
+            r#"{"slots":{"slot_len_micros":1},"rungs":{"vision":[{"name":"a","det_long_side":100}]}}"#,
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["slots.slot_len_micros", "rungs.vision[0].det_long_side"]
+        );
     }
 
     #[test]

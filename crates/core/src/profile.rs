@@ -16,6 +16,17 @@
 //!   ],
 //!   "jobs": {
 //!     "vision": {"p50_nanos": …, "p95_nanos": …, "p99_nanos": …, "unit": "…", "from": "…"}, …
+//!   },
+//!   "rungs": {
+//!     "vision": [
+//!       {"name": "det320", "params": "det_long_side=320", "engine": "ort", "threads": 1,
+//!        "jobs": 24, "job": {"p50_nanos": …, …},
+//!        "steps": {"detect": {"per_job": 1.0, "unit": "…", "stats": {"p50_nanos": …, …}},
+//!                  "recognize": {"per_job": 3.5, "unit": "one line", "stats": {…}}},
+//!        "accuracy": {"inputs": "…", "samples": 24, "correct": 0.96, "accuracy": 0.98,
+//!                     "cer": 0.004}}, …
+//!     ],
+//!     "asr": [ … ]
 //!   }
 //! }
 //! ```
@@ -23,7 +34,10 @@
 //! `entries` are the raw measurements per (model, engine, input size). `jobs` are the costs
 //! of one *scheduler job* per job kind (`vision`, `vad`, `asr`, `llm`) as `mmsched run`
 //! makes them — what a scheduler predicts and a simulator draws — each naming the entry it
-//! was derived from. Only types and pure functions live here; reading and writing files is
+//! was derived from. `rungs` (absent in profiles written before rungs existed) holds, per
+//! job kind, each quality rung the policy declares ([`crate::rungs`]), in the policy's order:
+//! the cost of one job at that rung, of each kind of step it runs in, and its accuracy on
+//! inputs whose truth is known. Only types and pure functions live here; reading and writing files is
 //! the simulator's (`mmsched_sim::profile`) and measuring is the backends'.
 
 use alloc::collections::BTreeMap;
@@ -124,6 +138,102 @@ pub struct JobCost {
     pub corun_factor: Option<f64>,
 }
 
+/// The cost of one kind of step of a job run in steps.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StepCost {
+    /// Steps of this kind one job runs, on average (e.g. decoded tokens per utterance).
+    pub per_job: f64,
+    /// What one step is (e.g. `one line`, `one encoder block`, `one token`).
+    #[serde(default)]
+    pub unit: String,
+    /// Percentiles of one step.
+    pub stats: Percentiles,
+}
+
+/// How often a rung's results are right, on inputs whose truth is known (scored by
+/// [`crate::score`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RungAccuracy {
+    /// What was scored (e.g. `24 generated signs 640x360, 70 lines`).
+    pub inputs: String,
+    /// Inputs scored (frames, utterances).
+    pub samples: u32,
+    /// Share of inputs whose result is correct, 0..=1 (OCR: every true line read exactly,
+    /// case- and space-insensitive; speech: a word error rate of at most 0.1).
+    pub correct: f64,
+    /// Mean accuracy, 0..=1: OCR the share of true lines read exactly; speech 1 − WER
+    /// (each utterance's floored at 0), averaged over utterances.
+    pub accuracy: f64,
+    /// OCR: character error rate over every true line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cer: Option<f64>,
+    /// Speech: mean word error rate over the utterances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wer: Option<f64>,
+}
+
+/// One quality rung measured on this device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RungProfile {
+    /// The rung's name in the policy.
+    pub name: String,
+    /// Its parameters as the policy declared them when measured (e.g. `det_long_side=320`,
+    /// `span=audio`); a rung whose parameters changed since needs measuring again.
+    pub params: String,
+    /// The engine it ran on (e.g. `ort`, `ggml-q8`).
+    pub engine: String,
+    /// Threads each step was granted.
+    pub threads: u32,
+    /// Jobs timed.
+    pub jobs: u32,
+    /// Cost of one whole job (every step of it, back to back).
+    pub job: Percentiles,
+    /// Cost per kind of step (`detect`, `recognize`; `mel`, `encoder-stem`,
+    /// `encoder-layers`, `encoder-cross`, `encoder`, `decode`).
+    #[serde(default)]
+    pub steps: BTreeMap<String, StepCost>,
+    /// How often its results are right.
+    pub accuracy: RungAccuracy,
+}
+
+impl RungProfile {
+    /// The cost of one step of `kind`, if this rung runs such steps.
+    pub fn step(&self, kind: &str) -> Option<&StepCost> {
+        self.steps.get(kind)
+    }
+
+    /// What is wrong with it, if anything.
+    fn problem(&self) -> Option<String> {
+        let ordered = |p: &Percentiles| {
+            p.p50_nanos > 0 && p.p50_nanos <= p.p95_nanos && p.p95_nanos <= p.p99_nanos
+        };
+        let fraction = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+        let rate = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v >= 0.0);
+        let a = &self.accuracy;
+        if self.jobs == 0 || !ordered(&self.job) {
+            Some(format!(
+                "its job cost needs jobs > 0 and 0 < p50_nanos ≤ p95_nanos ≤ p99_nanos, got {} jobs, {} / {} / {}",
+                self.jobs, self.job.p50_nanos, self.job.p95_nanos, self.job.p99_nanos
+            ))
+        } else if let Some((kind, _)) = self
+            .steps
+            .iter()
+            .find(|(_, s)| !(ordered(&s.stats) && s.per_job.is_finite() && s.per_job > 0.0))
+        {
+            Some(format!(
+                "step `{kind}` needs per_job > 0 and 0 < p50_nanos ≤ p95_nanos ≤ p99_nanos"
+            ))
+        } else if !fraction(a.correct) || !fraction(a.accuracy) || !rate(a.cer) || !rate(a.wer) {
+            Some(format!(
+                "accuracy needs correct and accuracy in 0..=1 and cer, wer ≥ 0, got {} / {} / {:?} / {:?}",
+                a.correct, a.accuracy, a.cer, a.wer
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 /// A device latency profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceProfile {
@@ -140,6 +250,10 @@ pub struct DeviceProfile {
     /// One job's cost per job kind (`vision`, `vad`, `asr`, `llm`).
     #[serde(default)]
     pub jobs: BTreeMap<String, JobCost>,
+    /// Per job kind, each quality rung's cost and accuracy, richest first (absent in
+    /// profiles measured before rungs existed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rungs: BTreeMap<String, Vec<RungProfile>>,
 }
 
 /// What is wrong with a profile.
@@ -177,6 +291,16 @@ pub enum ProfileProblem {
         /// The job kind.
         kind: String,
     },
+    /// A rung's figures that cannot be right.
+    #[error("rungs.{kind} `{name}`: {reason}")]
+    BadRung {
+        /// The job kind (or the unknown kind found).
+        kind: String,
+        /// The rung's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl DeviceProfile {
@@ -188,6 +312,7 @@ impl DeviceProfile {
             device,
             entries: Vec::new(),
             jobs: BTreeMap::new(),
+            rungs: BTreeMap::new(),
         }
     }
 
@@ -219,7 +344,33 @@ impl DeviceProfile {
                 });
             }
         }
+        for (kind, rungs) in &self.rungs {
+            let bad = |name: &str, reason: String| ProfileProblem::BadRung {
+                kind: kind.clone(),
+                name: name.to_string(),
+                reason,
+            };
+            if !JOB_KINDS.contains(&kind.as_str()) {
+                return Err(bad(
+                    "",
+                    "unknown job kind (known: vision, vad, asr, llm)".to_string(),
+                ));
+            }
+            for (i, r) in rungs.iter().enumerate() {
+                if rungs[..i].iter().any(|o| o.name == r.name) {
+                    return Err(bad(&r.name, "measured twice".to_string()));
+                }
+                if let Some(reason) = r.problem() {
+                    return Err(bad(&r.name, reason));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The measured rung `name` of job kind `kind`.
+    pub fn rung(&self, kind: &str, name: &str) -> Option<&RungProfile> {
+        self.rungs.get(kind)?.iter().find(|r| r.name == name)
     }
 
     /// Adds an entry, replacing any earlier one for the same (model, engine, input).
@@ -342,5 +493,96 @@ mod tests {
         ));
         p.format_version = 9;
         assert!(p.validate().unwrap_err().to_string().contains("version 9"));
+    }
+
+    fn rung(name: &str) -> RungProfile {
+        let p = Percentiles {
+            p50_nanos: 10,
+            p95_nanos: 12,
+            p99_nanos: 15,
+            mean_nanos: 11,
+            max_nanos: 16,
+        };
+        RungProfile {
+            name: name.into(),
+            params: "det_long_side=320".into(),
+            engine: "ort".into(),
+            threads: 1,
+            jobs: 3,
+            job: p,
+            steps: [(
+                "detect".to_string(),
+                StepCost {
+                    per_job: 1.0,
+                    unit: "one frame".into(),
+                    stats: p,
+                },
+            )]
+            .into_iter()
+            .collect(),
+            accuracy: RungAccuracy {
+                inputs: "3 signs".into(),
+                samples: 3,
+                correct: 2.0 / 3.0,
+                accuracy: 0.9,
+                cer: Some(0.01),
+                wer: None,
+            },
+        }
+    }
+
+    #[test]
+    fn rungs_round_trip_and_an_old_profile_without_them_still_loads() {
+        let mut p = DeviceProfile::empty(DeviceInfo::default());
+        p.rungs
+            .insert("vision".into(), alloc::vec![rung("det320"), rung("det256")]);
+        assert_eq!(p.validate(), Ok(()));
+        let json = serde_json::to_string(&p).expect("serialises");
+        let back: DeviceProfile = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, p);
+        let r = back.rung("vision", "det256").expect("found");
+        assert_eq!(r.step("detect").map(|s| s.per_job), Some(1.0));
+        assert!(back.rung("asr", "det256").is_none());
+        // Written before rungs existed: no key at all.
+        let old = r#"{"format_version":1,"device":{"arch":"x","os":"y","cpu_model":"z","logical_cores":2},"entries":[],"jobs":{}}"#;
+        let old: DeviceProfile = serde_json::from_str(old).expect("an old profile loads");
+        assert!(old.rungs.is_empty() && old.validate().is_ok());
+        // And a profile without rungs writes no `rungs` key.
+        let json = serde_json::to_string(&old).expect("serialises");
+        assert!(!json.contains("rungs"), "{json}");
+    }
+
+    #[test]
+    fn bad_rungs_are_named() {
+        let mut p = DeviceProfile::empty(DeviceInfo::default());
+        let mut bad = rung("det320");
+        bad.accuracy.correct = 1.5;
+        p.rungs.insert("vision".into(), alloc::vec![bad]);
+        let e = p.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("rungs.vision `det320`") && e.contains("accuracy"),
+            "{e}"
+        );
+        let mut slow = rung("a");
+        slow.job.p95_nanos = 5;
+        p.rungs.insert("vision".into(), alloc::vec![slow]);
+        assert!(p.validate().unwrap_err().to_string().contains("p95_nanos"));
+        let mut step = rung("a");
+        if let Some(s) = step.steps.get_mut("detect") {
+            s.per_job = 0.0;
+        }
+        p.rungs.insert("vision".into(), alloc::vec![step]);
+        assert!(p.validate().unwrap_err().to_string().contains("`detect`"));
+        p.rungs
+            .insert("vision".into(), alloc::vec![rung("a"), rung("a")]);
+        assert!(p.validate().unwrap_err().to_string().contains("twice"));
+        p.rungs.clear();
+        p.rungs.insert("tts".into(), alloc::vec![rung("a")]);
+        assert!(
+            p.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("unknown job kind")
+        );
     }
 }

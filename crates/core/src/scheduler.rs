@@ -31,6 +31,7 @@
 //! Jobs are not preempted once started: long work is cut into schedulable units by the
 //! caller (an LLM request is one job per token, S7), so a due frame waits at most one unit.
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
@@ -153,8 +154,8 @@ pub enum LogEntry {
         /// The stream's class.
         class: ClassId,
     },
-    /// [`Scheduler::set_policy`].
-    SetPolicy(Policy),
+    /// [`Scheduler::set_policy`] (boxed: a policy is large next to the other entries).
+    SetPolicy(Box<Policy>),
     /// [`Scheduler::set_shedding`].
     Shedding(bool),
     /// [`Scheduler::step`] with what it was told and what it decided.
@@ -303,7 +304,7 @@ impl Scheduler {
     /// Switches to `policy` for the next steps (hot reload): weights, importance, battery
     /// saver and the dispatch rule. Slot length and horizon are fixed at construction.
     pub fn set_policy(&mut self, policy: &Policy) {
-        self.note(|| LogEntry::SetPolicy(policy.clone()));
+        self.note(|| LogEntry::SetPolicy(Box::new(policy.clone())));
         self.arbiter.set_policy(policy);
         let rule = self.arbiter.dispatch_rule();
         if rule != self.ready.rule() {

@@ -1,6 +1,9 @@
 //! Whisper's audio encoder in float32 on the `gemm` crate's matrix products: OpenAI's
 //! `AudioEncoder` (`whisper/model.py`) with the decoder's cross-attention keys and values
-//! of every layer computed at the end, as the decoder reads them.
+//! of every layer computed at the end, as the decoder reads them. A window is encoded in
+//! three parts, which may run as separate steps with other work between them (the
+//! activations wait in the encoder's buffers): the stem (convolutions), the blocks (any
+//! number at a time), and the cross-attention keys and values.
 //!
 //! Why not ggml, which runs the decoder: at the encoder's shapes (1 500 positions) ggml's
 //! q8_0 products ran at about 33 GFLOP/s on one core of this project's AVX2 machines and
@@ -140,6 +143,15 @@ pub struct Encoder {
     ln: Norm,
     cross: Vec<Cross>,
     scratch: Scratch,
+    /// The window being encoded, between its parts.
+    pending: Option<Pending>,
+}
+
+/// A window whose stem has run: its positions, and the next block to run.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    positions: usize,
+    next_layer: usize,
 }
 
 impl Encoder {
@@ -214,6 +226,7 @@ impl Encoder {
             ln: norm(&format!("{e}.layer_norm"))?,
             cross,
             scratch: Scratch::default(),
+            pending: None,
         })
     }
 
@@ -254,35 +267,31 @@ impl Encoder {
         values as u64 * 4
     }
 
-    /// Encodes `frames` (even, at most `2 · n_audio_ctx`) columns of a log-mel spectrogram
-    /// (`n_mels` rows of `frames` values, row major) and writes the cross-attention keys
-    /// and values of its `frames / 2` positions into `caches`, one per decoder layer.
-    pub fn encode(
-        &mut self,
-        mel: &[f32],
-        frames: usize,
-        threads: usize,
-        caches: Vec<CrossCache<'_>>,
-    ) -> Result<(), BackendError> {
+    /// Encoder blocks (layers).
+    pub fn layers(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The first part of encoding a window: the two convolutions over `frames` (even, at
+    /// most `2 · n_audio_ctx`) columns of a log-mel spectrogram (`n_mels` rows of `frames`
+    /// values, row major), and the positions. The activations stay in the encoder for
+    /// [`Encoder::run_layers`], then [`Encoder::cross`] writes the cross-attention keys and
+    /// values of the window's `frames / 2` positions; a window being encoded before is
+    /// abandoned.
+    pub fn stem(&mut self, mel: &[f32], frames: usize, threads: usize) -> Result<(), BackendError> {
         let (d, n_audio_ctx) = (self.d, self.n_audio_ctx);
         let n = frames / 2;
-        let cache_len = self.n_head * n_audio_ctx * (d / self.n_head);
-        let caches_fit = caches.len() == self.cross.len()
-            && caches
-                .iter()
-                .all(|c| c.k.len() >= cache_len && c.v.len() >= cache_len);
+        self.pending = None;
         if frames == 0
             || !frames.is_multiple_of(2)
             || n > n_audio_ctx
             || mel.len() != frames * self.n_mels
-            || !caches_fit
         {
             return Err(BackendError::InvalidInput(format!(
-                "a Whisper window is {} mel rows of an even number of frames up to {} (got {} values for {frames} frames) with {} cross-attention caches of {cache_len} values",
+                "a Whisper window is {} mel rows of an even number of frames up to {} (got {} values for {frames} frames)",
                 self.n_mels,
                 2 * n_audio_ctx,
                 mel.len(),
-                self.cross.len(),
             )));
         }
         let s = &mut self.scratch;
@@ -322,8 +331,25 @@ impl Encoder {
         for (x, p) in x.iter_mut().zip(&self.positions) {
             *x += p;
         }
+        self.pending = Some(Pending {
+            positions: n,
+            next_layer: 0,
+        });
+        Ok(())
+    }
+
+    /// Runs the next `count` blocks (fewer if fewer are left) of the window the stem
+    /// started.
+    pub fn run_layers(&mut self, count: usize, threads: usize) -> Result<(), BackendError> {
+        let Some(pending) = self.pending else {
+            return Err(not_started("its layers"));
+        };
+        let (n, d) = (pending.positions, self.d);
+        let end = (pending.next_layer + count).min(self.blocks.len());
+        let s = &mut self.scratch;
+        let x = &mut s.x[..n * d];
         let h = take(&mut s.h, n * d);
-        for b in &self.blocks {
+        for b in &self.blocks[pending.next_layer..end] {
             layer_norm(x, h, &b.attn_ln.w, &b.attn_ln.b);
             let q = take(&mut s.q, n * d);
             let k = take(&mut s.k, n * d);
@@ -356,8 +382,48 @@ impl Encoder {
             b.fc2.apply(hidden, n, proj, threads)?;
             add(x, proj);
         }
-        layer_norm(x, h, &self.ln.w, &self.ln.b);
+        self.pending = Some(Pending {
+            next_layer: end,
+            ..pending
+        });
+        Ok(())
+    }
+
+    /// The last part: the final layer norm and the cross-attention keys and values of
+    /// every decoder layer, written into `caches`, once every block has run.
+    pub fn cross(
+        &mut self,
+        threads: usize,
+        caches: Vec<CrossCache<'_>>,
+    ) -> Result<(), BackendError> {
+        let (d, n_audio_ctx) = (self.d, self.n_audio_ctx);
+        let Some(pending) = self.pending else {
+            return Err(not_started("its cross-attention keys and values"));
+        };
+        if pending.next_layer < self.blocks.len() {
+            return Err(BackendError::InvalidInput(format!(
+                "the encoder has run {} of its {} layers: run the rest before the cross-attention keys and values",
+                pending.next_layer,
+                self.blocks.len()
+            )));
+        }
+        let n = pending.positions;
         let dh = d / self.n_head;
+        let cache_len = self.n_head * n_audio_ctx * dh;
+        let caches_fit = caches.len() == self.cross.len()
+            && caches
+                .iter()
+                .all(|c| c.k.len() >= cache_len && c.v.len() >= cache_len);
+        if !caches_fit {
+            return Err(BackendError::InvalidInput(format!(
+                "the encoder writes {} cross-attention caches of {cache_len} values",
+                self.cross.len(),
+            )));
+        }
+        let s = &mut self.scratch;
+        let x = &s.x[..n * d];
+        let h = take(&mut s.h, n * d);
+        layer_norm(x, h, &self.ln.w, &self.ln.b);
         for (c, cache) in self.cross.iter().zip(caches) {
             for (head, k) in cache
                 .k
@@ -397,8 +463,16 @@ impl Encoder {
                 }
             }
         }
+        self.pending = None;
         Ok(())
     }
+}
+
+/// The error of a part run before the stem of its window.
+fn not_started(what: &str) -> BackendError {
+    BackendError::InvalidInput(format!(
+        "no window is being encoded: run the encoder's stem (its convolutions) before {what}"
+    ))
 }
 
 /// `x += y`.

@@ -11,7 +11,9 @@
 //! - **encoder** (once per 30 s window): not on ggml but in float32 on the `gemm` crate
 //!   ([`Encoder`], about twice as fast at 1 500 positions); it writes the decoder's
 //!   cross-attention keys and values of every layer into the caches here, kept for the
-//!   window;
+//!   window. It runs whole ([`GgmlWhisper::encode`]) or in parts, for a transcription
+//!   advanced in steps: the convolutions, groups of blocks, then the cross-attention keys
+//!   and values;
 //! - **decoder** (once per token): token and position embeddings, blocks of causal
 //!   self-attention over a KV cache, cross-attention over the window, the MLP, and the
 //!   logits of the last token only, through the token embedding quantised to q8_0 (tied
@@ -186,6 +188,8 @@ pub struct GgmlWhisper {
     graph_mem: Vec<u8>,
     /// Audio positions of the current window (0 before the first one).
     n_audio: i64,
+    /// Mel frames of the window being encoded.
+    encoding_frames: usize,
     /// Tokens in the self-attention caches.
     cached: usize,
     threads: usize,
@@ -531,6 +535,7 @@ impl GgmlWhisper {
             weights,
             graph_mem: vec![0; graph_bytes],
             n_audio: 0,
+            encoding_frames: 0,
             cached: 0,
             threads: threads.max(1),
         })
@@ -564,14 +569,42 @@ impl GgmlWhisper {
     }
 
     /// Encodes one window's log-mel spectrogram (`n_mels` rows of `frames` values, row
-    /// major) and forgets the previous window's tokens.
+    /// major) and forgets the previous window's tokens: the encoder's three parts back to
+    /// back.
     pub fn encode(&mut self, mel: &[f32], frames: usize) -> Result<(), BackendError> {
-        // Until the encoder succeeds no window is encoded: the caches may be half written.
+        self.encode_stem(mel, frames)?;
+        self.encode_layers(self.encoder.layers())?;
+        self.encode_cross()
+    }
+
+    /// Encoder blocks (layers), which [`GgmlWhisper::encode_layers`] runs in groups.
+    pub fn encoder_layers(&self) -> usize {
+        self.encoder.layers()
+    }
+
+    /// Starts encoding a window (the convolutions) and forgets the previous window's
+    /// tokens; the decoder cannot run until [`GgmlWhisper::encode_cross`] has.
+    pub fn encode_stem(&mut self, mel: &[f32], frames: usize) -> Result<(), BackendError> {
+        // Until the encoder's last part succeeds no window is encoded: the caches may be
+        // half written.
         self.cached = 0;
         self.n_audio = 0;
+        self.on_encoder_threads(|encoder, threads| encoder.stem(mel, frames, threads))?;
+        self.encoding_frames = frames;
+        Ok(())
+    }
+
+    /// Runs the next `count` encoder blocks of the window being encoded.
+    pub fn encode_layers(&mut self, count: usize) -> Result<(), BackendError> {
+        self.on_encoder_threads(|encoder, threads| encoder.run_layers(count, threads))
+    }
+
+    /// Finishes encoding the window: writes every decoder layer's cross-attention keys and
+    /// values, after which the decoder runs over it.
+    pub fn encode_cross(&mut self) -> Result<(), BackendError> {
         // SAFETY: each cache is a float32 tensor of the derived context, alive as long as
         // `self`, and no graph runs while the encoder writes them.
-        let caches = self
+        let caches: Vec<CrossCache<'_>> = self
             .net
             .caches
             .iter()
@@ -583,6 +616,17 @@ impl GgmlWhisper {
                 }
             })
             .collect();
+        self.on_encoder_threads(|encoder, threads| encoder.cross(threads, caches))?;
+        self.n_audio = to_i64(self.encoding_frames / 2);
+        Ok(())
+    }
+
+    /// Runs `part` on the granted threads: on the calling thread alone for one, else on
+    /// the encoder's own pool (made at the first grant of more than one).
+    fn on_encoder_threads(
+        &mut self,
+        part: impl FnOnce(&mut Encoder, usize) -> Result<(), BackendError> + Send,
+    ) -> Result<(), BackendError> {
         if self.threads > 1 {
             let pool = match &mut self.encoder_pool {
                 Some(pool) => pool,
@@ -590,12 +634,10 @@ impl GgmlWhisper {
             };
             let threads = self.threads.min(pool.threads());
             let encoder = &mut self.encoder;
-            pool.install(|| encoder.encode(mel, frames, threads, caches))?;
+            pool.install(|| part(encoder, threads))
         } else {
-            self.encoder.encode(mel, frames, 1, caches)?;
+            part(&mut self.encoder, 1)
         }
-        self.n_audio = to_i64(frames / 2);
-        Ok(())
     }
 
     /// Runs the tokens `new` (after the cached ones) through the decoder over the current

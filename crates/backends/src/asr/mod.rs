@@ -7,9 +7,11 @@
 //! - [`ggml`]: the q8_0 Whisper on ggml (the default where llama.cpp is compiled in), its
 //!   encoder in float32 on the `gemm` crate (`encoder`, `matmul`, `vecmath`);
 //! - [`quantized`]: the q8_0 Whisper with a cached decoder on candle;
-//! - [`wer`]: word error rate, to judge transcripts;
+//! - [`wer`]: word error rate, to judge transcripts (from [`mmsched_core::score`]);
 //! - [`session`]: [`AsrSession`], the [`Backend`](crate::Backend) implementation
-//!   (log-mel, encoder, greedy decoding without timestamps, detokenising).
+//!   (log-mel, encoder, greedy decoding without timestamps, detokenising);
+//! - [`steps`]: the same transcription advanced one bounded step at a time
+//!   ([`AsrSession::begin`], [`AsrSession::step`], [`AsrSession::transcript`]).
 
 pub mod audio;
 #[cfg(feature = "llama")]
@@ -22,11 +24,13 @@ pub mod mel;
 pub mod model;
 pub mod quantized;
 pub mod session;
+pub mod steps;
 #[cfg(feature = "llama")]
 mod vecmath;
 pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
-pub use model::{AsrEngine, AudioFeatures, WhisperFiles, WhisperModel, WhisperNet};
+pub use model::{AsrEngine, AudioFeatures, EncoderPart, WhisperFiles, WhisperModel, WhisperNet};
 pub use session::{AsrOptions, AsrSession, EncoderSpan, EngineParts, MelWindows};
+pub use steps::{AsrPlan, AsrStep, AsrStepKind, Transcription};
 pub use wer::word_error_rate;

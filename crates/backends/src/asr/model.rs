@@ -133,6 +133,17 @@ pub enum WhisperNet {
     Q8(Box<QuantizedWhisper>),
 }
 
+/// One part of encoding a window on an engine that encodes in parts.
+#[derive(Debug, Clone, Copy)]
+pub enum EncoderPart<'a> {
+    /// The convolutions over this window's log-mel spectrogram (`1 × n_mels × frames`).
+    Stem(&'a Tensor),
+    /// The next this many encoder blocks.
+    Layers(usize),
+    /// The final norm and the decoder's cross-attention keys and values.
+    Cross,
+}
+
 /// A window's audio features, as the engine holds them between decoding steps.
 #[derive(Debug, Clone)]
 pub enum AudioFeatures {
@@ -172,6 +183,42 @@ impl WhisperNet {
                     .forward(mel)
                     .map(AudioFeatures::Tensor)
                     .map_err(candle)
+            }
+        }
+    }
+
+    /// The encoder's layers when this engine runs its encoder in parts (ggml), `None` when
+    /// it runs it whole (the candle engines: one [`WhisperNet::start_window`]).
+    pub fn encoder_parts(&self) -> Option<usize> {
+        match self {
+            #[cfg(feature = "llama")]
+            WhisperNet::Ggml(m) => Some(m.encoder_layers()),
+            _ => None,
+        }
+    }
+
+    /// Runs one part of a window's encoding on an engine that encodes in parts
+    /// ([`WhisperNet::encoder_parts`]): the stem starts a new window, as
+    /// [`WhisperNet::start_window`] does; after the cross part the decoder runs over it
+    /// (its features are [`AudioFeatures::InEngine`]).
+    pub fn encode_part(&mut self, part: EncoderPart<'_>) -> Result<(), BackendError> {
+        match self {
+            #[cfg(feature = "llama")]
+            WhisperNet::Ggml(m) => match part {
+                EncoderPart::Stem(mel) => {
+                    let (_, _, frames) = mel.dims3().map_err(candle)?;
+                    let values = mel.flatten_all().and_then(|t| t.to_vec1::<f32>());
+                    m.encode_stem(&values.map_err(candle)?, frames)
+                }
+                EncoderPart::Layers(count) => m.encode_layers(count),
+                EncoderPart::Cross => m.encode_cross(),
+            },
+            _ => {
+                let _ = part;
+                Err(BackendError::InvalidInput(
+                    "this Whisper engine runs its encoder whole (start_window), not in parts"
+                        .into(),
+                ))
             }
         }
     }

@@ -1,62 +1,24 @@
 //! Whisper speech recognition as a [`Backend`]: pre = resample + log-mel, exec = encoder +
-//! greedy decoder, post = detokenise.
+//! greedy decoder, post = detokenise. The same work advanced one step at a time is
+//! [`crate::asr::steps`].
 
 use candle_core::{Device, Tensor};
 use candle_transformers::models::whisper;
 
 use crate::asr::audio::{AudioClip, SAMPLE_RATE_HZ, resample};
 use crate::asr::mel::log_mel_spectrogram;
-use crate::asr::model::{AsrEngine, WhisperFiles, WhisperModel, WhisperNet, candle};
+use crate::asr::model::{AsrEngine, AudioFeatures, WhisperFiles, WhisperModel, WhisperNet, candle};
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
 
+pub use mmsched_core::rungs::EncoderSpan;
+
 /// Longest transcript per 30 s window, in tokens (Whisper's own limit is 224).
-const MAX_TOKENS_PER_WINDOW: usize = 224;
+pub(super) const MAX_TOKENS_PER_WINDOW: usize = 224;
+/// Tokens before a window's transcript: start-of-transcript and no-timestamps.
+pub(super) const PREFIX_TOKENS: usize = 2;
 /// Longest accepted clip: ten minutes.
 const MAX_CLIP_SECONDS: u64 = 600;
-
-/// What the encoder runs over in each 30 s window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EncoderSpan {
-    /// The whole window, silent padding included, as Whisper (and CTranslate2) run it: the
-    /// reference transcripts, and the default.
-    #[default]
-    Window,
-    /// The audio and one second of the silent padding after it (the whole window at most):
-    /// a 10 s clip costs 40 % of the whole window's time, a 3 s utterance less still. Whisper
-    /// was trained on whole windows, and transcripts change: the test clips' are the same
-    /// (`tests/asr.rs`), but of six short `espeak-ng` sentences five came out different,
-    /// mostly in punctuation, once in a word ("locked, I dust" for "locked by dust") and
-    /// once as "S" for "Yes." (more padding, 3 s, or a span of at least 15 s, did not make
-    /// them equal). A trade of accuracy for time the user chooses.
-    Audio,
-}
-
-impl EncoderSpan {
-    /// Mel frames (of 10 ms) the encoder reads for a window holding `samples` samples at
-    /// 16 kHz: an even count (the second convolution halves it), at most the window's.
-    pub fn frames(self, samples: usize) -> usize {
-        match self {
-            EncoderSpan::Window => whisper::N_FRAMES,
-            EncoderSpan::Audio => {
-                let frames = samples.div_ceil(whisper::HOP_LENGTH) + PADDING_FRAMES;
-                (frames + frames % 2).min(whisper::N_FRAMES)
-            }
-        }
-    }
-
-    /// The span's short name (`audio` or `window`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EncoderSpan::Audio => "audio",
-            EncoderSpan::Window => "window",
-        }
-    }
-}
-
-/// Frames of silent padding the [`EncoderSpan::Audio`] encoder reads after the audio (1 s).
-const PADDING_FRAMES: usize = 100;
 
 /// How to run Whisper.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -100,11 +62,14 @@ pub struct EngineParts<'a> {
 /// A loaded Whisper model with its thread pool.
 #[derive(Debug)]
 pub struct AsrSession {
-    whisper: WhisperModel,
+    pub(super) whisper: WhisperModel,
     span: EncoderSpan,
-    threads: EngineThreads,
-    suppress: Tensor,
-    suppress_first: Tensor,
+    pub(super) threads: EngineThreads,
+    pub(super) suppress: Tensor,
+    pub(super) suppress_first: Tensor,
+    /// The transcription whose window the engine holds (its encoder activations, caches
+    /// and decoder state), if one advanced in steps does; a one-shot call clears it.
+    pub(super) engine_owner: Option<u64>,
 }
 
 impl AsrSession {
@@ -143,6 +108,7 @@ impl AsrSession {
             threads,
             suppress,
             suppress_first,
+            engine_owner: None,
         })
     }
 
@@ -171,7 +137,41 @@ impl AsrSession {
     }
 }
 
-/// Encodes one 30 s window and decodes it greedily (no timestamps), one token per step.
+/// The tokens a window's transcript starts with.
+pub(super) fn prefix(m: &WhisperModel) -> [u32; PREFIX_TOKENS] {
+    [m.special.sot, m.special.no_timestamps]
+}
+
+/// One greedy decoding step (no timestamps) of a window whose tokens so far, prefix
+/// included, are `tokens`: the next token, or `None` when the window's transcript is
+/// complete (end-of-text, the decoder's context full, or the window's token limit reached).
+pub(super) fn next_token(
+    m: &mut WhisperModel,
+    suppress: &Tensor,
+    suppress_first: &Tensor,
+    tokens: &[u32],
+    features: &AudioFeatures,
+) -> Result<Option<u32>, BackendError> {
+    let decoded = tokens.len().saturating_sub(PREFIX_TOKENS);
+    if decoded >= MAX_TOKENS_PER_WINDOW {
+        return Ok(None);
+    }
+    let logits = m.net.next_logits(tokens, features)?;
+    let mask = if decoded == 0 {
+        suppress_first
+    } else {
+        suppress
+    };
+    let next = (logits + mask)
+        .and_then(|l| l.argmax(candle_core::D::Minus1)?.to_scalar::<u32>())
+        .map_err(candle)?;
+    if next == m.special.eot || tokens.len() >= m.config.max_target_positions {
+        return Ok(None);
+    }
+    Ok(Some(next))
+}
+
+/// Encodes one 30 s window and decodes it greedily, one token per step.
 fn decode_window(
     m: &mut WhisperModel,
     suppress: &Tensor,
@@ -179,20 +179,82 @@ fn decode_window(
     mel: &Tensor,
 ) -> Result<Vec<u32>, BackendError> {
     let features = m.net.start_window(mel)?;
-    let prefix = [m.special.sot, m.special.no_timestamps];
-    let mut tokens: Vec<u32> = prefix.to_vec();
-    for i in 0..MAX_TOKENS_PER_WINDOW {
-        let logits = m.net.next_logits(&tokens, &features)?;
-        let mask = if i == 0 { suppress_first } else { suppress };
-        let next = (logits + mask)
-            .and_then(|l| l.argmax(candle_core::D::Minus1)?.to_scalar::<u32>())
-            .map_err(candle)?;
-        if next == m.special.eot || tokens.len() >= m.config.max_target_positions {
-            break;
-        }
+    let mut tokens = prefix(m).to_vec();
+    while let Some(next) = next_token(m, suppress, suppress_first, &tokens, &features)? {
         tokens.push(next);
     }
-    Ok(tokens.split_off(prefix.len()))
+    Ok(tokens.split_off(PREFIX_TOKENS))
+}
+
+/// Checks a clip Whisper is to transcribe.
+pub(super) fn check_clip(clip: &AudioClip) -> Result<(), BackendError> {
+    if clip.sample_rate_hz == 0 {
+        return Err(BackendError::InvalidInput("sample rate is 0 Hz".into()));
+    }
+    if clip.samples.is_empty() {
+        return Err(BackendError::InvalidInput(
+            "the audio has no samples".into(),
+        ));
+    }
+    if clip.duration_ms() > MAX_CLIP_SECONDS * 1000 {
+        return Err(BackendError::InvalidInput(format!(
+            "the audio is {} s long; split it into utterances of at most {MAX_CLIP_SECONDS} s",
+            clip.duration_ms() / 1000
+        )));
+    }
+    if clip.samples.iter().any(|s| !s.is_finite()) {
+        return Err(BackendError::InvalidInput(
+            "the audio contains NaN or infinite samples".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The log-mel windows of a checked clip: resampled to 16 kHz (as the one-shot path,
+/// outside the pool), one `1 × n_mels × frames` tensor per 30 s computed on `threads`,
+/// each cut to the frames `span` reads.
+pub(super) fn mel_windows(
+    whisper: &WhisperModel,
+    clip: &AudioClip,
+    span: EncoderSpan,
+    threads: &EngineThreads,
+) -> Result<Vec<Tensor>, BackendError> {
+    let pcm = resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ);
+    let filters = whisper.mel_filters.as_slice();
+    let n_mels = whisper.config.num_mel_bins;
+    let windows = threads.install(|| {
+        pcm.chunks(whisper::N_SAMPLES)
+            .map(|chunk| {
+                let mel = log_mel_spectrogram(chunk, filters, n_mels);
+                let frames = mel.len() / n_mels;
+                Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
+                    2,
+                    0,
+                    span.frames(chunk.len()).min(frames),
+                )
+            })
+            .collect::<candle_core::Result<Vec<_>>>()
+    });
+    windows.map_err(candle)
+}
+
+impl AsrSession {
+    /// The transcript of each window's tokens, joined.
+    pub(super) fn detokenize(&self, windows: &[Vec<u32>]) -> Result<String, BackendError> {
+        let mut text = String::new();
+        for tokens in windows {
+            let part = self
+                .whisper
+                .tokenizer
+                .decode(tokens, true)
+                .map_err(|e| BackendError::engine("the Whisper tokenizer", e))?;
+            if !text.is_empty() && !part.starts_with(' ') {
+                text.push(' ');
+            }
+            text.push_str(&part);
+        }
+        Ok(text.trim().to_owned())
+    }
 }
 
 impl Backend for AsrSession {
@@ -206,48 +268,15 @@ impl Backend for AsrSession {
     }
 
     fn prepare(&mut self, clip: &AudioClip) -> Result<MelWindows, BackendError> {
-        if clip.sample_rate_hz == 0 {
-            return Err(BackendError::InvalidInput("sample rate is 0 Hz".into()));
-        }
-        if clip.samples.is_empty() {
-            return Err(BackendError::InvalidInput(
-                "the audio has no samples".into(),
-            ));
-        }
-        if clip.duration_ms() > MAX_CLIP_SECONDS * 1000 {
-            return Err(BackendError::InvalidInput(format!(
-                "the audio is {} s long; split it into utterances of at most {MAX_CLIP_SECONDS} s",
-                clip.duration_ms() / 1000
-            )));
-        }
-        if clip.samples.iter().any(|s| !s.is_finite()) {
-            return Err(BackendError::InvalidInput(
-                "the audio contains NaN or infinite samples".into(),
-            ));
-        }
-        let pcm = resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ);
-        let filters = &self.whisper.mel_filters;
-        let span = self.span;
-        let n_mels = self.whisper.config.num_mel_bins;
-        let windows = self.threads.install(|| {
-            pcm.chunks(whisper::N_SAMPLES)
-                .map(|chunk| {
-                    let mel = log_mel_spectrogram(chunk, filters, n_mels);
-                    let frames = mel.len() / n_mels;
-                    Tensor::from_vec(mel, (1, n_mels, frames), &Device::Cpu)?.narrow(
-                        2,
-                        0,
-                        span.frames(chunk.len()).min(frames),
-                    )
-                })
-                .collect::<candle_core::Result<Vec<_>>>()
-        });
-        Ok(MelWindows {
-            windows: windows.map_err(candle)?,
-        })
+        check_clip(clip)?;
+        let windows = mel_windows(&self.whisper, clip, self.span, &self.threads)?;
+        Ok(MelWindows { windows })
     }
 
     fn execute(&mut self, mel: MelWindows) -> Result<Vec<Vec<u32>>, BackendError> {
+        // The engine's window is this call's from here on: a transcription advanced in
+        // steps on this session can no longer continue its window.
+        self.engine_owner = None;
         let (whisper, suppress, first) = (&mut self.whisper, &self.suppress, &self.suppress_first);
         self.threads.install(|| {
             mel.windows
@@ -258,19 +287,7 @@ impl Backend for AsrSession {
     }
 
     fn finish(&mut self, raw: Vec<Vec<u32>>) -> Result<String, BackendError> {
-        let mut text = String::new();
-        for tokens in raw {
-            let part = self
-                .whisper
-                .tokenizer
-                .decode(&tokens, true)
-                .map_err(|e| BackendError::engine("the Whisper tokenizer", e))?;
-            if !text.is_empty() && !part.starts_with(' ') {
-                text.push(' ');
-            }
-            text.push_str(&part);
-        }
-        Ok(text.trim().to_owned())
+        self.detokenize(&raw)
     }
 
     fn memory_bytes(&self) -> u64 {
@@ -288,24 +305,5 @@ impl Backend for AsrSession {
             }
             _ => None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_audio_span_covers_the_audio_and_a_second_of_padding() {
-        // 10 s: 1000 frames of audio, 100 of padding.
-        assert_eq!(EncoderSpan::Audio.frames(160_000), 1100);
-        // Odd counts round up to even (the stride-2 convolution halves them).
-        assert_eq!(EncoderSpan::Audio.frames(161), 102);
-        // Never beyond the window.
-        assert_eq!(
-            EncoderSpan::Audio.frames(whisper::N_SAMPLES),
-            whisper::N_FRAMES
-        );
-        assert_eq!(EncoderSpan::Window.frames(160), whisper::N_FRAMES);
     }
 }

@@ -22,6 +22,14 @@ pub struct OcrConfig {
     pub db: DbParams,
     /// Widest recogniser input before padding, pixels (longer lines are squeezed).
     pub rec_max_width: usize,
+    /// Lines recognised per engine call at most, among lines of the same input width (so
+    /// that each reads exactly as alone). 1, the default: one line per call, which was the
+    /// fastest per line on this project's 2-core machine on both engines
+    /// (`mmsched bench models --only ocr`, `ocr.rec_batch`).
+    pub rec_batch: usize,
+    /// Recognise only this many boxes, those the detector is most confident of (`None`:
+    /// every box). A quality rung's line limit.
+    pub max_lines: Option<usize>,
     /// Engine and threads.
     pub engine: EngineOptions,
 }
@@ -34,6 +42,8 @@ impl Default for OcrConfig {
             det_size: DetInputSize::default(),
             db: DbParams::default(),
             rec_max_width: 1600,
+            rec_batch: 1,
+            max_lines: None,
             engine: EngineOptions::default(),
         }
     }

@@ -70,6 +70,19 @@ impl DetInputSize {
         }
     }
 
+    /// The fixed input that reads a `frame_w × frame_h` frame with its long side scaled to
+    /// `long_side` pixels, keeping its aspect ratio, each side padded up to a multiple of
+    /// 32: a quality rung's detector input (640×360 at 320 is 320×192, at 256 is 256×160,
+    /// at 192 is 192×128).
+    pub fn long_side(long_side: u32, frame_w: u32, frame_h: u32) -> DetInputSize {
+        let scale = long_side as f32 / frame_w.max(frame_h).max(1) as f32;
+        let side = |v: u32| u32::try_from(round_up_32(v as f32 * scale)).unwrap_or(u32::MAX);
+        DetInputSize::Fixed {
+            width: side(frame_w),
+            height: side(frame_h),
+        }
+    }
+
     /// A short label for profiles, e.g. `320x320` or `max640`.
     pub fn label(&self) -> String {
         match *self {
@@ -140,14 +153,31 @@ pub const REC_MIN_WIDTH: usize = 320;
 /// Recogniser widths are padded up to a multiple of this, so few plans are needed.
 pub const REC_WIDTH_STEP: usize = 160;
 
+/// The width a crop of `rect` is resized to at height 48 (at most `max_width`).
+fn crop_width(rect: [f32; 4], max_width: usize) -> usize {
+    let [x0, y0, x1, y1] = rect;
+    let (bw, bh) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
+    ((REC_HEIGHT as f32 * bw / bh).ceil() as usize).clamp(1, max_width.max(1))
+}
+
+fn padded_width(crop_width: usize) -> usize {
+    crop_width.max(REC_MIN_WIDTH).div_ceil(REC_WIDTH_STEP) * REC_WIDTH_STEP
+}
+
+/// The width of the recogniser input [`rec_tensor`] makes for `rect`: lines of equal
+/// input width can share an engine call without padding that changes what is read.
+pub fn rec_input_width(rect: [f32; 4], max_width: usize) -> usize {
+    padded_width(crop_width(rect, max_width))
+}
+
 /// Crops `[x0, x1) × [y0, y1)` of `frame` (frame pixels), resizes it to height 48 keeping the
 /// aspect ratio (at most `max_width` wide) and normalises it to `[-1, 1]`; the tensor
 /// width is padded to a multiple of [`REC_WIDTH_STEP`] (at least [`REC_MIN_WIDTH`]).
 pub fn rec_tensor(frame: &RgbFrame, rect: [f32; 4], max_width: usize) -> TensorF32 {
     let [x0, y0, x1, y1] = rect;
     let (bw, bh) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
-    let w = ((REC_HEIGHT as f32 * bw / bh).ceil() as usize).clamp(1, max_width.max(1));
-    let tw = w.max(REC_MIN_WIDTH).div_ceil(REC_WIDTH_STEP) * REC_WIDTH_STEP;
+    let w = crop_width(rect, max_width);
+    let tw = padded_width(w);
     let (sx, sy) = (bw / w as f32, bh / REC_HEIGHT as f32);
     let xs = Tap::grid(w, x0, sx, frame.width());
     let ys = Tap::grid(REC_HEIGHT, y0, sy, frame.height());
@@ -159,6 +189,35 @@ pub fn rec_tensor(frame: &RgbFrame, rect: [f32; 4], max_width: usize) -> TensorF
         [1.0 / 127.5; 3],
         [-1.0; 3],
     )
+}
+
+/// The crops `rects` of `frame` as one batch for the recogniser: `n × 3 × 48 × width`,
+/// each crop prepared as [`rec_tensor`] prepares it alone and padded on the right to the
+/// widest crop's width (with the value the single-line padding has, 0).
+pub fn rec_batch_tensor(frame: &RgbFrame, rects: &[[f32; 4]], max_width: usize) -> TensorF32 {
+    let crops: Vec<TensorF32> = rects
+        .iter()
+        .map(|&r| rec_tensor(frame, r, max_width))
+        .collect();
+    let width = crops
+        .iter()
+        .map(|c| c.shape[3])
+        .max()
+        .unwrap_or(REC_MIN_WIDTH);
+    let mut data = vec![0.0f32; crops.len() * 3 * REC_HEIGHT * width];
+    for (crop, out) in crops
+        .iter()
+        .zip(data.chunks_exact_mut(3 * REC_HEIGHT * width))
+    {
+        let w = crop.shape[3];
+        for (src, dst) in crop.data.chunks_exact(w).zip(out.chunks_exact_mut(width)) {
+            dst[..w].copy_from_slice(src);
+        }
+    }
+    TensorF32 {
+        shape: vec![crops.len(), 3, REC_HEIGHT, width],
+        data,
+    }
 }
 
 /// A `1 × 3 × height × width` tensor of `frame` resampled at the taps `xs` × `ys` into its
@@ -224,6 +283,44 @@ mod tests {
         assert!((t.scale_x - 2.0).abs() < 1e-6);
         let t = det_tensor(&f, DetInputSize::MaxSide(500));
         assert_eq!(t.tensor.shape, vec![1, 3, 384, 512]);
+    }
+
+    #[test]
+    fn a_long_side_keeps_the_aspect_ratio_padded_to_32() {
+        let plan = |side| DetInputSize::long_side(side, 640, 360);
+        let fixed = |width, height| DetInputSize::Fixed { width, height };
+        assert_eq!(plan(320), fixed(320, 192));
+        assert_eq!(plan(256), fixed(256, 160));
+        assert_eq!(plan(192), fixed(192, 128));
+        // Portrait frames scale by their height.
+        assert_eq!(DetInputSize::long_side(320, 360, 640), fixed(192, 320));
+        let f = RgbFrame::new(640, 360, vec![200; 640 * 360 * 3]).expect("valid");
+        let t = det_tensor(&f, plan(256));
+        assert_eq!((t.valid_w, t.valid_h), (256, 144));
+    }
+
+    #[test]
+    fn a_batch_pads_each_crop_to_the_widest() {
+        let f = RgbFrame::new(400, 40, vec![255; 400 * 40 * 3]).expect("valid");
+        let narrow = [0.0, 0.0, 100.0, 40.0];
+        let wide = [0.0, 0.0, 400.0, 40.0];
+        let batch = rec_batch_tensor(&f, &[narrow, wide], 1600);
+        assert_eq!(batch.shape, vec![2, 3, 48, 480]);
+        let alone = rec_tensor(&f, narrow, 1600);
+        assert_eq!(alone.shape, vec![1, 3, 48, 320]);
+        // The narrow crop's rows, then its padding as zeros, in every channel.
+        for (row, batch_row) in alone
+            .data
+            .chunks_exact(320)
+            .zip(batch.data.chunks_exact(480))
+        {
+            assert_eq!(&batch_row[..320], row);
+            assert!(batch_row[320..].iter().all(|&v| v == 0.0));
+        }
+        assert_eq!(
+            &batch.data[3 * 48 * 480..],
+            &rec_tensor(&f, wide, 1600).data[..]
+        );
     }
 
     #[test]

@@ -1,12 +1,14 @@
-//! The OCR backends: detector, recogniser and the two chained (image in, lines out).
+//! The OCR models alone: the text detector (frame in, boxes out) and the recogniser (lines
+//! in, text out, one at a time or in batches).
 
-use mmsched_core::time::{Clock, MonotonicClock, Nanos};
 use serde::Serialize;
 
 use super::ctc::Alphabet;
 use super::det_post::{RawBox, boxes_from_map};
 use super::model::{OcrConfig, open_detector, open_recognizer, weight_bytes};
-use super::pre::{DetTensor, det_tensor, rec_tensor};
+use super::pre::{
+    DetInputSize, DetTensor, det_tensor, rec_batch_tensor, rec_input_width, rec_tensor,
+};
 use crate::backend::{Backend, BackendError};
 use crate::engine::OnnxSession;
 use crate::frame::RgbFrame;
@@ -97,6 +99,18 @@ impl TextDetector {
     /// The engine session (for benchmarks comparing against direct engine calls).
     pub fn session_mut(&mut self) -> &mut dyn OnnxSession {
         self.session.as_mut()
+    }
+
+    /// Detects the text boxes of `frame` through a detector input of `size` (instead of the
+    /// configured one), in reading order.
+    pub fn detect_at(
+        &mut self,
+        frame: &RgbFrame,
+        size: DetInputSize,
+    ) -> Result<Vec<TextBox>, BackendError> {
+        size.validate()?;
+        let raw = self.execute(det_tensor(frame, size))?;
+        self.finish(raw)
     }
 }
 
@@ -195,18 +209,122 @@ impl TextRecognizer {
     }
 
     fn decode(&self, out: &TensorF32) -> Result<(String, f32), BackendError> {
+        let mut rows = self.decode_rows(out)?;
+        if rows.len() != 1 {
+            return Err(BackendError::engine(
+                "PP-OCRv4",
+                format!("recogniser returned {} lines for one", rows.len()),
+            ));
+        }
+        Ok(rows.swap_remove(0))
+    }
+
+    /// The text and score of each line of a recogniser output `lines × steps × classes`.
+    fn decode_rows(&self, out: &TensorF32) -> Result<Vec<(String, f32)>, BackendError> {
         let classes = *out.shape.last().unwrap_or(&0);
-        if classes != self.alphabet.len() {
+        if classes != self.alphabet.len() || out.shape.len() != 3 {
             return Err(BackendError::engine(
                 "PP-OCRv4",
                 format!(
-                    "recogniser outputs {classes} classes but its alphabet has {}",
+                    "recogniser output has shape {:?}; expected [lines, steps, {}] (its alphabet)",
+                    out.shape,
                     self.alphabet.len()
                 ),
             ));
         }
-        Ok(self.alphabet.decode(&out.data, classes))
+        let per_line = out.shape[1] * classes;
+        Ok(out
+            .data
+            .chunks_exact(per_line.max(1))
+            .take(out.shape[0])
+            .map(|row| self.alphabet.decode(row, classes))
+            .collect())
     }
+
+    /// Reads the lines at `rects` (frame pixels) of `frame` in one engine call, their crops
+    /// padded to the widest one's width ([`rec_batch_tensor`]); one result per rect, in
+    /// order. A line padded wider than it is alone may read differently (see
+    /// [`batch_groups`]); [`TextRecognizer::recognize_lines`] batches only equal widths.
+    pub fn recognize_batch(
+        &mut self,
+        frame: &RgbFrame,
+        rects: &[[f32; 4]],
+    ) -> Result<Vec<RecognizedText>, BackendError> {
+        if rects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tensor = rec_batch_tensor(frame, rects, self.config.rec_max_width);
+        let out = self.run_batch(tensor)?;
+        self.decode_batch(&out, rects.len())
+    }
+
+    /// Reads the lines at `rects` of `frame`, in engine calls of up to
+    /// [`OcrConfig::rec_batch`] lines whose inputs have the same width ([`batch_groups`]):
+    /// each line reads exactly as it reads alone. One result per rect, in order.
+    pub fn recognize_lines(
+        &mut self,
+        frame: &RgbFrame,
+        rects: &[[f32; 4]],
+    ) -> Result<Vec<RecognizedText>, BackendError> {
+        let mut out: Vec<Option<RecognizedText>> = vec![None; rects.len()];
+        for group in batch_groups(rects, self.config.rec_max_width, self.config.rec_batch) {
+            let picked: Vec<[f32; 4]> = group.iter().map(|&i| rects[i]).collect();
+            for (&i, read) in group.iter().zip(self.recognize_batch(frame, &picked)?) {
+                out[i] = Some(read);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// The recogniser's settings.
+    pub fn config(&self) -> &OcrConfig {
+        &self.config
+    }
+
+    /// Runs a prepared batch (`lines × 3 × 48 × width`) through the engine.
+    pub(super) fn run_batch(&mut self, tensor: TensorF32) -> Result<TensorF32, BackendError> {
+        single_output(self.session.run(vec![tensor])?, "recogniser")
+    }
+
+    /// Decodes a batch's output into one result per line, checking it holds `lines`.
+    pub(super) fn decode_batch(
+        &self,
+        out: &TensorF32,
+        lines: usize,
+    ) -> Result<Vec<RecognizedText>, BackendError> {
+        let rows = self.decode_rows(out)?;
+        if rows.len() != lines {
+            return Err(BackendError::engine(
+                "PP-OCRv4",
+                format!("recogniser returned {} lines for {lines}", rows.len()),
+            ));
+        }
+        Ok(rows
+            .into_iter()
+            .map(|(text, score)| RecognizedText { text, score })
+            .collect())
+    }
+}
+
+/// Groups lines for batched recognition: the indices of `rects` whose recogniser inputs
+/// have the same width ([`rec_input_width`]), in groups of at most `max_batch` (at least
+/// 1), each group placed where its first line is. Lines padded to another line's width
+/// read differently: of 60 lines on generated signs, 2 came out different when padded to
+/// the widest of their frame (a space lost or gained) and every score moved; at equal
+/// widths batched lines read exactly as alone.
+pub fn batch_groups(rects: &[[f32; 4]], max_width: usize, max_batch: usize) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, &r) in rects.iter().enumerate() {
+        let width = rec_input_width(r, max_width);
+        match groups
+            .iter_mut()
+            .find(|(w, g)| *w == width && g.len() < max_batch.max(1))
+        {
+            Some((_, g)) => g.push(i),
+            None => groups.push((width, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
 }
 
 /// Recognised text and its score.
@@ -244,164 +362,5 @@ impl Backend for TextRecognizer {
 
     fn memory_bytes(&self) -> u64 {
         self.bytes
-    }
-}
-
-/// Time spent inside one OCR job, per model and stage, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct OcrBreakdown {
-    /// Detector pre-processing (resize, normalise).
-    pub det_pre_nanos: Nanos,
-    /// Detector model.
-    pub det_exec_nanos: Nanos,
-    /// Probability map → boxes.
-    pub det_post_nanos: Nanos,
-    /// Cropping and resizing every box for the recogniser.
-    pub rec_pre_nanos: Nanos,
-    /// Recogniser model, all boxes.
-    pub rec_exec_nanos: Nanos,
-    /// CTC decoding, all boxes.
-    pub rec_post_nanos: Nanos,
-    /// Boxes recognised.
-    pub boxes: u32,
-}
-
-/// The whole OCR job: detection then recognition of every box.
-///
-/// Stages as the probe sees them: `prepare` = detector pre-processing; `execute` = detector,
-/// box extraction, cropping and recogniser (the model-bound part, one unit for the
-/// scheduler); `finish` = CTC decoding. The split per model is kept in
-/// [`OcrPipeline::last_breakdown`], measured with the clock given at construction.
-pub struct OcrPipeline {
-    det: TextDetector,
-    rec: TextRecognizer,
-    clock: Box<dyn Clock + Send>,
-    breakdown: OcrBreakdown,
-}
-
-impl std::fmt::Debug for OcrPipeline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OcrPipeline")
-            .field("det", &self.det)
-            .field("rec", &self.rec)
-            .finish()
-    }
-}
-
-/// What the pipeline's `prepare` hands to `execute`: the detector tensor and the frame
-/// (needed again to crop the boxes).
-#[derive(Debug, Clone)]
-pub struct OcrPrepared {
-    det: DetTensor,
-    frame: RgbFrame,
-}
-
-/// What the pipeline's `execute` hands to `finish`: each box with its recogniser output.
-#[derive(Debug, Clone)]
-pub struct OcrRaw {
-    items: Vec<(TextBox, TensorF32)>,
-}
-
-impl OcrPipeline {
-    /// Loads both models, timing sub-stages with a monotonic clock.
-    pub fn new(config: OcrConfig) -> Result<Self, BackendError> {
-        Self::with_clock(config, Box::new(MonotonicClock::new()))
-    }
-
-    /// Loads both models, timing sub-stages with `clock`.
-    pub fn with_clock(
-        config: OcrConfig,
-        clock: Box<dyn Clock + Send>,
-    ) -> Result<Self, BackendError> {
-        Ok(Self {
-            det: TextDetector::new(config.clone())?,
-            rec: TextRecognizer::new(config)?,
-            clock,
-            breakdown: OcrBreakdown::default(),
-        })
-    }
-
-    /// Per-model timing of the last job.
-    pub fn last_breakdown(&self) -> OcrBreakdown {
-        self.breakdown
-    }
-
-    /// The detector and recogniser, for per-model measurements.
-    pub fn parts_mut(&mut self) -> (&mut TextDetector, &mut TextRecognizer) {
-        (&mut self.det, &mut self.rec)
-    }
-}
-
-impl Backend for OcrPipeline {
-    type Input = RgbFrame;
-    type Prepared = OcrPrepared;
-    type Raw = OcrRaw;
-    type Output = Vec<OcrLine>;
-
-    fn name(&self) -> &str {
-        "ppocr-v4"
-    }
-
-    fn prepare(&mut self, input: &RgbFrame) -> Result<OcrPrepared, BackendError> {
-        let t0 = self.clock.now_nanos();
-        let det = self.det.prepare(input)?;
-        self.breakdown = OcrBreakdown {
-            det_pre_nanos: self.clock.now_nanos().saturating_sub(t0),
-            ..OcrBreakdown::default()
-        };
-        Ok(OcrPrepared {
-            det,
-            frame: input.clone(),
-        })
-    }
-
-    fn execute(&mut self, prepared: OcrPrepared) -> Result<OcrRaw, BackendError> {
-        let t0 = self.clock.now_nanos();
-        let raw = self.det.execute(prepared.det)?;
-        let t1 = self.clock.now_nanos();
-        let boxes = self.det.finish(raw)?;
-        let t2 = self.clock.now_nanos();
-        let mut items = Vec::with_capacity(boxes.len());
-        let (mut pre, mut exec) = (0, 0);
-        for b in boxes {
-            let s0 = self.clock.now_nanos();
-            let tensor = rec_tensor(&prepared.frame, b.rect, self.rec.config.rec_max_width);
-            let s1 = self.clock.now_nanos();
-            let out = self.rec.execute(tensor)?;
-            let s2 = self.clock.now_nanos();
-            pre += s1.saturating_sub(s0);
-            exec += s2.saturating_sub(s1);
-            items.push((b, out));
-        }
-        let bd = &mut self.breakdown;
-        bd.det_exec_nanos = t1.saturating_sub(t0);
-        bd.det_post_nanos = t2.saturating_sub(t1);
-        bd.rec_pre_nanos = pre;
-        bd.rec_exec_nanos = exec;
-        bd.boxes = u32::try_from(items.len()).unwrap_or(u32::MAX);
-        Ok(OcrRaw { items })
-    }
-
-    fn finish(&mut self, raw: OcrRaw) -> Result<Vec<OcrLine>, BackendError> {
-        let t0 = self.clock.now_nanos();
-        let mut lines = Vec::with_capacity(raw.items.len());
-        for (b, out) in raw.items {
-            let (text, score) = self.rec.decode(&out)?;
-            if text.trim().is_empty() {
-                continue;
-            }
-            lines.push(OcrLine {
-                text,
-                score,
-                corners: b.corners(),
-                box_score: b.score,
-            });
-        }
-        self.breakdown.rec_post_nanos = self.clock.now_nanos().saturating_sub(t0);
-        Ok(lines)
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.det.memory_bytes() + self.rec.memory_bytes()
     }
 }

@@ -11,6 +11,7 @@ pub mod models;
 pub mod policy;
 pub mod profile;
 pub mod profile_corun;
+pub mod profile_rungs;
 pub mod run;
 pub mod serve;
 pub mod serve_models;

@@ -1,11 +1,13 @@
 //! `mmsched profile`: measure every available model on this device and write the device
 //! latency profile (`$MMSCHED_HOME/profile.json`): the raw measurements per model, engine
-//! and input size, and the cost of one scheduler job per kind as `mmsched run` makes them
-//! (`jobs`), which `run` takes its cost priors from and `sim` draws job costs from.
+//! and input size, the cost of one scheduler job per kind as `mmsched run` makes them
+//! (`jobs`), which `run` takes its cost priors from and `sim` draws job costs from, and the
+//! cost and accuracy of every quality rung the policy declares (`rungs`,
+//! [`crate::cmd::profile_rungs`]).
 //!
 //! Adding a model is one call of [`Profiler::add`] with any `Backend`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -20,14 +22,18 @@ use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline, TextDetector, 
 use mmsched_backends::profile::{
     DeviceProfile, EntryLabel, MeasureOptions, profile_backend, this_device,
 };
+use mmsched_backends::rung_profile::RungRuns;
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, EngineKind, EngineOptions, paths};
+use mmsched_core::rungs::Rungs;
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_models::{Artifact, ModelPaths};
 use mmsched_pipeline::engines::CAMERA_DET_SIZE;
 
 use crate::cmd::engine_arg::{EngineArg, ms};
+use crate::cmd::profile_rungs;
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
+use crate::policy_file;
 
 /// Arguments of `profile`.
 #[derive(Debug, Args)]
@@ -47,6 +53,14 @@ pub struct ProfileArgs {
     /// Print the profile as JSON on stdout too.
     #[arg(long)]
     json: bool,
+    /// The policy whose quality rungs are measured (`[[rungs.vision]]`, `[[rungs.asr]]`;
+    /// default: the built-in policy's rungs).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Measure only the quality rungs, and replace them in the profile at --out (its other
+    /// sections are kept; a new profile is started if there is none).
+    #[arg(long)]
+    rungs_only: bool,
 }
 
 /// Measures backends and collects the entries.
@@ -261,8 +275,68 @@ fn profile_candle_models(p: &mut Profiler) -> Result<()> {
     Ok(())
 }
 
+/// Measures the policy's rungs into `p`'s profile (vision on the first of `engines`), and
+/// prints the notes.
+fn measure_rungs(p: &mut Profiler, rungs: &Rungs, engines: &[EngineKind], runs: u32) -> Result<()> {
+    let engine = engines
+        .first()
+        .copied()
+        .map_or_else(EngineOptions::default, EngineOptions::new);
+    let runs = RungRuns {
+        warmup: p.options.warmup_runs,
+        jobs: runs,
+    };
+    for note in profile_rungs::measure(&mut p.profile, rungs, engine, runs, &p.bar)
+        .context("measuring the quality rungs")?
+    {
+        p.bar.println(format!("note: {note}"));
+    }
+    Ok(())
+}
+
+/// `profile --rungs-only`: the rungs measured into the profile at `out` (or a new one).
+fn run_rungs_only(
+    a: &ProfileArgs,
+    rungs: &Rungs,
+    engines: &[EngineKind],
+    out: &Path,
+) -> Result<ExitCode> {
+    let profile = if out.exists() {
+        mmsched_sim::profile::Profile::load(out)?.doc
+    } else {
+        DeviceProfile::empty(this_device())
+    };
+    let runs = RungRuns {
+        warmup: a.warmup,
+        jobs: a.runs,
+    };
+    let mut p = Profiler {
+        profile,
+        options: MeasureOptions {
+            warmup_runs: a.warmup,
+            runs: a.runs,
+        },
+        clock: MonotonicClock::new(),
+        bar: progress_bar(profile_rungs::progress_len(rungs, runs)),
+    };
+    measure_rungs(&mut p, rungs, engines, a.runs)?;
+    p.bar.finish_and_clear();
+    save_and_print(a, &p.profile, out)
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
 /// Runs `profile`.
 pub fn run(a: ProfileArgs) -> Result<ExitCode> {
+    let policy = policy_file::load_or_default(a.policy.as_deref())?;
+    let rungs = policy.rungs().clone();
     let engines: Vec<EngineKind> = if a.engine.is_empty() {
         [EngineKind::Tract, EngineKind::Ort]
             .into_iter()
@@ -275,13 +349,17 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| paths::mmsched_home().join("profile.json"));
-    let total =
-        (engines.len() as u64 * JOBS_PER_ENGINE + CANDLE_JOBS) * u64::from(a.warmup + a.runs);
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    if a.rungs_only {
+        return run_rungs_only(&a, &rungs, &engines, &out);
+    }
+    let rung_runs = RungRuns {
+        warmup: a.warmup,
+        jobs: a.runs,
+    };
+    let total = (engines.len() as u64 * JOBS_PER_ENGINE + CANDLE_JOBS)
+        * u64::from(a.warmup + a.runs)
+        + profile_rungs::progress_len(&rungs, rung_runs);
+    let bar = progress_bar(total);
     let mut p = Profiler {
         profile: DeviceProfile::empty(this_device()),
         options: MeasureOptions {
@@ -304,6 +382,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         }
     }
     profile_candle_models(&mut p).context("profiling Whisper and Gemma-3 (candle)")?;
+    measure_rungs(&mut p, &rungs, &engines, a.runs)?;
     p.bar.finish_and_clear();
     let engine = engines.first().map_or("tract", |k| k.as_str());
     p.profile.label = format!(
@@ -328,16 +407,21 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     {
         eprintln!("note: {m}");
     }
-    mmsched_sim::profile::Profile::save(&p.profile, &out)
+    save_and_print(&a, &p.profile, &out)
+}
+
+/// Writes the profile to `out` and prints it (as JSON with `--json`).
+fn save_and_print(a: &ProfileArgs, profile: &DeviceProfile, out: &Path) -> Result<ExitCode> {
+    mmsched_sim::profile::Profile::save(profile, out)
         .with_context(|| format!("writing the profile to {}", out.display()))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&p.profile)?);
+        println!("{}", serde_json::to_string_pretty(profile)?);
     } else {
         println!(
             "{:<14} {:<6} {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "model", "engine", "input", "pre p50", "exec p50", "exec p95", "post p50", "total p99"
         );
-        for e in &p.profile.entries {
+        for e in &profile.entries {
             let s = &e.stages;
             println!(
                 "{:<14} {:<6} {:<16} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
@@ -356,6 +440,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             a.runs,
             out.display()
         );
+        profile_rungs::print(profile);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ pub mod models;
 mod models_asr;
 mod models_candle;
 mod models_llm;
+mod models_ocr_batch;
 mod models_summary;
 pub mod policy;
 mod trace;
@@ -26,9 +27,10 @@ pub enum BenchCommand {
     /// Per model: latency P50/P99 per stage, peak RSS, and the cost of mmsched's layer
     /// against calling the engine directly; Whisper's real-time factor at 1 and 2 threads;
     /// for Gemma-3 also time to first token, time per output token, tokens/s and the
-    /// KV-cache / attention / rest split of a decode step. `--json` adds the headline keys
-    /// `ocr.det_ms_p50`, `ocr.rec_box_ms_p50`, `asr.rtf_1t`, `asr.rtf_2t`, `engines` and
-    /// `layer_ratios`.
+    /// KV-cache / attention / rest split of a decode step; PP-OCRv4 recognition one line
+    /// per engine call against batches of 2, 4 and 8. `--json` adds the headline keys
+    /// `ocr.det_ms_p50`, `ocr.rec_box_ms_p50`, `ocr.rec_line_ms_by_batch`,
+    /// `ocr.rec_batch4_speedup`, `asr.rtf_1t`, `asr.rtf_2t`, `engines` and `layer_ratios`.
     Models(models::ModelsArgs),
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.

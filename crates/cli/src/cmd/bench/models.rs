@@ -31,6 +31,7 @@ use serde::Serialize;
 
 use super::models_asr;
 use super::models_candle::{self, CandleArgs};
+use super::models_ocr_batch;
 use super::models_summary;
 use crate::cmd::engine_arg::{EngineArg, ms};
 use crate::cmd::synthetic::{audio_chunk, text_like_frame};
@@ -47,7 +48,8 @@ pub struct ModelsArgs {
     /// runs on --asr-engine, Gemma-3 on --llm-engine.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
-    /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec;
+    /// Measure only these (comma-separated; default: all). `ocr`: PP-OCRv4 det + rec, and
+    /// recognition one line per call against 2, 4 and 8 (`rec_batch` in the JSON);
     /// `vad`: Silero VAD; `gate`: the blur/darkness gate; `asr`: Whisper tiny.en; `llm`:
     /// Gemma-3 270M.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
@@ -408,15 +410,34 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         bar: &bar,
     };
     let mut results = Vec::new();
+    let mut measured = Vec::new();
     for &kind in &engines {
-        if let Err(e) = bench_engine(&b, EngineOptions::new(kind), sel, &mut results) {
-            if explicit || kind != EngineKind::Ort {
+        match bench_engine(&b, EngineOptions::new(kind), sel, &mut results) {
+            Ok(()) => measured.push(kind),
+            Err(e) if !explicit && kind == EngineKind::Ort => {
+                bar.println(format!("skipping engine ort: {e:#}"));
+            }
+            Err(e) => {
                 return Err(e.context(format!(
                     "benchmarking engine {kind} (models in {})",
                     paths::mmsched_home().display()
                 )));
             }
-            bar.println(format!("skipping engine ort: {e:#}"));
+        }
+    }
+    let mut rec_batch = Vec::new();
+    if sel.ocr && !measured.is_empty() {
+        let signs = crate::cmd::profile_rungs::sign_samples()?;
+        for &kind in &measured {
+            bar.set_message(format!("ppocr-v4-rec batches [{kind}]"));
+            rec_batch.push(
+                models_ocr_batch::measure(
+                    EngineOptions::new(kind),
+                    &signs,
+                    (a.runs / 6).clamp(3, 20),
+                )
+                .with_context(|| format!("measuring batched recognition on {kind}"))?,
+            );
         }
     }
     let llm = models_candle::run(&candle, &bar, &mut results)?;
@@ -451,7 +472,7 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         ExitCode::FAILURE
     };
     if a.json {
-        let mut out = serde_json::json!({"models": results, "gate": gate, "llm": llm});
+        let mut out = serde_json::json!({"models": results, "gate": gate, "llm": llm, "rec_batch": rec_batch});
         let headline = models_summary::summary(&out, rtf.as_ref(), onnx_default);
         if let Some(top) = out.as_object_mut() {
             top.extend(headline);
@@ -460,6 +481,9 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     print_table(&results);
+    for r in &rec_batch {
+        models_ocr_batch::print(r);
+    }
     if let Some(gate) = &gate {
         println!(
             "gate (blur+dark, {}): p50 {:.1} µs, p99 {:.1} µs — {:.0}× cheaper than the detector",

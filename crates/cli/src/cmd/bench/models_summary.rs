@@ -35,19 +35,31 @@ pub(super) fn summary(
             |m: Option<&Value>, stage: &str| m.map_or(Value::Null, |m| m[stage]["p50"].clone());
         let p99 =
             |m: Option<&Value>, stage: &str| m.map_or(Value::Null, |m| m[stage]["p99"].clone());
-        top.insert(
-            "ocr".into(),
-            json!({
-                "engine": onnx,
-                "threads": 1,
-                "det_ms_p50": p50(det, "exec_ms"),
-                "det_ms_p99": p99(det, "exec_ms"),
-                "det_total_ms_p50": p50(det, "total_ms"),
-                "rec_box_ms_p50": p50(rec, "exec_ms"),
-                "rec_box_ms_p99": p99(rec, "exec_ms"),
-                "rec_box_total_ms_p50": p50(rec, "total_ms"),
-            }),
-        );
+        let mut ocr = json!({
+            "engine": onnx,
+            "threads": 1,
+            "det_ms_p50": p50(det, "exec_ms"),
+            "det_ms_p99": p99(det, "exec_ms"),
+            "det_total_ms_p50": p50(det, "total_ms"),
+            "rec_box_ms_p50": p50(rec, "exec_ms"),
+            "rec_box_ms_p99": p99(rec, "exec_ms"),
+            "rec_box_total_ms_p50": p50(rec, "total_ms"),
+        });
+        // Batched recognition on the default engine: milliseconds per line by lines per
+        // call (equal widths), and one line a call over four.
+        let batch = output["rec_batch"]
+            .as_array()
+            .and_then(|b| b.iter().find(|r| r["engine"] == onnx));
+        if let (Some(b), Some(o)) = (batch, ocr.as_object_mut()) {
+            let by = &b["same_width_ms_per_line"];
+            o.insert("rec_line_ms_by_batch".into(), by.clone());
+            let speedup = match (by["1"].as_f64(), by["4"].as_f64()) {
+                (Some(one), Some(four)) if four > 0.0 => json!(one / four),
+                _ => Value::Null,
+            };
+            o.insert("rec_batch4_speedup".into(), speedup);
+        }
+        top.insert("ocr".into(), ocr);
     }
     if let Some(scan) = rtf {
         top.insert("asr".into(), json!(scan));
@@ -93,11 +105,17 @@ mod tests {
                 {"model": "whisper-tiny.en", "engine": "candle-q8", "layer_ratio": 0.995},
             ],
             "llm": {"model": "gemma3-270m", "engine": "candle", "layer_ratio": 0.97},
+            "rec_batch": [
+                {"engine": "tract", "same_width_ms_per_line": {"1": 30.0, "4": 20.0}},
+                {"engine": "ort", "same_width_ms_per_line": {"1": 12.0, "2": 12.5, "4": 15.0}},
+            ],
         });
         let s = summary(&out, None, Some(EngineKind::Ort));
         assert_eq!(s["ocr"]["det_ms_p50"], 30.0);
         assert_eq!(s["ocr"]["det_ms_p99"], 35.0);
         assert_eq!(s["ocr"]["rec_box_ms_p50"], 12.0);
+        assert_eq!(s["ocr"]["rec_line_ms_by_batch"]["2"], 12.5);
+        assert_eq!(s["ocr"]["rec_batch4_speedup"], 0.8);
         assert_eq!(s["engines"]["ppocr-v4-det"], "ort");
         assert_eq!(s["engines"]["whisper-tiny.en"], "candle-q8");
         assert_eq!(s["engines"]["gemma3-270m"], "candle");
