@@ -63,6 +63,9 @@ pub enum BackendError {
         /// The path that was looked for.
         path: String,
     },
+    /// A model file of the cache is not the pinned file (or could not be read to check).
+    #[error(transparent)]
+    ModelFile(#[from] mmsched_models::ModelError),
     /// The model file exists but could not be loaded.
     #[error("cannot load model {path}")]
     Load {

@@ -129,11 +129,13 @@ impl EngineOptions {
     }
 }
 
-/// Opens `path` with the engine in `options`.
+/// Opens `path` with the engine in `options` (each engine checks a file of the model cache
+/// against its pinned sha256 first: [`mmsched_models::verify::verify_file`]).
 ///
 /// Fails with [`BackendError::ModelMissing`] if the file does not exist (the message names
-/// `mmsched models fetch`), and with [`BackendError::EngineUnavailable`] if the engine was not
-/// compiled in or its library cannot be found.
+/// `mmsched models fetch`), with [`BackendError::ModelFile`] if it is corrupt, and with
+/// [`BackendError::EngineUnavailable`] if the engine was not compiled in or its library
+/// cannot be found.
 pub fn open_session(
     path: &Path,
     options: &EngineOptions,

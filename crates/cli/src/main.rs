@@ -1,5 +1,7 @@
 //! The `mmsched` command line: the only place that uses `anyhow`.
 
+#[macro_use]
+mod out;
 mod cmd;
 mod policy_file;
 
@@ -54,6 +56,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    out::quiet_on_closed_stderr();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),

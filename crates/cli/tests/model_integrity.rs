@@ -1,16 +1,17 @@
-//! Corrupt model files are refused before they load. Each test builds a model cache of its
-//! own (MMSCHED_HOME in a temporary directory) that links to the real cached files, with
-//! Gemma's GGUF replaced by a copy that has 64 bytes flipped in the middle; the shared
-//! cache is never written. Needs the models (`scripts/setup.sh` fetches them).
+//! Corrupt model files are refused before they load, by every command that loads them.
+//! Each test builds a model cache of its own (MMSCHED_HOME in a temporary directory) that
+//! links to the real cached files, with the file under test replaced by a copy that has 64
+//! bytes flipped in the middle; the shared cache is never written. Needs the models
+//! (`scripts/setup.sh` fetches them).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use mmsched_models::{Artifact, ModelPaths};
 
-/// A cache whose files link to the real ones, except Gemma's, which is a copy changed by
-/// `change` (`None`: linked too).
-fn cache_with_gemma(change: Option<fn(&mut [u8])>) -> tempfile::TempDir {
+/// A cache whose files link to the real ones, except `changed`, which is a copy with 64
+/// bytes flipped in the middle.
+fn cache_with_corrupt(changed: Option<Artifact>) -> tempfile::TempDir {
     let real = ModelPaths::from_env();
     let dir = tempfile::tempdir().expect("tempdir");
     let mine = ModelPaths::new(dir.path());
@@ -26,13 +27,12 @@ fn cache_with_gemma(change: Option<fn(&mut [u8])>) -> tempfile::TempDir {
         );
         let dst = mine.cached(a);
         std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
-        match (a, change) {
-            (Artifact::Gemma3, Some(change)) => {
-                let mut bytes = std::fs::read(&src).expect("read gemma");
-                change(&mut bytes);
-                std::fs::write(&dst, bytes).expect("write the copy");
-            }
-            _ => std::os::unix::fs::symlink(&src, &dst).expect("link"),
+        if changed == Some(a) {
+            let mut bytes = std::fs::read(&src).expect("read the model");
+            flip_64_bytes_in_the_middle(&mut bytes);
+            std::fs::write(&dst, bytes).expect("write the copy");
+        } else {
+            std::os::unix::fs::symlink(&src, &dst).expect("link");
         }
     }
     dir
@@ -54,32 +54,55 @@ fn mmsched(home: &Path, args: &[&str]) -> Output {
         .expect("runs")
 }
 
-fn assert_refused_as_corrupt(out: &Output) {
+/// The command failed, naming the corrupt file and the command that fetches it again.
+fn assert_refused_as_corrupt(out: &Output, artifact: Artifact) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a corrupt model was used: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let file = Path::new(artifact.relative_path())
+        .file_name()
+        .expect("a file name")
+        .to_string_lossy()
+        .into_owned();
     assert!(
-        err.contains("gemma-3-270m-q4_k_m.gguf is corrupt"),
+        err.contains(&format!("{file} is corrupt")),
         "the error names the file: {err}"
     );
     assert!(
-        err.contains("mmsched models fetch --only gemma3-270m"),
+        err.contains(&format!("mmsched models fetch --only {}", artifact.name())),
         "the error names the fix: {err}"
     );
 }
 
+/// A white PNG with text on it, rendered by ffmpeg (scripts/setup.sh installs it).
+fn sign(dir: &Path) -> String {
+    let path = dir.join("sign.png");
+    let ok = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("color=c=white:s=320x96")
+        .arg("-vf")
+        .arg("drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:text='EXIT 12':fontsize=48:fontcolor=black:x=20:y=20")
+        .args(["-frames:v", "1"])
+        .arg(&path)
+        .status()
+        .expect("ffmpeg runs (scripts/setup.sh installs it)");
+    assert!(ok.success());
+    path.to_str().expect("utf-8").to_string()
+}
+
 #[test]
 fn infer_llm_refuses_a_corrupt_gguf_and_names_the_fix() {
-    let home = cache_with_gemma(Some(flip_64_bytes_in_the_middle));
+    let home = cache_with_corrupt(Some(Artifact::Gemma3));
     let out = mmsched(
         home.path(),
         &["infer", "llm", "--prompt", "The", "--max-tokens", "2"],
     );
-    assert_refused_as_corrupt(&out);
+    assert_refused_as_corrupt(&out, Artifact::Gemma3);
 }
 
 #[test]
 fn run_refuses_a_corrupt_gguf_and_names_the_fix() {
-    let home = cache_with_gemma(Some(flip_64_bytes_in_the_middle));
+    let home = cache_with_corrupt(Some(Artifact::Gemma3));
     let report = home.path().join("report");
     let out = mmsched(
         home.path(),
@@ -92,24 +115,104 @@ fn run_refuses_a_corrupt_gguf_and_names_the_fix() {
             report.to_str().expect("utf-8"),
         ],
     );
-    assert_refused_as_corrupt(&out);
+    assert_refused_as_corrupt(&out, Artifact::Gemma3);
 }
 
+/// Finding 2: `infer ocr` read `1` for `EXIT 12` with a flipped detector or recogniser.
 #[test]
-fn an_intact_model_is_verified_once_and_the_verdict_remembered() {
-    let home = cache_with_gemma(None);
+fn infer_ocr_refuses_a_corrupt_detector_or_recogniser() {
+    for (artifact, engine) in [
+        (Artifact::PpocrDet, "tract"),
+        (Artifact::PpocrRec, "tract"),
+        (Artifact::PpocrDet, "ort"),
+    ] {
+        let home = cache_with_corrupt(Some(artifact));
+        let image = sign(home.path());
+        let out = mmsched(
+            home.path(),
+            &["infer", "ocr", "--engine", engine, "--image", &image],
+        );
+        assert_refused_as_corrupt(&out, artifact);
+    }
+}
+
+/// Finding 2: the q8_0 GGUF the default Whisper engine runs was checked nowhere.
+#[test]
+fn infer_asr_and_serve_refuse_a_corrupt_whisper_gguf() {
+    let home = cache_with_corrupt(Some(Artifact::WhisperQ8));
+    let wav = ModelPaths::from_env().cached(Artifact::Beckett);
     let out = mmsched(
         home.path(),
-        &["infer", "llm", "--prompt", "The", "--max-tokens", "1"],
+        &["infer", "asr", "--wav", wav.to_str().expect("utf-8")],
+    );
+    assert_refused_as_corrupt(&out, Artifact::WhisperQ8);
+    let report = home.path().join("report");
+    let out = mmsched(
+        home.path(),
+        &[
+            "serve",
+            "--models",
+            "--addr",
+            "127.0.0.1:0",
+            "--report",
+            report.to_str().expect("utf-8"),
+        ],
+    );
+    assert_refused_as_corrupt(&out, Artifact::WhisperQ8);
+}
+
+/// Finding 2: the voice-activity model was not checked by `infer vad`.
+#[test]
+fn infer_vad_refuses_a_corrupt_silero_model() {
+    let home = cache_with_corrupt(Some(Artifact::SileroVadOpenvino16k));
+    let wav = ModelPaths::from_env().cached(Artifact::Beckett);
+    let out = mmsched(
+        home.path(),
+        &["infer", "vad", "--wav", wav.to_str().expect("utf-8")],
+    );
+    assert_refused_as_corrupt(&out, Artifact::SileroVadOpenvino16k);
+}
+
+/// Finding 2: bit rot changes neither a file's size nor its time, so a verdict remembered
+/// by size and time let a file that verified once load after it rotted.
+#[test]
+fn bit_rot_under_the_same_size_and_time_is_caught_at_the_next_start() {
+    let home = cache_with_corrupt(None);
+    let image = sign(home.path());
+    let args = ["infer", "ocr", "--engine", "tract", "--image", &image];
+    let first = mmsched(home.path(), &args);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
     );
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&first.stdout).contains("EXIT 12"),
+        "the intact model reads the sign: {}",
+        String::from_utf8_lossy(&first.stdout)
     );
-    let verdict: PathBuf = home.path().join("verified/gemma3-270m.json");
-    let text = std::fs::read_to_string(&verdict).expect("the verdict is remembered");
-    assert!(text.contains(Artifact::Gemma3.sha256()), "{text}");
+    // The detector rots in place: same size, same modification time.
+    let det = ModelPaths::new(home.path()).cached(Artifact::PpocrDet);
+    let real = std::fs::canonicalize(&det).expect("the link resolves");
+    let mtime = std::fs::metadata(&real)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let mut bytes = std::fs::read(&real).expect("read");
+    flip_64_bytes_in_the_middle(&mut bytes);
+    std::fs::remove_file(&det).expect("unlink");
+    std::fs::write(&det, &bytes).expect("write");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(&det)
+        .expect("open");
+    f.set_modified(mtime).expect("keep the time");
+    drop(f);
+    assert_eq!(
+        std::fs::metadata(&det).expect("meta").len(),
+        std::fs::metadata(&real).expect("meta").len()
+    );
+    let second = mmsched(home.path(), &args);
+    assert_refused_as_corrupt(&second, Artifact::PpocrDet);
 }
 
 #[test]

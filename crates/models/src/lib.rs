@@ -9,8 +9,8 @@
 //!
 //! Everything else in mmsched finds a model with [`path_of`] or [`require`]; the latter
 //! fails with a [`MissingModel`] error that names the command that fetches it. Before a
-//! model is loaded, [`ModelPaths::verified`] checks it against its pinned sha256 (once per
-//! file version: the verdict is remembered in the cache).
+//! model is loaded, every engine checks it against its pinned sha256
+//! ([`verify::verify_file`]: a full hash, once per process).
 #![deny(missing_docs)]
 
 pub mod artifact;

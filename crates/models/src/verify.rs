@@ -1,15 +1,21 @@
-//! Checking a cached model file against its pinned sha256 before it is loaded: a flipped
+//! Checking a cached model file against its pinned sha256 before it is used: a flipped
 //! byte in a GGUF or ONNX file otherwise loads and produces garbage without a word.
 //!
-//! Hashing Gemma's 250 MB on every start would cost about a second, so the verdict is kept:
-//! one small JSON file per artifact under `<cache>/verified/`, keyed by the file's path,
-//! size and modification time. A file that is replaced or touched is hashed again. A user's
-//! own file (`MMSCHED_MODEL_<NAME>`) has no pinned checksum; its loader checks its header.
+//! Every process hashes every pinned file it loads, in full, once: bit rot changes neither
+//! a file's size nor its modification time, so no remembered verdict can stand in for the
+//! hash. The cost is hidden where it can be: [`ModelPaths::begin_check`] starts a file's
+//! hash on a thread of its own, so a run hashes Gemma's 250 MB while it loads the smaller
+//! models, and each loader waits for its own file's verdict ([`verify_file`]) before the
+//! engine reads a byte of it. The hash also reads the file into the page cache the loader
+//! reads it from next.
+//!
+//! A user's own file (`MMSCHED_MODEL_<NAME>`, or a scenario's model path outside the
+//! cache) has no pinned checksum; its loader checks its header.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::UNIX_EPOCH;
-
-use serde::{Deserialize, Serialize};
 
 use crate::artifact::Artifact;
 use crate::cache::{MissingModel, ModelPaths};
@@ -47,86 +53,173 @@ pub enum ModelError {
     },
 }
 
-/// A remembered verdict: this file, at this size and modification time, had this sha256.
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct Verdict {
+/// One file version: a file replaced while the process runs is hashed again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileVersion {
     path: PathBuf,
     size: u64,
-    mtime_nanos: u64,
-    sha256: String,
+    mtime_nanos: u128,
 }
 
-impl ModelPaths {
-    /// The path of `artifact`, after checking a cached file against its pinned sha256 (once
-    /// per file version; the verdict is remembered under `<cache>/verified/`). A user's own
-    /// file given through the override variable is returned unchecked.
-    pub fn verified(&self, artifact: Artifact) -> Result<PathBuf, ModelError> {
-        let path = self.require(artifact)?;
-        if path != self.cached(artifact) {
-            return Ok(path);
-        }
-        let read = |source| ModelError::Read {
-            path: path.clone(),
-            source,
-        };
-        let meta = std::fs::metadata(&path).map_err(read)?;
+impl FileVersion {
+    fn of(path: &Path) -> std::io::Result<Self> {
+        let meta = std::fs::metadata(path)?;
         let mtime_nanos = meta
             .modified()
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let expected = self.sha256(artifact);
-        let record = self.verdict_path(artifact);
-        let remembered = std::fs::read(&record)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Verdict>(&b).ok());
-        if let Some(v) = remembered
-            && v.path == path
-            && v.size == meta.len()
-            && v.mtime_nanos == mtime_nanos
-            && v.sha256 == expected
-        {
-            return Ok(path);
+            .map_or(0, |d| d.as_nanos());
+        Ok(Self {
+            path: path.to_path_buf(),
+            size: meta.len(),
+            mtime_nanos,
+        })
+    }
+}
+
+/// What hashing a file gave: its sha256, or the read error (kind and text: an
+/// `io::Error` cannot be shared between the threads that wait for it).
+type Digest = Result<String, (std::io::ErrorKind, String)>;
+
+/// A hash under way or done, shared by everyone who asked for it.
+#[derive(Debug, Default)]
+struct Hashing {
+    digest: Mutex<Option<Digest>>,
+    done: Condvar,
+}
+
+impl Hashing {
+    fn wait(&self) -> Digest {
+        let mut d = self.digest.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(digest) = d.as_ref() {
+                return digest.clone();
+            }
+            d = self.done.wait(d).unwrap_or_else(|p| p.into_inner());
         }
-        let found = sha256_file(&path, |_| {}).map_err(read)?;
+    }
+
+    fn set(&self, digest: Digest) {
+        *self.digest.lock().unwrap_or_else(|p| p.into_inner()) = Some(digest);
+        self.done.notify_all();
+    }
+}
+
+/// The hashes of this process, by file version.
+fn hashes() -> &'static Mutex<HashMap<FileVersion, Arc<Hashing>>> {
+    static HASHES: OnceLock<Mutex<HashMap<FileVersion, Arc<Hashing>>>> = OnceLock::new();
+    HASHES.get_or_init(Default::default)
+}
+
+/// The hash of `version`, started on a thread of its own unless this process already
+/// has it (or has it under way).
+fn hashing(version: FileVersion) -> Arc<Hashing> {
+    let mut map = hashes().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(h) = map.get(&version) {
+        return Arc::clone(h);
+    }
+    let h = Arc::new(Hashing::default());
+    map.insert(version.clone(), Arc::clone(&h));
+    drop(map);
+    let worker = Arc::clone(&h);
+    let path = version.path.clone();
+    let hash = move || {
+        worker.set(sha256_file(&path, |_| {}).map_err(|e| (e.kind(), e.to_string())));
+    };
+    let spawned = std::thread::Builder::new()
+        .name("model-sha256".into())
+        .spawn(hash.clone());
+    if spawned.is_err() {
+        // No thread to spare: hash here, before anyone waits.
+        hash();
+    }
+    h
+}
+
+/// A pinned file whose hash is under way ([`ModelPaths::begin_check`]).
+#[derive(Debug)]
+pub struct Check {
+    artifact: Artifact,
+    expected: &'static str,
+    path: PathBuf,
+    state: Result<Arc<Hashing>, std::io::Error>,
+}
+
+impl Check {
+    /// Waits for the hash and compares it with the pin.
+    pub fn finish(self) -> Result<PathBuf, ModelError> {
+        let path = self.path;
+        let hashing = self.state.map_err(|source| ModelError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let found = hashing.wait().map_err(|(kind, text)| ModelError::Read {
+            path: path.clone(),
+            source: std::io::Error::new(kind, text),
+        })?;
+        let expected = self.expected;
         if found != expected {
             return Err(ModelError::Corrupt {
-                artifact,
+                artifact: self.artifact,
                 path,
                 expected,
                 found,
             });
         }
-        let verdict = Verdict {
-            path: path.clone(),
-            size: meta.len(),
-            mtime_nanos,
-            sha256: found,
-        };
-        // A read-only cache only costs the next start another hash, so a failed write is
-        // not an error.
-        let _ = remember(&record, &verdict);
         Ok(path)
-    }
-
-    fn verdict_path(&self, artifact: Artifact) -> PathBuf {
-        self.root()
-            .join("verified")
-            .join(format!("{}.json", artifact.name()))
     }
 }
 
-/// Writes the verdict under a temporary name, then renames it into place, so concurrent
-/// starts never read half a record.
-fn remember(record: &Path, verdict: &Verdict) -> std::io::Result<()> {
-    let dir = record.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".verdict-{}.tmp", std::process::id()));
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec(verdict).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(&tmp, record)
+impl ModelPaths {
+    /// Starts hashing `artifact`'s file on a thread of its own, unless this process hashed
+    /// it already; `Ok(None)` for a user's own file, which has no pin. Hand the check to
+    /// [`Check::finish`] before the file is used.
+    pub fn begin_check(&self, artifact: Artifact) -> Result<Option<Check>, MissingModel> {
+        let path = self.require(artifact)?;
+        if path != self.cached(artifact) {
+            return Ok(None);
+        }
+        let state = FileVersion::of(&path).map(hashing);
+        Ok(Some(Check {
+            artifact,
+            expected: self.sha256(artifact),
+            path,
+            state,
+        }))
+    }
+
+    /// The path of `artifact`, after checking a cached file against its pinned sha256 (a
+    /// full hash, once per process and file version). A user's own file given through the
+    /// override variable is returned unchecked.
+    pub fn verified(&self, artifact: Artifact) -> Result<PathBuf, ModelError> {
+        match self.begin_check(artifact)? {
+            Some(check) => check.finish(),
+            None => self.require(artifact).map_err(ModelError::from),
+        }
+    }
+
+    /// The pinned artifact whose cache file `path` is, if it is one (compared after
+    /// resolving links, so a path spelled another way is still recognised).
+    pub fn pinned_at(&self, path: &Path) -> Option<Artifact> {
+        let real = std::fs::canonicalize(path).ok()?;
+        Artifact::ALL.into_iter().find(|&a| {
+            let cached = self.cached(a);
+            cached == path || std::fs::canonicalize(&cached).is_ok_and(|c| c == real)
+        })
+    }
+}
+
+/// Checks `path` against its pinned sha256 if it is a file of the model cache
+/// (`$MMSCHED_HOME`), before an engine opens it; a file outside the cache passes (its
+/// loader checks its header). Every engine calls this on every model file it loads.
+pub fn verify_file(path: &Path) -> Result<(), ModelError> {
+    let paths = ModelPaths::from_env();
+    match paths.pinned_at(path) {
+        Some(artifact) if paths.path_of(artifact) == paths.cached(artifact) => {
+            paths.verified(artifact).map(drop)
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -153,8 +246,8 @@ mod tests {
         assert!(msg.contains("beckett.wav is corrupt"), "{msg}");
         assert!(msg.contains("mmsched models fetch --only beckett"), "{msg}");
         assert!(
-            !paths.verdict_path(Artifact::Beckett).exists(),
-            "no verdict is remembered for a bad file"
+            msg.contains(&crate::hash::sha256_hex(b"not the recording")),
+            "{msg}"
         );
     }
 
@@ -166,30 +259,49 @@ mod tests {
     }
 
     #[test]
-    fn a_remembered_verdict_holds_only_for_the_same_size_and_time() {
+    fn a_file_changed_in_place_is_hashed_again() {
         let (_d, paths) = cache_with(b"xyz");
+        assert!(paths.verified(Artifact::Beckett).is_err());
+        // The pinned recording itself is not at hand here; what matters is that the new
+        // content is what gets compared: a different wrong file gives its own hash.
         let f = paths.cached(Artifact::Beckett);
-        let meta = std::fs::metadata(&f).expect("meta");
-        let mtime_nanos = meta
-            .modified()
-            .expect("mtime")
-            .duration_since(UNIX_EPOCH)
-            .expect("after 1970")
-            .as_nanos() as u64;
-        // A verdict as if the file had been hashed good: it is trusted without hashing.
-        let good = Verdict {
-            path: f.clone(),
-            size: 3,
-            mtime_nanos,
-            sha256: Artifact::Beckett.sha256().to_string(),
-        };
-        remember(&paths.verdict_path(Artifact::Beckett), &good).expect("remember");
-        assert_eq!(paths.verified(Artifact::Beckett).expect("trusted"), f);
-        // The same file grown by a byte: the verdict no longer applies.
         std::fs::write(&f, b"xyzw").expect("rewrite");
-        assert!(matches!(
-            paths.verified(Artifact::Beckett),
-            Err(ModelError::Corrupt { .. })
-        ));
+        match paths.verified(Artifact::Beckett) {
+            Err(ModelError::Corrupt { found, .. }) => {
+                assert_eq!(found, crate::hash::sha256_hex(b"xyzw"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn concurrent_checks_of_one_file_share_one_hash() {
+        let (_d, paths) = cache_with(&vec![7u8; 3 << 20]);
+        let checks: Vec<Check> = (0..4)
+            .map(|_| {
+                paths
+                    .begin_check(Artifact::Beckett)
+                    .expect("present")
+                    .expect("cached")
+            })
+            .collect();
+        let first = checks[0].state.as_ref().expect("hashing");
+        for c in &checks[1..] {
+            assert!(Arc::ptr_eq(first, c.state.as_ref().expect("hashing")));
+        }
+        for c in checks {
+            assert!(matches!(c.finish(), Err(ModelError::Corrupt { .. })));
+        }
+    }
+
+    #[test]
+    fn a_cache_file_is_recognised_by_its_path_and_through_a_link() {
+        let (d, paths) = cache_with(b"abc");
+        let f = paths.cached(Artifact::Beckett);
+        assert_eq!(paths.pinned_at(&f), Some(Artifact::Beckett));
+        let link = d.path().join("elsewhere.wav");
+        std::os::unix::fs::symlink(&f, &link).expect("link");
+        assert_eq!(paths.pinned_at(&link), Some(Artifact::Beckett));
+        assert_eq!(paths.pinned_at(Path::new("/etc/hostname")), None);
     }
 }

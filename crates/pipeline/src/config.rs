@@ -224,9 +224,6 @@ pub enum RunError {
         /// Why.
         source: BackendError,
     },
-    /// A cached model file is not the pinned one.
-    #[error(transparent)]
-    ModelFile(mmsched_models::ModelError),
     /// The scenario asks for something the runtime cannot build.
     #[error("scenario {scenario}: {reason}")]
     Scenario {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, WhisperFiles};
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::{LlmOptions, LlmSession};
 
@@ -19,7 +19,7 @@ use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
 use mmsched_core::time::{Clock, MonotonicClock};
-use mmsched_models::{Artifact, ModelError, ModelPaths};
+use mmsched_models::{Artifact, ModelPaths};
 use mmsched_scenario::{ModelKind, Scenario};
 
 use crate::config::RunError;
@@ -86,27 +86,30 @@ fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Op
     })
 }
 
-/// Checks the cached files `kind` loads against their pinned sha256, so a corrupt file is
-/// an error naming the fix rather than garbage output. A missing file is left to the
-/// loader, which names the fetch command; a user's own file is not checked.
-fn verify(paths: &ModelPaths, kind: ModelKind) -> Result<(), RunError> {
+/// Starts hashing the cached files `kind` loads, each on a thread of its own, so the
+/// checks of all the scenario's models run while the first ones load; every loader waits
+/// for its own file's verdict before it reads the file
+/// ([`mmsched_models::verify::verify_file`]). A missing file is left to the loader, which
+/// names the fetch command; a user's own file has no pin.
+fn begin_checks(paths: &ModelPaths, kind: ModelKind) {
+    let asr_weights = match AsrOptions::default().engine {
+        AsrEngine::F32 => Artifact::WhisperModel,
+        AsrEngine::Ggml | AsrEngine::Q8 => Artifact::WhisperQ8,
+    };
     let artifacts: &[Artifact] = match kind {
         ModelKind::Vision => &[Artifact::PpocrDet, Artifact::PpocrRec],
         ModelKind::Vad => &[Artifact::SileroVadOpenvino16k],
         ModelKind::Asr => &[
-            Artifact::WhisperModel,
+            asr_weights,
             Artifact::WhisperConfig,
             Artifact::WhisperTokenizer,
         ],
         ModelKind::Llm => &[Artifact::Gemma3],
     };
     for &a in artifacts {
-        match paths.verified(a) {
-            Ok(_) | Err(ModelError::Missing(_)) => {}
-            Err(e) => return Err(RunError::ModelFile(e)),
-        }
+        // The hash goes on by itself; the loader collects its verdict.
+        let _ = paths.begin_check(a);
     }
-    Ok(())
 }
 
 /// One generated camera frame with text on it.
@@ -202,11 +205,20 @@ impl Engines {
         mut on_load: impl FnMut(&str),
     ) -> Result<Self, RunError> {
         let paths = ModelPaths::from_env();
+        for kind in [
+            ModelKind::Llm,
+            ModelKind::Asr,
+            ModelKind::Vision,
+            ModelKind::Vad,
+        ] {
+            if uses(scenario, kind) {
+                begin_checks(&paths, kind);
+            }
+        }
         let single = EngineOptions::default();
         let mut e = Engines::default();
         if uses(scenario, ModelKind::Vision) {
             on_load("PP-OCRv4");
-            verify(&paths, ModelKind::Vision)?;
             let mut config = OcrConfig {
                 det_size: CAMERA_DET_SIZE,
                 engine: single,
@@ -224,7 +236,6 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Vad) {
             on_load("Silero VAD");
-            verify(&paths, ModelKind::Vad)?;
             let mut config = VadConfig {
                 engine: single,
                 ..VadConfig::default()
@@ -243,7 +254,6 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Asr) {
             on_load("Whisper tiny.en");
-            verify(&paths, ModelKind::Asr)?;
             let files = WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?;
             let asr = AsrSession::load(
                 &files,
@@ -258,7 +268,6 @@ impl Engines {
         }
         if uses(scenario, ModelKind::Llm) {
             on_load("Gemma-3 270M");
-            verify(&paths, ModelKind::Llm)?;
             let path = match scenario_file(scenario, ModelKind::Llm, &paths) {
                 Some(p) if p.exists() => p,
                 _ => paths

@@ -537,7 +537,7 @@ fn attention(
                 *v *= inv;
             }
         }
-        Ok(())
+        Ok::<(), BackendError>(())
     };
     let work: Vec<_> = heads
         .chunks_mut(per_group * n * dh)

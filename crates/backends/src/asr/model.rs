@@ -311,6 +311,9 @@ impl WhisperModel {
                 });
             }
         }
+        for p in [weights, &files.config, &files.tokenizer] {
+            mmsched_models::verify::verify_file(p)?;
+        }
         let config: Config = serde_json::from_slice(
             &std::fs::read(&files.config).map_err(|e| load_err(&files.config, e))?,
         )

@@ -166,6 +166,7 @@ impl LlmSession {
         if !path.is_file() {
             return Err(BackendError::ModelMissing { path: shown });
         }
+        mmsched_models::verify::verify_file(path)?;
         if options.max_seq_len == 0 {
             return Err(BackendError::InvalidInput(
                 "max_seq_len must be at least 1".into(),

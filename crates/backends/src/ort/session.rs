@@ -22,8 +22,10 @@ fn engine_err(e: ::ort::Error) -> BackendError {
 }
 
 impl OrtSession {
-    /// Loads the ONNX file at `path`, using `threads` intra-op threads (at least 1).
+    /// Loads the ONNX file at `path` (a file of the model cache after checking its pinned
+    /// sha256), using `threads` intra-op threads (at least 1).
     pub fn open(path: &Path, threads: usize) -> Result<Self, BackendError> {
+        mmsched_models::verify::verify_file(path)?;
         let env = environment()?;
         // A builder's error carries the builder back; only the error is kept.
         let load = |e: ::ort::Error<::ort::session::builder::SessionBuilder>| {

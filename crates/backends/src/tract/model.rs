@@ -20,8 +20,10 @@ pub struct TractModel {
 pub type TractPlan = Arc<TypedRunnableModel>;
 
 impl TractModel {
-    /// Parses the ONNX file at `path`.
+    /// Parses the ONNX file at `path` (a file of the model cache after checking its pinned
+    /// sha256).
     pub fn load(path: &Path) -> Result<Self, BackendError> {
+        mmsched_models::verify::verify_file(path)?;
         let shown = path.display().to_string();
         let model = tract_onnx::onnx()
             .model_for_path(path)

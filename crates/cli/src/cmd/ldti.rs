@@ -82,14 +82,16 @@ pub fn run(a: LdtiArgs) -> Result<ExitCode> {
             "terms": {"latency": b.latency, "drift": b.drift, "throughput": b.throughput},
             "action": action,
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
-        println!("LDTI {:.4}  level {}", b.value, level.as_str());
-        println!(
+        outln!("LDTI {:.4}  level {}", b.value, level.as_str());
+        outln!(
             "  latency term {:.4}  drift term {:.4}  throughput term {:.4}",
-            b.latency, b.drift, b.throughput
+            b.latency,
+            b.drift,
+            b.throughput
         );
-        println!("  action: {}", describe(&action));
+        outln!("  action: {}", describe(&action));
     }
     Ok(ExitCode::SUCCESS)
 }

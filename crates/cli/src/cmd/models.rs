@@ -109,14 +109,14 @@ fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
     let clock = MonotonicClock::new();
     let reports = fetch(&paths, &opts, &clock)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+        outln!("{}", serde_json::to_string_pretty(&reports)?);
     } else {
         for r in &reports {
             let what = match r.outcome {
                 mmsched_models::FetchOutcome::AlreadyVerified => "already verified",
                 mmsched_models::FetchOutcome::Fetched => "fetched and verified",
             };
-            println!(
+            outln!(
                 "{:<18} {:>10}  {:<20} {}",
                 r.name,
                 human_bytes(r.bytes),
@@ -124,7 +124,7 @@ fn run_fetch(a: FetchArgs) -> Result<ExitCode> {
                 r.path.display()
             );
         }
-        println!(
+        outln!(
             "cache: {} for {} (set MMSCHED_HOME to move it)",
             paths.root().display(),
             paths.arch().name()
@@ -140,12 +140,15 @@ fn run_list(a: ListArgs) -> Result<ExitCode> {
         .map(|art| status(&paths, art, !a.no_verify))
         .collect();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<18} {:<44} {:>10}  {:<12} path",
-        "name", "role", "size", "state"
+        "name",
+        "role",
+        "size",
+        "state"
     );
     for r in &rows {
         let state = match (r.present, r.verified, r.overridden) {
@@ -156,7 +159,7 @@ fn run_list(a: ListArgs) -> Result<ExitCode> {
             (true, Some(false), _) => "CORRUPT",
             (true, None, _) => "present",
         };
-        println!(
+        outln!(
             "{:<18} {:<44} {:>10}  {:<12} {}",
             r.name,
             r.role,

@@ -34,18 +34,18 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Check { file, json } => match policy_file::load(&file) {
             Ok(p) => {
                 if json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"valid": true, "name": p.name(), "errors": []})
                     );
                 } else {
-                    println!("{}: valid policy \"{}\"", file.display(), p.name());
+                    outln!("{}: valid policy \"{}\"", file.display(), p.name());
                 }
                 Ok(ExitCode::SUCCESS)
             }
             Err(e) => {
                 if json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"valid": false, "errors": [format!("{e:#}")]})
                     );
@@ -60,11 +60,11 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
                 Some(f) => policy_file::load(&f)?,
                 None => Policy::default(),
             };
-            println!("{}", serde_json::to_string_pretty(&p.to_spec())?);
+            outln!("{}", serde_json::to_string_pretty(&p.to_spec())?);
             Ok(ExitCode::SUCCESS)
         }
         PolicyCommand::Schema => {
-            println!("{}", schema_json()?);
+            outln!("{}", schema_json()?);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -415,15 +415,22 @@ fn save_and_print(a: &ProfileArgs, profile: &DeviceProfile, out: &Path) -> Resul
     mmsched_sim::profile::Profile::save(profile, out)
         .with_context(|| format!("writing the profile to {}", out.display()))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(profile)?);
+        outln!("{}", serde_json::to_string_pretty(profile)?);
     } else {
-        println!(
+        outln!(
             "{:<14} {:<6} {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "model", "engine", "input", "pre p50", "exec p50", "exec p95", "post p50", "total p99"
+            "model",
+            "engine",
+            "input",
+            "pre p50",
+            "exec p50",
+            "exec p95",
+            "post p50",
+            "total p99"
         );
         for e in &profile.entries {
             let s = &e.stages;
-            println!(
+            outln!(
                 "{:<14} {:<6} {:<16} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
                 e.model,
                 e.engine,
@@ -435,7 +442,7 @@ fn save_and_print(a: &ProfileArgs, profile: &DeviceProfile, out: &Path) -> Resul
                 ms(s.total.p99_nanos)
             );
         }
-        println!(
+        outln!(
             "(milliseconds; {} runs each)  written to {}",
             a.runs,
             out.display()

@@ -198,7 +198,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
     let addr = handle.local_addr();
     let snap = shared.store.current();
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "addr": addr.to_string(),
@@ -209,14 +209,14 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             })
         );
     } else {
-        println!(
+        outln!(
             "mmsched serving on http://{addr}  (policy {} {})",
             mmsched_core::text::shorten(snap.policy.name(), 80),
             snap.etag
         );
-        println!("  GET/PUT http://{addr}/api/v1/policy   GET /api/v1/status   GET /metrics");
+        outln!("  GET/PUT http://{addr}/api/v1/policy   GET /api/v1/status   GET /metrics");
         if a.models.models {
-            println!(
+            outln!(
                 "  POST http://{addr}/v1/chat/completions   /v1/completions   /v1/audio/transcriptions   /api/v1/ocr   GET /v1/models"
             );
         }
@@ -225,7 +225,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
                 "note: policy writes are disabled; pass --token-file FILE or set MMSCHED_API_TOKEN to allow PUT"
             );
         }
-        println!("Ctrl-C stops.");
+        outln!("Ctrl-C stops.");
     }
     std::io::stdout().flush().ok();
     wait_for_ctrl_c();

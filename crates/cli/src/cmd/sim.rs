@@ -277,31 +277,41 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
     });
     write_out(&out, "soak.json", &serde_json::to_string_pretty(&doc)?)?;
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "Soak of `{}` (simulated: {} h in {:.1} s wall; costs from {})",
-        result.scenario, result.hours, wall_secs, profile.source
+        result.scenario,
+        result.hours,
+        wall_secs,
+        profile.source
     );
     if result.assumptions.is_empty() {
-        println!("assumptions: none (figures move only through the mechanisms below)");
+        outln!("assumptions: none (figures move only through the mechanisms below)");
     } else {
         for x in &result.assumptions {
-            println!("ASSUMED: {x}");
+            outln!("ASSUMED: {x}");
         }
     }
     for m in &result.mechanisms {
-        println!("mechanism: {} — {}", m.name, m.effect);
+        outln!("mechanism: {} — {}", m.name, m.effect);
     }
-    println!("naive arm: {}", result.naive);
-    println!(
+    outln!("naive arm: {}", result.naive);
+    outln!(
         "{:>10} | {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
-        "arm", "on time", "1st hour", "last hour", "drops", "LDTI", "acted", "restarts"
+        "arm",
+        "on time",
+        "1st hour",
+        "last hour",
+        "drops",
+        "LDTI",
+        "acted",
+        "restarts"
     );
     for arm in Arm::ALL {
         let r = &result.arm(arm).summary;
-        println!(
+        outln!(
             "{:>10} | {:>6.2} % {:>7.2} % {:>7.2} % {:>6.2} % {:>8.3} {:>8} {:>8}",
             arm.as_str(),
             r.on_time_pct,
@@ -313,7 +323,7 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
             r.restarts
         );
     }
-    println!(
+    outln!(
         "curves: {} and {}",
         out.join("soak.csv").display(),
         out.join("soak.svg").display()
@@ -379,20 +389,28 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
         write_out(dir, "sim-run.json", &serde_json::to_string_pretty(&doc)?)?;
     }
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "Predicted run of `{}` (simulated: {secs} s, costs from {})",
         scenario.name(),
         profile.source
     );
-    println!(
+    outln!(
         "{:>8} | {:>6} {:>9} {:>6} {:>7} {:>6} {:>8} {:>9} {:>9}",
-        "modality", "jobs", "completed", "late", "skipped", "shed", "on time", "p50 ms", "p99 ms"
+        "modality",
+        "jobs",
+        "completed",
+        "late",
+        "skipped",
+        "shed",
+        "on time",
+        "p50 ms",
+        "p99 ms"
     );
     for (k, c) in &r.classes {
-        println!(
+        outln!(
             "{:>8} | {:>6} {:>9} {:>6} {:>7} {:>6} {:>6.1} % {:>9.1} {:>9.1}",
             k,
             c.jobs,
@@ -405,7 +423,7 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
             c.p99_ms
         );
     }
-    println!(
+    outln!(
         "LDTI mean {:.3}, max {:.3}; {} health action(s)",
         health.ldti_mean(),
         health.ldti_max,
@@ -523,16 +541,20 @@ fn run_jitter(a: JitterArgs) -> Result<ExitCode> {
         write_out(dir, "jitter.csv", &csv)?;
     }
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "Speech jitter (simulated; codec {}, E-model G.107; loss % / added delay ms / MOS)",
         codec.name
     );
-    println!(
+    outln!(
         "{:<52} | {:>20} | {:>20} | {:>20} | {:>20}",
-        "jitter", "fixed 20 ms", "fixed 40 ms", "fixed 60 ms", "adaptive"
+        "jitter",
+        "fixed 20 ms",
+        "fixed 40 ms",
+        "fixed 60 ms",
+        "adaptive"
     );
     let cell = |b: &speech::BufferResult| {
         format!("{:.2} / {:.1} / {:.2}", b.loss_pct, b.added_delay_ms, b.mos)
@@ -544,7 +566,7 @@ fn run_jitter(a: JitterArgs) -> Result<ExitCode> {
             if r.stationary { "" } else { ", non-stationary" },
             r.p99_ms
         );
-        println!(
+        outln!(
             "{:<52} | {:>20} | {:>20} | {:>20} | {:>20}",
             label,
             cell(&r.fixed[0]),
@@ -556,12 +578,12 @@ fn run_jitter(a: JitterArgs) -> Result<ExitCode> {
     for r in rows.iter().filter(|r| r.p99_ms > 0.0) {
         let beats = r.dominated();
         if r.adaptive_dominates() {
-            println!(
+            outln!(
                 "{}: adaptive has lower loss at lower delay than every fixed buffer",
                 r.label
             );
         } else {
-            println!(
+            outln!(
                 "{}: adaptive does NOT have both lower loss and lower delay than every fixed buffer (it does against: {})",
                 r.label,
                 if beats.is_empty() {
@@ -645,21 +667,24 @@ fn run_drift(a: DriftArgs) -> Result<ExitCode> {
         write_out(dir, "drift.csv", &csv)?;
     }
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "Cross-modal alignment (simulated, scenario {}, {} s, counted after {} s; P(|Δt| > 50 ms) and P99 |Δt|)",
         scenario.name(),
         a.secs,
         a.warmup_secs
     );
-    println!(
+    outln!(
         "{:>14} | {:>22} | {:>22} | {:>22}",
-        "pair", "arrival", "arrival − latency", "aligned"
+        "pair",
+        "arrival",
+        "arrival − latency",
+        "aligned"
     );
     for p in &pairs {
-        println!(
+        outln!(
             "{:>14} | {:>8.2} % {:>8.1} ms | {:>8.2} % {:>8.1} ms | {:>8.2} % {:>8.2} ms",
             p.pair,
             p.arrival_p_over_50ms,

@@ -260,11 +260,14 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
             };
             obj.insert(f.key.to_string(), v);
         }
-        println!("{}", serde_json::Value::Object(obj));
+        outln!("{}", serde_json::Value::Object(obj));
     } else {
-        println!(
+        outln!(
             "{:<58} {:>14} {:<13} {:>12}",
-            "figure", "value", "unit", "goal"
+            "figure",
+            "value",
+            "unit",
+            "goal"
         );
         for f in &figures {
             let value = if f.value.fract() == 0.0 {
@@ -272,7 +275,7 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
             } else {
                 format!("{:.2}", f.value)
             };
-            println!(
+            outln!(
                 "{:<58} {:>14} {:<13} {:>12} {}",
                 f.label,
                 value,
@@ -281,17 +284,17 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
                 f.verdict()
             );
         }
-        println!();
-        println!(
+        outln!();
+        outln!(
             "decision step: Scheduler::step with one arrival and one finish on 3 workers (one \
              for VAD only), the camera's standing reservation booked, N jobs queued: \
              admission (scoring, demand test), dispatch into slots (the queue stays at N)."
         );
-        println!(
+        outln!(
             "score + push + pop alone: score one arriving job against fixed urgency bounds, \
              queue it, pop the next (no admission, no slots)."
         );
-        println!(
+        outln!(
             "reservations: reserve n = 1..8 slots at the first fit after a start in the next \
              256 slots, 32 live, the oldest released or activated + completed, the horizon \
              rolling one slot every 4 operations."

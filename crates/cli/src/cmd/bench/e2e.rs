@@ -137,7 +137,7 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         .map(|(c, r)| (c.name, r.as_slice()))
         .collect();
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&repeated_json(&groups)?)?
         );
@@ -147,23 +147,23 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         } else {
             "on"
         };
-        println!(
+        outln!(
             "Every scheduler: the same inputs in the same order, fixed prompts, the same \
              workers (general + a voice-activity worker), platform integration {platform} \
              for all, background load burnt by CPU time. Cells: median (min–max) over the \
              runs; `tie` where a lead is not larger than the spread."
         );
-        println!(
+        outln!(
             "{}",
             render_repeated(&groups[..SchedulerKind::ALL.len().min(groups.len())])
         );
         if groups.len() > SchedulerKind::ALL.len() {
-            println!("Ablations: mmsched with one mechanism off.");
+            outln!("Ablations: mmsched with one mechanism off.");
             let mut ablation = vec![groups[0]];
             ablation.extend_from_slice(&groups[SchedulerKind::ALL.len()..]);
-            println!("{}", render_repeated(&ablation));
+            outln!("{}", render_repeated(&ablation));
         }
-        println!(
+        outln!(
             "reports: {}/<column>/run-<i>/report.html",
             a.report.display()
         );

@@ -477,7 +477,7 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         if let Some(top) = out.as_object_mut() {
             top.extend(headline);
         }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(code);
     }
     print_table(&results);
@@ -485,15 +485,16 @@ pub fn run(a: ModelsArgs) -> Result<ExitCode> {
         models_ocr_batch::print(r);
     }
     if let Some(gate) = &gate {
-        println!(
+        outln!(
             "gate (blur+dark, {}): p50 {:.1} µs, p99 {:.1} µs — {:.0}× cheaper than the detector",
-            gate.frame, gate.p50_us, gate.p99_us, gate.times_cheaper_than_detector
+            gate.frame,
+            gate.p50_us,
+            gate.p99_us,
+            gate.times_cheaper_than_detector
         );
     }
     if !results.is_empty() {
-        println!(
-            "(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)"
-        );
+        outln!("(milliseconds; ratio = direct engine call ÷ mmsched layer, medians; goal ≥ 0.97)");
     }
     if let Some(r) = &rtf {
         models_asr::print_rtf(r);
@@ -511,7 +512,7 @@ fn print_table(results: &[ModelResult]) {
     if results.is_empty() {
         return;
     }
-    println!(
+    outln!(
         "{:<15} {:<6} {:<16} {:>15} {:>17} {:>15} {:>10} {:>7} {:>7} {:>8}",
         "model",
         "engine",
@@ -525,7 +526,7 @@ fn print_table(results: &[ModelResult]) {
         "peakRSS"
     );
     for r in results {
-        println!(
+        outln!(
             "{:<15} {:<6} {:<16} {:>7.3}/{:<7.3} {:>8.3}/{:<8.3} {:>7.3}/{:<7.3} {:>10.3} {:>7.3} {:>7.3} {:>5.0}MiB",
             r.model,
             r.engine,

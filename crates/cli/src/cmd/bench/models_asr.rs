@@ -262,7 +262,7 @@ pub(super) fn print_rtf(r: &RtfScan) {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    println!(
+    outln!(
         "whisper-tiny.en [{}, encoder span: {}] on the {:.1} s clip, {} child process(es) per thread count: RTF {:.3} at 1 thread (s: {}), {:.3} at 2 threads (s: {})",
         r.engine,
         r.span,

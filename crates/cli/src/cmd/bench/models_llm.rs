@@ -534,11 +534,16 @@ pub(super) fn bench_llm(
 
 /// Prints Gemma-3's figures under the table.
 pub(super) fn print_llm(l: &LlmResult) {
-    println!(
+    outln!(
         "{} [{}, {} threads], {}-token prompt + {} tokens, {} generations:",
-        l.model, l.engine, l.threads, l.prompt_tokens, l.generated_tokens, l.runs
+        l.model,
+        l.engine,
+        l.threads,
+        l.prompt_tokens,
+        l.generated_tokens,
+        l.runs
     );
-    println!(
+    outln!(
         "  TTFT p50/p99 {:.3}/{:.3} ms (direct {:.3}/{:.3}); TPOT p50/p99 {:.3}/{:.3} ms (direct {:.3}/{:.3})",
         l.ttft_ms.p50,
         l.ttft_ms.p99,
@@ -549,7 +554,7 @@ pub(super) fn print_llm(l: &LlmResult) {
         l.direct_tpot_ms.p50,
         l.direct_tpot_ms.p99
     );
-    println!(
+    outln!(
         "  {:.1} tokens/s at the median step (direct {:.1}), {:.1} on average (direct {:.1}): ratio {:.3} (goal ≥ 0.97); greedy tokens identical: {}",
         l.tokens_per_s,
         l.direct_tokens_per_s,
@@ -559,9 +564,12 @@ pub(super) fn print_llm(l: &LlmResult) {
         if l.greedy_tokens_match { "yes" } else { "NO" }
     );
     let sp = &l.step_split_ms;
-    println!(
+    outln!(
         "  decode step p50: KV cache {:.3} ms, attention {:.3} ms, rest {:.3} ms; peak RSS {:.0} MiB",
-        sp.kv_cache.p50, sp.attention.p50, sp.rest.p50, l.peak_rss_mib
+        sp.kv_cache.p50,
+        sp.attention.p50,
+        sp.rest.p50,
+        l.peak_rss_mib
     );
     match (
         l.decode_tok_s_1t,
@@ -569,14 +577,14 @@ pub(super) fn print_llm(l: &LlmResult) {
         l.prefill_tok_s_1t,
         l.prefill_tok_s_2t,
     ) {
-        (Some(d1), Some(d2), Some(p1), Some(p2)) => println!(
+        (Some(d1), Some(d2), Some(p1), Some(p2)) => outln!(
             "  granted 1 / 2 threads: decode {d1:.1} / {d2:.1} tokens/s, prefill ({}-token prompt) {p1:.1} / {p2:.1} tokens/s",
             l.prefill_prompt_tokens
         ),
-        _ => println!(
+        _ => outln!(
             "  (the {} engine cannot change its thread count between calls: no 1 / 2-thread figures)",
             l.engine
         ),
     }
-    println!("  text: {:?}", l.text);
+    outln!("  text: {:?}", l.text);
 }

@@ -190,12 +190,17 @@ pub fn run(a: PolicyBenchArgs) -> Result<ExitCode> {
         ..report
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         let row = |name: &str, unit: &str, s: &Summary| {
-            println!(
+            outln!(
                 "{name:<28} n={:<5} mean {:>8.3} p50 {:>8.3} p95 {:>8.3} p99 {:>8.3} max {:>8.3} {unit}",
-                s.n, s.mean, s.p50, s.p95, s.p99, s.max
+                s.n,
+                s.mean,
+                s.p50,
+                s.p95,
+                s.p99,
+                s.max
             );
         };
         row(
@@ -206,7 +211,7 @@ pub fn run(a: PolicyBenchArgs) -> Result<ExitCode> {
         row("PUT round trip", "ms", &report.put_round_trip_ms);
         row("GET unchanged → 304", "µs", &report.get_304_us);
         row("GET full document → 200", "µs", &report.get_200_us);
-        println!(
+        outln!(
             "goal: PUT → on_update p99 ≤ {GOAL_PUT_TO_UPDATE_MS} ms: {}",
             if report.goal_met_p99 {
                 "met"

@@ -217,7 +217,7 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
     let p99 = hist.value_at_quantile(0.99);
     let goal_ns = 100;
     if a.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "threads": a.threads,
@@ -243,18 +243,23 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
             })
         );
     } else {
-        println!(
+        outln!(
             "trace recorder, ring of {} events, {} worker threads",
             rec.capacity(),
             a.threads
         );
-        println!(
+        outln!(
             "  overhead:  {attempted} events ({timed_events} timed, all accepted), ns/event P50 {p50}  P99 {p99}  max {} (goal ≤ {goal_ns} ns); {overhead_dropped} dropped while unpaced",
             hist.max()
         );
-        println!(
+        outln!(
             "  sustained: {:.0} events/s for {} s (target {}): {} sent, {} written, {} dropped",
-            achieved, a.seconds, a.rate, sent, stats.written, stats.dropped
+            achieved,
+            a.seconds,
+            a.rate,
+            sent,
+            stats.written,
+            stats.dropped
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -16,8 +16,8 @@ use crate::cmd::engine_arg::{AsrEngineArg, SpanArg};
 
 #[derive(Debug, Args)]
 pub struct AsrArgs {
-    /// WAV file to transcribe (PCM or float; mono or several channels, averaged; any
-    /// sample rate, resampled to 16 kHz).
+    /// WAV file to transcribe (PCM or float; mono or several channels, averaged; 8 to 192
+    /// kHz, resampled to 16 kHz; at most 10 minutes).
     #[arg(long, value_name = "FILE")]
     wav: PathBuf,
     /// Worker threads for the engine (0: one per core). candle's quantised matrix kernels
@@ -63,9 +63,9 @@ pub fn run(a: AsrArgs) -> Result<ExitCode> {
             "memory_bytes": mmsched_backends::Backend::memory_bytes(&session),
             "peak_rss_bytes": peak_rss_bytes(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{text}");
+        outln!("{text}");
         eprintln!(
             "audio {} ms; pre (resample + log-mel) {:.1} ms, exec (encoder + decoder) {:.1} ms, post {:.1} ms",
             clip.duration_ms(),

@@ -119,9 +119,9 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
             "memory_bytes": mmsched_backends::Backend::memory_bytes(&session),
             "peak_rss_bytes": peak_rss_bytes(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}{}", a.prompt, g.text);
+        outln!("{}{}", a.prompt, g.text);
         let n = g.step_stages.len().max(1) as u64;
         let sum = g.step_stages.iter().fold((0, 0, 0), |acc, s| {
             (

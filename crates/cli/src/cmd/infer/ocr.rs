@@ -60,19 +60,24 @@ pub fn run(a: OcrArgs) -> Result<ExitCode> {
             "det_size": det_size.label(),
             "image": {"width": frame.width(), "height": frame.height()},
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         if lines.is_empty() {
-            println!("(no text found)");
+            outln!("(no text found)");
         }
         for l in &lines {
             let [p0, _, p2, _] = l.corners;
-            println!(
+            outln!(
                 "{:<40} score {:.3}  box ({:.0},{:.0})-({:.0},{:.0})",
-                l.text, l.score, p0[0], p0[1], p2[0], p2[1]
+                l.text,
+                l.score,
+                p0[0],
+                p0[1],
+                p2[0],
+                p2[1]
             );
         }
-        println!(
+        outln!(
             "timing: pre {:.2} ms, exec {:.2} ms (det {:.2}, boxes {:.2}, crops {:.2}, rec {:.2} × {} boxes), post {:.2} ms  [{}]",
             ms(timing.pre_nanos),
             ms(timing.exec_nanos),

@@ -18,8 +18,8 @@ use crate::cmd::engine_arg::{EngineFlags, ms};
 /// Arguments of `infer vad`.
 #[derive(Debug, Args)]
 pub struct VadArgs {
-    /// The WAV file (16 kHz mono expected; other rates are resampled to 16 kHz by linear
-    /// interpolation, several channels are averaged).
+    /// The WAV file (16 kHz mono expected; other rates from 8 to 192 kHz are resampled to
+    /// 16 kHz, several channels are averaged; at most 2 hours).
     #[arg(long, value_name = "FILE")]
     wav: PathBuf,
     /// Speech probability at and above which a chunk counts as speech (0..1; default: the
@@ -85,22 +85,22 @@ pub fn run(a: VadArgs) -> Result<ExitCode> {
             "source_rate_hz": audio.source_rate_hz,
             "engine": a.engine.options().kind.as_str(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         if audio.source_rate_hz != audio.sample_rate_hz {
-            println!("resampled {} Hz → 16000 Hz", audio.source_rate_hz);
+            outln!("resampled {} Hz → 16000 Hz", audio.source_rate_hz);
         }
-        println!(
+        outln!(
             "{speech_chunks} of {total_chunks} chunks (32 ms) are speech at threshold {threshold}"
         );
         for s in &segments {
-            println!(
+            outln!(
                 "speech {:>8.2} s – {:>8.2} s",
                 s.start_micros as f64 / 1e6,
                 s.end_micros as f64 / 1e6
             );
         }
-        println!(
+        outln!(
             "timing: pre {:.3} ms, exec {:.3} ms, post {:.3} ms in total; {:.4} ms per chunk  [{}]",
             ms(total.pre_nanos),
             ms(total.exec_nanos),

@@ -433,27 +433,32 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
 }
 
 fn print_table(r: &Report) {
-    println!("MCU kernel size — {}", r.elf);
-    println!();
-    println!("{:<12} {:>10} {:>10}", "section", "ROM bytes", "RAM bytes");
+    outln!("MCU kernel size — {}", r.elf);
+    outln!();
+    outln!("{:<12} {:>10} {:>10}", "section", "ROM bytes", "RAM bytes");
     for s in &r.sections {
-        println!("{:<12} {:>10} {:>10}", s.name, s.rom_bytes, s.ram_bytes);
+        outln!("{:<12} {:>10} {:>10}", s.name, s.rom_bytes, s.ram_bytes);
     }
-    println!(
+    outln!(
         "{:<12} {:>10} {:>10}",
-        "total", r.rom_bytes_total, r.ram_bytes_total
+        "total",
+        r.rom_bytes_total,
+        r.ram_bytes_total
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<12} {:>10} {:>10}  what",
-        "component", "ROM bytes", "RAM bytes"
+        "component",
+        "ROM bytes",
+        "RAM bytes"
     );
     for (key, kernel, what) in COMPONENTS {
         let u = r.components[key];
         let mark = if kernel { "kernel: " } else { "" };
-        println!(
+        outln!(
             "{key:<12} {:>10} {:>10}  {mark}{what}",
-            u.rom_bytes, u.ram_bytes
+            u.rom_bytes,
+            u.ram_bytes
         );
     }
     let verdict = if r.rom_bytes_kernel <= r.rom_goal_bytes_kernel {
@@ -461,29 +466,33 @@ fn print_table(r: &Report) {
     } else {
         "over"
     };
-    println!(
+    outln!(
         "{:<12} {:>10} {:>10}  scheduler, timer, arch glue, interrupts, locks, queue ({verdict} the {} B goal)",
-        "kernel", r.rom_bytes_kernel, r.ram_bytes_kernel, r.rom_goal_bytes_kernel
+        "kernel",
+        r.rom_bytes_kernel,
+        r.ram_bytes_kernel,
+        r.rom_goal_bytes_kernel
     );
-    println!(
+    outln!(
         "  of which: locks {} B, interrupt-to-task queue {} B (its instantiations)",
-        r.lock_rom_bytes, r.queue_rom_bytes
+        r.lock_rom_bytes,
+        r.queue_rom_bytes
     );
     if let Some(n) = r.task_capacity {
-        println!("(kernel RAM for a capacity of {n} tasks; task stacks are counted in demo_tasks)");
+        outln!("(kernel RAM for a capacity of {n} tasks; task stacks are counted in demo_tasks)");
     }
-    println!();
+    outln!();
     let s = &r.context_switch_static;
     match r.context_switch_instructions {
-        Some(n) => println!(
+        Some(n) => outln!(
             "context switch: {n} instructions, measured in QEMU (yield to a task of the same level; goal ≤ {})",
             r.context_switch_goal_instructions
         ),
-        None => println!(
+        None => outln!(
             "context switch: not measured (run firmware/mcu-demo/run-qemu.sh, or pass --log)"
         ),
     }
-    println!(
+    outln!(
         "  static: syscall trap entry + exit {} instructions (interrupts add up to {}); in \
          size: yield fast path {}, trap handler {}, Kernel::schedule {}, \
          ReadyQueue::pop_highest {}",
@@ -496,26 +505,26 @@ fn print_table(r: &Report) {
     );
     let verdict = |n: u64, goal: u64| if n <= goal { "within" } else { "OVER" };
     match r.irq_wake_instructions {
-        Some(n) => println!(
+        Some(n) => outln!(
             "interrupt to task wake-up: {n} instructions, measured in QEMU (device interrupt whose handler only notifies; {} the goal of ≤ {})",
             verdict(n, r.irq_wake_goal_instructions),
             r.irq_wake_goal_instructions
         ),
-        None => println!("interrupt to task wake-up: not measured (no QEMU log)"),
+        None => outln!("interrupt to task wake-up: not measured (no QEMU log)"),
     }
     if let Some(n) = r.irq_rx_wake_instructions {
-        println!(
+        outln!(
             "  with the demo's UART receive handler (reads the byte, queues it): {n} instructions"
         );
     }
     if let Some(n) = r.lock_uncontended_instructions {
-        println!("lock + unlock, uncontended: {n} instructions (no kernel entry)");
+        outln!("lock + unlock, uncontended: {n} instructions (no kernel entry)");
     }
     match (r.timer_interrupts, r.idle_tick_interrupts) {
         (Some(t), Some(i)) => {
-            println!("timer interrupts in the demo run: {t}, of which idle ticks: {i} (tickless)")
+            outln!("timer interrupts in the demo run: {t}, of which idle ticks: {i} (tickless)")
         }
-        _ => println!("timer interrupts: not measured (no QEMU log)"),
+        _ => outln!("timer interrupts: not measured (no QEMU log)"),
     }
 }
 
@@ -530,7 +539,7 @@ pub fn run(a: KernelSizeArgs) -> Result<ExitCode> {
     }
     let report = analyse(&a.elf, a.log.as_deref())?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_table(&report);
     }

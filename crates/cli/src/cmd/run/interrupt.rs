@@ -1,7 +1,7 @@
 //! Ctrl-C (and SIGTERM) for long-running commands: the first press asks the command to stop
 //! (a run finishes its jobs in flight and writes its report; a server gives open requests a
 //! few seconds); the second removes the resource groups and exits at once, whatever is
-//! still open. One process-wide handler, installed on first use.
+//! still open ([`exit_now`]). One process-wide handler, installed on first use.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -38,7 +38,7 @@ fn state() -> Result<&'static State> {
                 h.cleanup();
             }
             eprintln!("\ninterrupted twice: exiting now");
-            std::process::exit(130);
+            exit_now(130);
         }
         eprintln!("\n{}", s.message.get().copied().unwrap_or(RUN_STOPPING));
         let (lock, woken) = &s.pressed;
@@ -47,6 +47,20 @@ fn state() -> Result<&'static State> {
     })
     .context("installing the Ctrl-C handler")?;
     Ok(s)
+}
+
+/// Ends the process at once with `code`, every thread where it stands.
+///
+/// Why not `std::process::exit`: it runs the C library's exit handlers, C++ static
+/// destructors among them, while a worker thread may still be inside llama.cpp or ggml;
+/// their destructors free the backend registries that thread is using, and it then reads
+/// freed memory (a segmentation fault, exit 139, on a second Ctrl-C during a generation).
+/// `_exit` runs no handler; the kernel releases the memory, files and sockets. Standard
+/// error is unbuffered, so every message printed before is out.
+#[allow(unsafe_code)]
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` takes no pointer, touches no memory of this process and never returns.
+    unsafe { libc::_exit(code) }
 }
 
 /// The flag the first Ctrl-C sets.

@@ -24,7 +24,7 @@ use mmsched_scenario::Scenario;
 pub use interrupt::interrupted;
 use observe::Console;
 pub use observe::ServerFeed;
-use results_out::ResultsOut;
+use results_out::{ResultsEnd, ResultsOut};
 
 /// The scheduler to run the jobs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -175,10 +175,12 @@ pub fn run_one(
     server: Option<ServerFeed>,
     adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
-    run_one_with(p, a, kind, report_dir, policy_updates, server, adjust, None)
+    let (outcome, _) = run_one_with(p, a, kind, report_dir, policy_updates, server, adjust, None)?;
+    Ok(outcome)
 }
 
-/// [`run_one`], also writing every result to `results`.
+/// [`run_one`], also writing every result to `results`; returns how that ended (a
+/// results file that could not be written is reported after the run's report).
 #[allow(clippy::too_many_arguments)]
 fn run_one_with(
     p: &Prepared,
@@ -189,7 +191,7 @@ fn run_one_with(
     server: Option<ServerFeed>,
     adjust: &dyn Fn(&mut RunConfig),
     results: Option<ResultsOut>,
-) -> Result<RunOutcome> {
+) -> Result<(RunOutcome, Option<Result<ResultsEnd>>)> {
     let mut config = RunConfig::new(p.scenario.clone(), p.policy.clone(), kind);
     if let Some(d) = a.duration {
         config.duration_nanos = (d * 1e9) as u64;
@@ -211,11 +213,8 @@ fn run_one_with(
     adjust(&mut config);
     let mut console = Console::new(kind, server).with_results(results);
     let outcome = mmsched_pipeline::run(config, &mut console);
-    if let Some(out) = console.finish() {
-        let written = out.finish()?;
-        eprintln!("results: {written} record(s)");
-    }
-    Ok(outcome?)
+    let results = console.finish().map(ResultsOut::finish);
+    Ok((outcome?, results))
 }
 
 /// What `--serve` and `--policy-url` set up around a run.
@@ -326,8 +325,12 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         p.scenario.description(),
         a.scenario.duration.unwrap_or(p.scenario.duration_s())
     );
-    let results = a.results.as_deref().map(ResultsOut::open).transpose()?;
-    let outcome = run_one_with(
+    let results = a
+        .results
+        .as_deref()
+        .map(|path| ResultsOut::open(path, interrupt::stop_flag()?))
+        .transpose()?;
+    let (outcome, results) = run_one_with(
         &p,
         &a.scenario,
         kind,
@@ -337,22 +340,27 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         &|_| {},
         results,
     )?;
-    let files = write_report(&a.report, &outcome.summary, &outcome.series)?;
+    // The table comes first, so a report that cannot be written (a full disk) still
+    // leaves the figures on the screen, with the error after them.
+    let written = write_report(&a.report, &outcome.summary, &outcome.series);
+    let reader_gone = matches!(results, Some(Ok(ResultsEnd::ReaderGone(_))));
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.summary)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome.summary)?);
     } else {
         // With `--results -`, stdout carries only the results.
         let to_stdout = a.results.as_deref() != Some(Path::new("-"));
         let say = |line: String| {
             if to_stdout {
-                println!("{line}");
+                outln!("{line}");
             } else {
                 eprintln!("{line}");
             }
         };
         say(render_table(&outcome.summary));
-        say(format!("report: {}", files.report_html.display()));
-        say(format!("summary: {}", files.summary_json.display()));
+        if let Ok(files) = &written {
+            say(format!("report: {}", files.report_html.display()));
+            say(format!("summary: {}", files.summary_json.display()));
+        }
         if let Some(t) = &outcome.trace_file {
             say(format!(
                 "trace: {} (mmsched trace view {})",
@@ -364,6 +372,23 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     drop(feeds.watcher);
     if let Some(s) = feeds.server {
         s.stop();
+    }
+    written.with_context(|| {
+        format!(
+            "the run ended, but its report could not be written to {} (the table above has its figures): free space there or pass --report another directory",
+            a.report.display()
+        )
+    })?;
+    match results {
+        Some(Ok(ResultsEnd::Written(n))) => eprintln!("results: {n} record(s)"),
+        Some(Ok(ResultsEnd::ReaderGone(n))) => eprintln!(
+            "results: the reader of standard output went away after {n} record(s); the run stopped there"
+        ),
+        Some(Err(e)) => return Err(e),
+        None => {}
+    }
+    if reader_gone {
+        return Ok(ExitCode::from(crate::out::PIPE_CLOSED as u8));
     }
     if interrupted() {
         eprintln!("stopped early by Ctrl-C: the report covers the part that ran");

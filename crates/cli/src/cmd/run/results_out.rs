@@ -1,9 +1,13 @@
 //! `mmsched run --results FILE|-`: one NDJSON line per result, written and flushed as the
-//! run produces it, so another program can follow the file (or the pipe) live.
+//! run produces it, so another program can follow the file (or the pipe) live. When the
+//! reader of standard output goes away (`--results - | head`), the run stops as if
+//! interrupted, writes its report and exits with status 141.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use mmsched_pipeline::results::ResultRecord;
@@ -14,12 +18,25 @@ pub struct ResultsOut {
     shown: String,
     error: Option<std::io::Error>,
     written: u64,
+    /// Set when standard output's reader went away: the run stops.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+/// How writing the results ended.
+#[derive(Debug)]
+pub enum ResultsEnd {
+    /// Every record was written.
+    Written(u64),
+    /// The reader of standard output went away after this many records.
+    ReaderGone(u64),
 }
 
 impl ResultsOut {
-    /// Results to `path`, or to standard output for `-`.
-    pub fn open(path: &Path) -> Result<Self> {
-        let (out, shown): (Box<dyn Write>, String) = if path == Path::new("-") {
+    /// Results to `path`, or to standard output for `-`; `stop` is set if standard
+    /// output's reader goes away.
+    pub fn open(path: &Path, stop: Arc<AtomicBool>) -> Result<Self> {
+        let to_stdout = path == Path::new("-");
+        let (out, shown): (Box<dyn Write>, String) = if to_stdout {
             (Box::new(std::io::stdout()), "standard output".into())
         } else {
             let file = File::create(path).with_context(|| {
@@ -35,6 +52,7 @@ impl ResultsOut {
             shown,
             error: None,
             written: 0,
+            stop: to_stdout.then_some(stop),
         })
     }
 
@@ -47,17 +65,28 @@ impl ResultsOut {
         let line = r.to_json_line();
         match writeln!(self.out, "{line}").and_then(|()| self.out.flush()) {
             Ok(()) => self.written += 1,
-            Err(e) => self.error = Some(e),
+            Err(e) => {
+                if let Some(stop) = &self.stop
+                    && e.kind() == std::io::ErrorKind::BrokenPipe
+                {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                self.error = Some(e);
+            }
         }
     }
 
-    /// How many records were written; the first write error, if any.
-    pub fn finish(mut self) -> Result<u64> {
+    /// How many records were written, or the first write error other than a reader of
+    /// standard output that went away.
+    pub fn finish(mut self) -> Result<ResultsEnd> {
         let flushed = self.out.flush();
-        if let Some(e) = self.error.take() {
-            return Err(e).with_context(|| format!("writing results to {}", self.shown));
+        let error = self.error.take().map_or(flushed, Err);
+        match error {
+            Ok(()) => Ok(ResultsEnd::Written(self.written)),
+            Err(e) if self.stop.is_some() && e.kind() == std::io::ErrorKind::BrokenPipe => {
+                Ok(ResultsEnd::ReaderGone(self.written))
+            }
+            Err(e) => Err(e).with_context(|| format!("writing results to {}", self.shown)),
         }
-        flushed.with_context(|| format!("writing results to {}", self.shown))?;
-        Ok(self.written)
     }
 }

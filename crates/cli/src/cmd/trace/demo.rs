@@ -49,12 +49,12 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         .collect::<std::collections::HashSet<_>>()
         .len();
     if a.json {
-        println!(
+        outln!(
             "{}",
             json!({"out": a.out, "records": trace.records.len(), "duration_ms": duration_ms, "jobs": jobs, "demo": true})
         );
     } else {
-        println!(
+        outln!(
             "wrote DEMO trace {}: {} records, {} jobs, {:.1} s of synthetic device time (seed {})",
             a.out.display(),
             trace.records.len(),
@@ -62,7 +62,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
             duration_ms as f64 / 1000.0,
             a.seed
         );
-        println!("view it with: mmsched trace view {}", a.out.display());
+        outln!("view it with: mmsched trace view {}", a.out.display());
     }
     Ok(ExitCode::SUCCESS)
 }

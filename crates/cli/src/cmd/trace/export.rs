@@ -44,7 +44,7 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
         w.flush()
             .with_context(|| format!("cannot write {}", out.display()))?;
         if !a.json {
-            println!(
+            outln!(
                 "wrote {} (Perfetto/Chrome trace JSON; open it at ui.perfetto.dev)",
                 out.display()
             );
@@ -54,14 +54,14 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
         mmsched_trace::export::otlp::write_json_lines(&trace, create(out)?)
             .with_context(|| format!("cannot write {}", out.display()))?;
         if !a.json {
-            println!(
+            outln!(
                 "wrote {} (OTLP/JSON: traces request, then metrics request)",
                 out.display()
             );
         }
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             json!({"records": trace.records.len(), "perfetto": a.perfetto, "otlp_json": a.otlp_json})
         );

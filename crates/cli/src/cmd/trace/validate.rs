@@ -30,24 +30,24 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             .take(a.max_errors)
             .map(|e| json!({"line": e.line, "message": e.message}))
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({"file": a.file, "valid_records": v.valid_records, "error_count": v.errors.len(), "errors": errors})
         );
     } else if v.errors.is_empty() {
-        println!(
+        outln!(
             "{}: ok, {} valid records",
             a.file.display(),
             v.valid_records
         );
     } else {
         for e in v.errors.iter().take(a.max_errors) {
-            println!("{}:{}: {}", a.file.display(), e.line, e.message);
+            outln!("{}:{}: {}", a.file.display(), e.line, e.message);
         }
         if v.errors.len() > a.max_errors {
-            println!("… and {} more problems", v.errors.len() - a.max_errors);
+            outln!("… and {} more problems", v.errors.len() - a.max_errors);
         }
-        println!(
+        outln!(
             "{}: {} bad lines, {} valid records",
             a.file.display(),
             v.errors.len(),

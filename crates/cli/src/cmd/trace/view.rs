@@ -94,7 +94,7 @@ pub fn run(a: ViewArgs) -> Result<ExitCode> {
         let local = listener.local_addr().context("listener address")?;
         let app = mmsched_server::host::guard(app, config.hosts.clone(), local);
         let url = format!("http://{local}/");
-        println!(
+        outln!(
             "mmTracer: {url}  ({records} records from {}; Ctrl-C to stop)",
             a.file.display()
         );
