@@ -1,4 +1,7 @@
 //! The `mmsched` command line: the only place that uses `anyhow`.
+// Output goes through `outln!` (see `out.rs`): `println!` panics when the reader of a pipe
+// goes away.
+#![deny(clippy::print_stdout)]
 
 #[macro_use]
 mod out;

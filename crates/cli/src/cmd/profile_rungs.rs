@@ -225,13 +225,19 @@ pub fn print(profile: &DeviceProfile) {
     if profile.rungs.is_empty() {
         return;
     }
-    println!(
+    outln!(
         "\n{:<6} {:<12} {:>8} {:>8} {:>7} {:>8} {:>7}  steps: p50 × per job",
-        "kind", "rung", "job p50", "job p99", "correct", "accuracy", "CER/WER"
+        "kind",
+        "rung",
+        "job p50",
+        "job p99",
+        "correct",
+        "accuracy",
+        "CER/WER"
     );
     for (kind, rungs) in &profile.rungs {
         for r in rungs {
-            println!(
+            outln!(
                 "{:<6} {:<12} {:>8.1} {:>8.1} {:>7.3} {:>8.3} {:>7.3}  {}",
                 kind,
                 r.name,
@@ -244,7 +250,7 @@ pub fn print(profile: &DeviceProfile) {
             );
         }
     }
-    println!(
+    outln!(
         "(milliseconds, one thread; correct and accuracy are shares, 0..1; CER for vision, WER for asr)"
     );
 }

@@ -147,7 +147,7 @@ pub(super) fn measure(
 
 /// Prints one engine's comparison.
 pub(super) fn print(r: &RecBatchResult) {
-    println!(
+    outln!(
         "PP-OCRv4 rec [{}], {} lines of {} signs, ms per line (median of {}): lines per call {}",
         r.engine,
         r.lines,
@@ -161,11 +161,11 @@ pub(super) fn print(r: &RecBatchResult) {
             .collect::<Vec<_>>()
             .join(" / ")
     };
-    println!(
+    outln!(
         "  equal widths (exact):  {}",
         row(&r.same_width_ms_per_line)
     );
-    println!(
+    outln!(
         "  padded to the widest:  {}  (lines read differently: {})",
         row(&r.padded_ms_per_line),
         r.padded_lines_changed
