@@ -73,7 +73,7 @@ impl EngineKind {
 pub fn ort_unavailable() -> Option<String> {
     #[cfg(feature = "ort")]
     {
-        crate::ort::environment().err().map(|e| e.to_string())
+        crate::ort::environment().err().map(|e| e.chain())
     }
     #[cfg(not(feature = "ort"))]
     {

@@ -51,6 +51,10 @@ pub struct RunConfig {
     pub external: Option<External>,
     /// Models already loaded (shared with a server): the run loads none itself.
     pub engines: Option<crate::engines::Engines>,
+    /// Every job at this rung whatever the scheduler (`bench e2e`'s degraded baseline);
+    /// `None`: mmsched chooses per job (unless its rungs are ablated), a baseline runs the
+    /// richest rung.
+    pub rung_mode: Option<crate::book::RungMode>,
 }
 
 /// Where a run takes outside clients' requests from, and the clock their deadlines are on
@@ -100,6 +104,9 @@ pub struct Mechanisms {
     /// (`mmsched_runtime::sched::exec::thread_grant`; `MMSCHED_THREAD_GRANT=1` turns it off
     /// for every run of the process).
     pub thread_grants: bool,
+    /// Each OCR and speech job runs at the richest quality rung that meets its deadline
+    /// (off: every job at the richest rung, as the baselines run).
+    pub rungs: bool,
 }
 
 impl Default for Mechanisms {
@@ -112,6 +119,7 @@ impl Default for Mechanisms {
             routing: true,
             risk_boost: true,
             thread_grants: true,
+            rungs: true,
         }
     }
 }
@@ -119,7 +127,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 7] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 8] {
         let all = Mechanisms::default();
         [
             (
@@ -171,6 +179,13 @@ impl Mechanisms {
                     ..all
                 },
             ),
+            (
+                "no-rungs",
+                Mechanisms {
+                    rungs: false,
+                    ..all
+                },
+            ),
         ]
     }
 }
@@ -196,6 +211,19 @@ impl RunConfig {
             profile: None,
             external: None,
             engines: None,
+            rung_mode: None,
+        }
+    }
+
+    /// How the run's jobs get their quality rungs.
+    pub fn effective_rung_mode(&self) -> crate::book::RungMode {
+        use crate::book::RungMode;
+        match self.rung_mode {
+            Some(m) => m,
+            None if self.scheduler == SchedulerKind::Mmsched && self.mechanisms.rungs => {
+                RungMode::Adaptive
+            }
+            None => RungMode::Richest,
         }
     }
 

@@ -5,12 +5,32 @@
 
 use std::sync::mpsc::Sender;
 
+use mmsched_core::rungs::{AsrRung, Rungs, VisionRung};
 use mmsched_runtime::sched::Work;
 
 use crate::engines::Engines;
 use crate::jobs::{self, Output};
 use crate::request::{Cancel, Input};
 use crate::stats::Kind;
+
+/// The quality rung a job runs at: one of the policy's rungs of its model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rung {
+    /// OCR at this detector input and line limit.
+    Vision(VisionRung),
+    /// Whisper over this encoder span.
+    Asr(AsrRung),
+}
+
+impl Rung {
+    /// The rung's name, as traces, results and the profile show it.
+    pub fn name(&self) -> &str {
+        match self {
+            Rung::Vision(r) => &r.name,
+            Rung::Asr(r) => &r.name,
+        }
+    }
+}
 
 /// One request's job, as the book orders it from the models.
 #[derive(Debug)]
@@ -25,6 +45,11 @@ pub struct JobOrder {
     pub preemptible: bool,
     /// Set when the client no longer wants the answer.
     pub cancel: Cancel,
+    /// The rung to run at (none: the model's richest default rung).
+    pub rung: Option<Rung>,
+    /// Run every step of the job in one dispatch (OCR beside a camera whose standing
+    /// reservation is booked for whole frames).
+    pub fused: bool,
 }
 
 /// The models of a runtime. Each job's work sends its [`Output`] tagged with its job
@@ -71,19 +96,32 @@ impl Models for Engines {
     }
 
     fn work(&self, o: JobOrder) -> Box<dyn Work> {
+        let defaults = Rungs::default();
         match o.input {
-            Input::Frame(frame) => match self.ocr.is_empty() {
-                true => jobs::missing("OCR"),
-                false => jobs::vision(self.ocr.clone(), frame, o.tag, o.out),
-            },
+            Input::Frame(frame) => {
+                let rung = match &o.rung {
+                    Some(Rung::Vision(r)) => r,
+                    _ => &defaults.vision()[0],
+                };
+                match self.ocr.is_empty() {
+                    true => jobs::missing("OCR"),
+                    false => jobs::vision(self.ocr.clone(), frame, rung, o.fused, o.tag, o.out),
+                }
+            }
             Input::Chunk { samples, .. } => match &self.vad {
                 Some(vad) => jobs::vad(vad.clone(), samples, o.tag, o.out),
                 None => jobs::missing("VAD"),
             },
-            Input::Utterance(samples) => match &self.asr {
-                Some(asr) => jobs::asr(asr.clone(), samples, o.tag, o.out),
-                None => jobs::missing("speech recognition"),
-            },
+            Input::Utterance(samples) => {
+                let rung = match &o.rung {
+                    Some(Rung::Asr(r)) => r,
+                    _ => &defaults.asr()[0],
+                };
+                match &self.asr {
+                    Some(asr) => jobs::asr(asr.clone(), samples, rung, o.tag, o.out),
+                    None => jobs::missing("speech recognition"),
+                }
+            }
             Input::Prompt(prompt) => match &self.llm {
                 Some(pool) => {
                     jobs::llm(pool.clone(), prompt, o.preemptible, o.cancel, o.tag, o.out)

@@ -51,6 +51,9 @@ pub struct ResultRecord {
     /// LLM: tokens generated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u32>,
+    /// The quality rung the job ran at (OCR, speech recognition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung: Option<String>,
 }
 
 /// The times of a result on the device timeline, in nanoseconds.
@@ -88,6 +91,7 @@ impl ResultRecord {
             lines: None,
             segment_ms: None,
             tokens: None,
+            rung: None,
         }
     }
 

@@ -48,6 +48,8 @@ pub struct JobSpan<'a> {
     pub stage: &'a str,
     /// Where its request came from (`streams`, `api`).
     pub origin: &'a str,
+    /// Its quality rung, for a model with rungs.
+    pub rung: Option<&'a str>,
 }
 
 /// The wall-clock time now, in nanoseconds since 1970 (0 on a clock set before 1970). Read
@@ -135,6 +137,9 @@ impl TraceOut {
         job.attrs
             .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
         job.attrs.insert(attr::ORIGIN.into(), json!(j.origin));
+        if let Some(rung) = j.rung {
+            job.attrs.insert(attr::RUNG.into(), json!(rung));
+        }
         let parent = job.span_id;
         self.write(&job);
         for (name, from, to) in [

@@ -87,6 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sla_ms: sla,
         sla_rule: None,
         origin: Default::default(),
+        rung_counts: Default::default(),
     };
     let mut summary = RunSummary {
         scenario: "ar-glasses <preview>".into(),

@@ -157,6 +157,9 @@ pub struct ModalitySummary {
     /// sensors) and `api` (HTTP and library clients); each accounts for its own `offered`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub origin: std::collections::BTreeMap<String, OriginSummary>,
+    /// Jobs run at each quality rung of the model, by rung name (OCR, speech recognition).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub rung_counts: std::collections::BTreeMap<String, u64>,
 }
 
 /// One modality's outcomes from one origin (see [`ModalitySummary::origin`]).

@@ -30,6 +30,7 @@ pub(crate) fn sample() -> RunSummary {
         sla_ms,
         sla_rule: None,
         origin: Default::default(),
+        rung_counts: Default::default(),
     };
     RunSummary {
         scenario: "ar-glasses".into(),

@@ -82,6 +82,8 @@ pub mod attr {
     /// On a job span: where its request came from, `streams` (a scenario's sensors) or
     /// `api` (an HTTP or library client).
     pub const ORIGIN: &str = "origin";
+    /// On a job span: the quality rung it ran at (e.g. `det256`, `audio`).
+    pub const RUNG: &str = "rung";
 }
 
 /// One clock domain that timestamps in the trace came from.

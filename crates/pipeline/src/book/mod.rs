@@ -11,7 +11,9 @@
 //! Files: `mod.rs` the book and booking, `steps.rs` what the end of a step does,
 //! `text.rs` a text request's progress and figures.
 
+mod costs;
 mod record;
+mod rungs;
 mod steps;
 mod text;
 
@@ -22,19 +24,20 @@ use mmsched_core::arbiter::ClassId;
 use mmsched_core::policy::Policy;
 use mmsched_core::steps::{Chain, Deferred};
 use mmsched_core::time::Nanos;
-use mmsched_runtime::sched::cost::CostModel;
 use mmsched_runtime::sched::{ExecEvent, Executor, SchedulerKind, Task, TaskInfo, Work};
 use mmsched_trace::ids::TraceId;
 
 use crate::config::Mechanisms;
 use crate::jobs::Output;
-use crate::models::{JobOrder, Models};
-use crate::request::{Cancel, Origin, Request, ShedReason, Update, UpdateSink};
+use crate::models::{JobOrder, Models, Rung};
+use crate::request::{Cancel, Input, Origin, Request, ShedReason, Update, UpdateSink};
 use crate::run::Observer;
 use crate::stats::{Kind, RunStats};
 use crate::trace_out::TraceOut;
 
+use costs::Costs;
 pub use record::{JobEnd, JobRecord};
+pub use rungs::RungMode;
 pub use text::TextFigures;
 use text::TextProgress;
 
@@ -137,6 +140,10 @@ struct Job {
     /// Steps run, and their time on the workers.
     steps: u32,
     work: Nanos,
+    /// Its quality rung (chosen when it is admitted).
+    rung: Option<Rung>,
+    /// The kind of the step in flight (for the cost model), if its steps differ.
+    running: Option<&'static str>,
     /// A text request's tokens so far.
     text: Option<TextProgress>,
 }
@@ -147,6 +154,7 @@ struct Job {
 struct Rules {
     scheduler: SchedulerKind,
     mechanisms: Mechanisms,
+    rungs: RungMode,
 }
 
 impl Rules {
@@ -166,8 +174,8 @@ impl Rules {
 /// The book. See the [module docs](self).
 pub struct Book {
     jobs: HashMap<u64, Job>,
-    /// Requests beyond their kind's capacity, in arrival order, with their work.
-    waiting: [VecDeque<(u64, Box<dyn Work>)>; 4],
+    /// Requests beyond their kind's capacity, in arrival order, with their input.
+    waiting: [VecDeque<(u64, Input)>; 4],
     /// Jobs of each kind handed to the executor (or deferred) and not ended.
     admitted: [usize; 4],
     /// Jobs of each kind the models can run at once.
@@ -178,8 +186,13 @@ pub struct Book {
     rx: Receiver<Output>,
     outputs: HashMap<u64, Output>,
     next_tag: u64,
-    cost: CostModel,
+    costs: Costs,
     classes: [ClassId; 4],
+    /// General lanes (the voice-activity lane aside).
+    general_lanes: usize,
+    /// OCR runs its steps back to back in one dispatch (while the camera holds a standing
+    /// reservation, whose occurrence is booked for a whole frame).
+    fuse_vision: bool,
     /// (class, lane) pairs that have run a step: a model's first step on a lane is not a
     /// cost to predict from.
     warm: HashSet<(ClassId, usize)>,
@@ -222,26 +235,22 @@ pub struct Ctx<'a> {
 }
 
 impl Book {
-    /// An empty book for `exec`'s classes, with cost priors per kind (nanoseconds, in
-    /// [`Kind::ALL`] order) and the models' capacities.
+    /// An empty book for `exec`'s classes, with costs predicted from `profile` until
+    /// measured, the models' capacities, and `general_lanes` general lanes.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         exec: &mut dyn Executor,
         models: &dyn Models,
-        priors: [Option<Nanos>; 4],
+        profile: mmsched_sim::profile::Profile,
         policy: &Policy,
         mechanisms: Mechanisms,
+        rungs: RungMode,
+        general_lanes: usize,
         start: Nanos,
         stats: RunStats,
         trace: TraceOut,
     ) -> Self {
         let classes = Kind::ALL.map(|k| exec.class(k.as_str()));
-        let mut cost = CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS);
-        for (class, prior) in classes.iter().zip(priors) {
-            if let Some(p) = prior {
-                cost.set_prior(*class, p);
-            }
-        }
         let (tx, rx) = channel();
         Self {
             jobs: HashMap::new(),
@@ -253,13 +262,16 @@ impl Book {
             rx,
             outputs: HashMap::new(),
             next_tag: 0,
-            cost,
+            costs: Costs::new(profile),
             classes,
+            general_lanes,
+            fuse_vision: false,
             warm: HashSet::new(),
             events: Vec::new(),
             rules: Rules {
                 scheduler: exec.kind(),
                 mechanisms,
+                rungs,
             },
             policy: policy.clone(),
             start,
@@ -275,9 +287,16 @@ impl Book {
         self.classes[kind.index()]
     }
 
-    /// The predicted cost of `kind`'s next step at `now`.
-    pub fn predict(&self, kind: Kind, now: Nanos) -> Nanos {
-        self.cost.predict(self.class(kind), now)
+    /// The predicted cost of a whole `kind` job at its model's richest rung at `now`.
+    pub fn predict_job(&mut self, kind: Kind, now: Nanos) -> Nanos {
+        let rung = self.rungs_of_richest(kind);
+        self.costs.job(kind, &rung, now)
+    }
+
+    /// OCR runs its steps back to back in one dispatch (`on`: while the camera holds a
+    /// standing reservation booked for whole frames) or one at a time.
+    pub fn fuse_vision(&mut self, on: bool) {
+        self.fuse_vision = on;
     }
 
     /// Uses `policy`'s class importance from the next step on (hot reload).
@@ -315,13 +334,6 @@ impl Book {
             crate::request::Input::Chunk { index, .. } => *index,
             _ => 0,
         };
-        let work = cx.models.work(JobOrder {
-            input: req.input,
-            tag,
-            out: self.tx.clone(),
-            preemptible: self.rules.preemptible(),
-            cancel: req.cancel.clone(),
-        });
         self.jobs.insert(
             tag,
             Job {
@@ -340,10 +352,12 @@ impl Book {
                 started: None,
                 steps: 0,
                 work: 0,
+                rung: None,
+                running: None,
                 text,
             },
         );
-        self.waiting[kind.index()].push_back((tag, work));
+        self.waiting[kind.index()].push_back((tag, req.input));
         self.start_waiting(cx, now);
     }
 
@@ -353,28 +367,47 @@ impl Book {
         for kind in Kind::ALL {
             let k = kind.index();
             while self.admitted[k] < self.capacity[k] {
-                let Some((tag, work)) = self.waiting[k].pop_front() else {
+                let Some((tag, input)) = self.waiting[k].pop_front() else {
                     break;
                 };
                 if self.jobs.get(&tag).is_some_and(|j| j.cancel.is_cancelled()) {
                     self.abandon(tag);
                     continue;
                 }
+                let rung = self.choose_rung(tag, now);
+                let Some(j) = self.jobs.get_mut(&tag) else {
+                    continue;
+                };
+                j.admitted = true;
+                j.rung = rung.clone();
+                let order = JobOrder {
+                    input,
+                    tag,
+                    out: self.tx.clone(),
+                    preemptible: self.rules.preemptible(),
+                    cancel: j.cancel.clone(),
+                    rung,
+                    fused: kind == Kind::Vision && self.fuse_vision,
+                };
+                let work = cx.models.work(order);
                 self.admitted[k] += 1;
-                if let Some(j) = self.jobs.get_mut(&tag) {
-                    j.admitted = true;
-                }
                 self.stats.job(kind);
                 self.submit_step(cx.exec, now, tag, work);
             }
         }
     }
 
-    /// The task info of `tag`'s next step at `now`: the one place it is built.
-    fn task_info(&self, now: Nanos, tag: u64) -> Option<TaskInfo> {
+    /// The task info of `tag`'s next step (of kind `step`) at `now`: the one place it is
+    /// built.
+    fn task_info(&mut self, now: Nanos, tag: u64, step: Option<&'static str>) -> Option<TaskInfo> {
+        let (kind, rung) = {
+            let j = self.jobs.get_mut(&tag)?;
+            j.running = step;
+            (j.kind, j.rung.as_ref().map_or("", |r| r.name()).to_string())
+        };
+        let predicted = self.costs.step(kind, &rung, step, now);
         let job = self.jobs.get(&tag)?;
         let class = self.class(job.kind);
-        let predicted = self.cost.predict(class, now);
         let spread = self.rules.spreads_text_deadlines();
         let deadline_nanos = job.chain.next_deadline(now, predicted, spread);
         Some(TaskInfo {
@@ -382,9 +415,7 @@ impl Book {
             modality: job.kind.modality(),
             deadline_nanos,
             predicted_cost_nanos: predicted,
-            importance: job
-                .importance
-                .unwrap_or_else(|| self.policy.importance(job.kind.as_str())),
+            importance: self.importance_of(job),
             committed: job.chain.committed(),
             tag,
         })
@@ -392,7 +423,7 @@ impl Book {
 
     /// Submits `tag`'s next step.
     fn submit_step(&mut self, exec: &mut dyn Executor, now: Nanos, tag: u64, work: Box<dyn Work>) {
-        if let Some(info) = self.task_info(now, tag) {
+        if let Some(info) = self.task_info(now, tag, work.next_step()) {
             exec.submit(now, Task { info, work });
         }
     }
@@ -478,9 +509,8 @@ impl Book {
             origin: job.origin,
             release_nanos: job.release,
             deadline_nanos: job.deadline,
-            importance: job
-                .importance
-                .unwrap_or_else(|| self.policy.importance(job.kind.as_str())),
+            importance: self.importance_of(job),
+            rung: job.rung.as_ref().map(|r| r.name().to_string()),
             steps: job.steps,
             work_nanos: job.work,
             tokens: job.text.as_ref().map_or(0, TextProgress::tokens),

@@ -36,6 +36,8 @@ pub struct JobRecord {
     pub deadline_nanos: Nanos,
     /// The importance it was scheduled with (its last step's).
     pub importance: f64,
+    /// The quality rung it ran at (none for a kind without rungs).
+    pub rung: Option<String>,
     /// Steps it ran.
     pub steps: u32,
     /// Time its steps took on their workers, summed, nanoseconds.

@@ -40,7 +40,11 @@ impl Book {
                 }
                 if !self.warm.insert((info.class, worker)) {
                     let cost = ended_nanos.saturating_sub(started_nanos);
-                    self.cost.record(info.class, cost, ended_nanos);
+                    if let Some(j) = self.jobs.get(&tag) {
+                        let rung = j.rung.as_ref().map_or("", |r| r.name()).to_string();
+                        self.costs
+                            .record_step(j.kind, &rung, j.running, cost, ended_nanos);
+                    }
                 }
                 let output = self.outputs.remove(&tag);
                 let trace_id = self.trace_step(
@@ -98,12 +102,13 @@ impl Book {
         (start, end): (Nanos, Nanos),
         output: Option<&Output>,
     ) -> TraceId {
-        let (kind, release, deadline, origin) = self
-            .jobs
-            .get(&tag)
-            .map_or((Kind::Vision, start, end, "streams"), |j| {
-                (j.kind, j.release, j.deadline, j.origin.as_str())
-            });
+        let (kind, release, deadline, origin, rung) =
+            self.jobs
+                .get(&tag)
+                .map_or((Kind::Vision, start, end, "streams", None), |j| {
+                    let rung = j.rung.as_ref().map(|r| r.name().to_string());
+                    (j.kind, j.release, j.deadline, j.origin.as_str(), rung)
+                });
         let stage_name = match output {
             Some(Output::Llm { tokens: 0, .. }) => stage::PREFILL,
             _ if kind == Kind::Llm => stage::DECODE,
@@ -121,6 +126,7 @@ impl Book {
             deadline_nanos: deadline,
             stage: stage_name,
             origin,
+            rung: rung.as_deref(),
         })
     }
 
@@ -192,6 +198,11 @@ impl Book {
         };
         self.release(job.kind);
         let end = step.ended;
+        if job.running.is_some() {
+            // A job of several kinds of step: its whole cost, for choosing rungs.
+            let rung = job.rung.as_ref().map_or("", |r| r.name()).to_string();
+            self.costs.record_job(job.kind, &rung, job.work, end);
+        }
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
@@ -269,6 +280,7 @@ impl Book {
         let text = reply.text().trim().to_string();
         let mut r = ResultRecord::new(trace.to_hex(), &job.stream, job.kind, times, text);
         r.origin = job.origin.as_str();
+        r.rung = job.rung.as_ref().map(|r| r.name().to_string());
         match reply {
             Result_::Lines(l) => r.lines = Some(l.iter().map(|l| l.text.clone()).collect()),
             Result_::Text { tokens, .. } => r.tokens = Some(*tokens),

@@ -153,7 +153,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
     // the run has measured its own costs.
     let profile = config.resolve_profile()?;
     platform_notes.push(format!("cost priors from {}", profile.source));
-    let priors = crate::api::cost_priors(&profile).map(Some);
+
     let ingest = ingest_of(&scenario);
     let audio = inputs.mic.as_ref().map(|(_, s)| {
         AudioPath::new(
@@ -173,16 +173,22 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         platform_notes.push(format!("power: {status}"));
         p
     });
-    let book = Book::new(
+    let general = scenario.device().workers.unwrap_or(2).max(1) as usize;
+    let mut book = Book::new(
         &mut *exec,
         &*models,
-        priors,
+        profile,
         &config.policy,
         config.mechanisms,
+        config.effective_rung_mode(),
+        general,
         start,
         RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
         trace,
     );
+    // A camera's standing reservation is booked for whole frames: OCR runs a frame's steps
+    // in one dispatch there (for every scheduler alike).
+    book.fuse_vision(inputs.camera.is_some());
     let mut r = Run {
         end: start.saturating_add(config.duration_nanos),
         start,
@@ -304,6 +310,18 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             std::mem::take(&mut self.monitor.actions),
             &totals,
         );
+        let mut summary = summary;
+        for r in &jobs {
+            if let Some(rung) = &r.rung {
+                let m = match r.kind {
+                    Kind::Vision => &mut summary.vision,
+                    Kind::Vad => &mut summary.vad,
+                    Kind::Asr => &mut summary.asr,
+                    Kind::Llm => &mut summary.llm.modality,
+                };
+                *m.rung_counts.entry(rung.clone()).or_default() += 1;
+            }
+        }
         let mut series = std::mem::take(&mut self.monitor.series);
         series.thin_ldti(20_000);
         let Run { book, exec, .. } = self;

@@ -124,7 +124,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let period = (1e9 / fps) as Nanos * if halved { 2 } else { 1 };
         let latency = (s.latency_ms * 1e6) as Nanos;
         let class = self.book.class(Kind::Vision);
-        let cost = self.book.predict(Kind::Vision, now);
+        let cost = self.book.predict_job(Kind::Vision, now);
         // The next frame's arrival: frames are captured on the camera's cadence from the
         // start of the inputs, and arrive after the stream's latency.
         let k = now.saturating_sub(self.start) / period + 1;
@@ -150,7 +150,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let Some((booked, halved)) = self.vision.booking else {
             return;
         };
-        let cost = self.book.predict(Kind::Vision, now);
+        let cost = self.book.predict_job(Kind::Vision, now);
         if cost.abs_diff(booked) * 10 > booked {
             self.rebook_camera(now, halved);
         }

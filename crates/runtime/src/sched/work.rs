@@ -103,6 +103,13 @@ pub trait Work: Send {
     fn grant_threads(&mut self, threads: usize) {
         let _ = threads;
     }
+
+    /// The kind of the next step (e.g. `detect`, `recognize`, `encoder-layers`, `decode`),
+    /// for a cost model that predicts each kind of step apart; `None` when every step of
+    /// the job is alike (the default).
+    fn next_step(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl<F> Work for F

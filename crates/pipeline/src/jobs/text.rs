@@ -1,24 +1,14 @@
-//! The one job factory: the [`Work`] a worker runs for each kind of request — OCR on a
-//! frame, voice activity on a chunk, Whisper on an utterance, text generation token by
-//! token — and the [`Output`] each step sends back when it ends. Every client's request
-//! (a stream's, an HTTP client's, the library's) becomes its job here, so a fix to a
-//! model's work reaches them all.
-//!
-//! Results travel on their own channel, tagged with the book's job number: a step sends its
-//! output before it returns, so by the time the scheduler reports the step done the output
-//! is waiting. A failure is the step's `Err`, a typed [`WorkError`].
+//! Text generation a token at a time, in a session of its own.
 
 use std::sync::mpsc::Sender;
 
-use mmsched_backends::audio::AudioClip;
+use mmsched_backends::Backend;
 use mmsched_backends::llm::StepStages;
-use mmsched_backends::ocr::{OcrLine, OcrPipeline};
-use mmsched_backends::probe::{StageTiming, run_timed};
-use mmsched_backends::{Backend, BackendError, RgbFrame};
-use mmsched_core::time::{Clock, MonotonicClock, Nanos};
+use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 
-use crate::engines::{LlmLease, LlmPool, Shared, lock};
+use super::{Output, work_error};
+use crate::engines::{LlmLease, LlmPool};
 use crate::request::{Cancel, Finish, Prompt};
 use crate::stop::StopFilter;
 
@@ -40,180 +30,6 @@ pub const SHARED_PREFILL_CHUNK_TOKENS: usize = 4;
 /// preemption): a 64-token chunk keeps the prefill at full speed (a 200-token prompt takes
 /// 1.6 s at one thread; 3.5 s in 4-token chunks).
 pub const ALONE_PREFILL_CHUNK_TOKENS: usize = 64;
-
-/// What a finished step produced.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    /// OCR lines of one frame.
-    Vision {
-        /// The book's job number.
-        tag: u64,
-        /// The lines read, top to bottom, with boxes and scores.
-        lines: Vec<OcrLine>,
-        /// Stage timing.
-        timing: StageTiming,
-    },
-    /// Speech probability of one 32 ms chunk.
-    Vad {
-        /// The book's job number.
-        tag: u64,
-        /// Probability in [0, 1].
-        prob: f32,
-        /// Stage timing.
-        timing: StageTiming,
-    },
-    /// Transcript of one utterance.
-    Asr {
-        /// The book's job number.
-        tag: u64,
-        /// The text.
-        text: String,
-        /// Stage timing.
-        timing: StageTiming,
-    },
-    /// One text step: a prefill chunk (maybe with the first token) or one decoded token;
-    /// without token preemption, the whole request.
-    Llm {
-        /// The book's job number.
-        tag: u64,
-        /// The text the step adds to the answer (stop sequences held back and removed).
-        text: String,
-        /// Tokens the step produced.
-        tokens: u32,
-        /// When the step's first token was ready, after the step started.
-        first_token_after_nanos: Nanos,
-        /// Why generation ended, when it did.
-        finish: Option<Finish>,
-        /// Stage timing inside the model (KV cache, attention, rest).
-        stages: StepStages,
-        /// Wall time of the step.
-        nanos: Nanos,
-    },
-}
-
-impl Output {
-    /// The job number it belongs to.
-    pub fn tag(&self) -> u64 {
-        match self {
-            Output::Vision { tag, .. }
-            | Output::Vad { tag, .. }
-            | Output::Asr { tag, .. }
-            | Output::Llm { tag, .. } => *tag,
-        }
-    }
-}
-
-/// A model's failure as the scheduler reports it: the input's fault or the engine's.
-pub fn work_error(model: &'static str, e: BackendError) -> WorkError {
-    if e.is_input() {
-        WorkError::Input {
-            model,
-            source: Box::new(e),
-        }
-    } else {
-        WorkError::Engine {
-            model,
-            source: Box::new(e),
-        }
-    }
-}
-
-/// A job whose model is not loaded: its step fails, naming the model.
-pub fn missing(model: &'static str) -> Box<dyn Work> {
-    Box::new(move || Err(WorkError::NoModel { model }))
-}
-
-/// OCR on one frame, on whichever of the pipelines is free.
-pub fn vision(
-    pool: Vec<Shared<OcrPipeline>>,
-    frame: RgbFrame,
-    tag: u64,
-    out: Sender<Output>,
-) -> Box<dyn Work> {
-    Box::new(move || {
-        let clock = MonotonicClock::new();
-        // Take a free pipeline; if all are busy (never while the book keeps vision jobs
-        // to the pool's size), wait for the first.
-        let guard = pool
-            .iter()
-            .find_map(|p| p.try_lock().ok())
-            .or_else(|| pool.first().map(|p| lock(p)));
-        let Some(mut ocr) = guard else {
-            return Err(WorkError::NoModel { model: "OCR" });
-        };
-        let (lines, timing) =
-            run_timed(&mut *ocr, &frame, &clock).map_err(|e| work_error("OCR", e))?;
-        let _ = out.send(Output::Vision { tag, lines, timing });
-        Ok(StepOutcome::Finished)
-    })
-}
-
-/// Silero VAD on one 512-sample chunk.
-pub fn vad(
-    model: Shared<mmsched_backends::vad::SileroVad>,
-    chunk: Vec<f32>,
-    tag: u64,
-    out: Sender<Output>,
-) -> Box<dyn Work> {
-    Box::new(move || {
-        let clock = MonotonicClock::new();
-        let (prob, timing) =
-            run_timed(&mut *lock(&model), &chunk, &clock).map_err(|e| work_error("VAD", e))?;
-        let _ = out.send(Output::Vad { tag, prob, timing });
-        Ok(StepOutcome::Finished)
-    })
-}
-
-/// Whisper on one utterance, on the threads the scheduler granted its step
-/// ([`Work::grant_threads`]; the ggml engine takes them, candle's keep their own pool).
-pub fn asr(
-    model: Shared<mmsched_backends::asr::AsrSession>,
-    samples: Vec<f32>,
-    tag: u64,
-    out: Sender<Output>,
-) -> Box<dyn Work> {
-    Box::new(AsrWork {
-        model,
-        clip: AudioClip {
-            samples,
-            sample_rate_hz: 16_000,
-        },
-        tag,
-        out,
-        granted: 1,
-    })
-}
-
-/// One utterance waiting for its step.
-struct AsrWork {
-    model: Shared<mmsched_backends::asr::AsrSession>,
-    clip: AudioClip,
-    tag: u64,
-    out: Sender<Output>,
-    /// Intra-op threads granted for the step.
-    granted: usize,
-}
-
-impl Work for AsrWork {
-    fn grant_threads(&mut self, threads: usize) {
-        self.granted = threads.max(1);
-    }
-
-    fn step(&mut self) -> Result<StepOutcome, WorkError> {
-        let clock = MonotonicClock::new();
-        let mut session = lock(&self.model);
-        // An engine with a fixed thread count ignores the grant.
-        let _ = session.grant_threads(self.granted);
-        let (text, timing) = run_timed(&mut *session, &self.clip, &clock)
-            .map_err(|e| work_error("speech recognition", e))?;
-        let _ = self.out.send(Output::Asr {
-            tag: self.tag,
-            text: text.trim().to_string(),
-            timing,
-        });
-        Ok(StepOutcome::Finished)
-    }
-}
 
 /// One text request, generated step by step in a session of its own (leased from the pool
 /// at its first step, so no other request shares or clears its KV cache): the first steps

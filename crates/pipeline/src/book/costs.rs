@@ -1,0 +1,131 @@
+//! The book's one cost model: what a step will cost, by the kind of job, its quality rung
+//! and the kind of step (`detect`, `recognize`, `mel`, `encoder-layers`, `decode`, …: a
+//! Whisper decoding step costs a fraction of an encoder step), and what a whole job costs
+//! at each rung (for choosing rungs). Each key learns from the steps and jobs that ran
+//! (a high percentile of the recent ones, trusted for [`super::COST_MAX_AGE_NANOS`]); until
+//! it has, the device profile's figure stands in (the rung's measured step or job cost,
+//! else the kind's one-job cost).
+
+use std::collections::HashMap;
+
+use mmsched_core::arbiter::ClassId;
+use mmsched_core::time::Nanos;
+use mmsched_runtime::sched::cost::CostModel;
+use mmsched_sim::profile::Profile;
+
+use super::{COST_MAX_AGE_NANOS, COST_MIN_SAMPLES, COST_WINDOW};
+use crate::stats::Kind;
+
+/// What a cost is of: a step (of a kind, at a rung) or a whole job at a rung.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    kind: Kind,
+    /// The rung's name (empty for a kind without rungs).
+    rung: String,
+    /// The kind of step, or `job` for a whole job.
+    what: &'static str,
+}
+
+/// The label of a whole job's cost.
+const JOB: &str = "job";
+
+/// Step and job costs by key.
+pub(super) struct Costs {
+    model: CostModel,
+    ids: HashMap<Key, ClassId>,
+    /// The device profile's figures (priors until measured).
+    profile: Profile,
+    /// Per kind, the cost of one job or step when the profile says nothing finer.
+    fallback: [Nanos; 4],
+}
+
+impl std::fmt::Debug for Costs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Costs")
+            .field("keys", &self.ids.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Costs {
+    pub(super) fn new(profile: Profile) -> Self {
+        let fallback = crate::api::cost_priors(&profile);
+        Self {
+            model: CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS),
+            ids: HashMap::new(),
+            profile,
+            fallback,
+        }
+    }
+
+    /// The prior of `key`: the profile's P99 for the rung's step or job, else the kind's.
+    fn prior(&self, key: &Key) -> Nanos {
+        let rung = self.profile.doc.rung(key.kind.as_str(), &key.rung);
+        let measured = match (rung, key.what) {
+            (Some(r), JOB) => Some(r.job.p99_nanos),
+            (Some(r), step) => r.step(step).map(|s| s.stats.p99_nanos),
+            (None, _) => None,
+        };
+        measured.unwrap_or(self.fallback[key.kind.index()])
+    }
+
+    fn id(&mut self, key: Key) -> ClassId {
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        // Ids of their own: the cost model keys by class, and these are never the
+        // executor's.
+        let id = ClassId(1_000_000 + self.ids.len() as u32);
+        let prior = self.prior(&key);
+        self.model.set_prior(id, prior);
+        self.ids.insert(key, id);
+        id
+    }
+
+    fn key(kind: Kind, rung: &str, what: &'static str) -> Key {
+        Key {
+            kind,
+            rung: rung.to_string(),
+            what,
+        }
+    }
+
+    /// The predicted cost of the next step of a `kind` job at `rung` (`step`: the kind of
+    /// step, when the job's steps differ).
+    pub(super) fn step(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        step: Option<&'static str>,
+        now: Nanos,
+    ) -> Nanos {
+        let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
+        self.model.predict(id, now)
+    }
+
+    /// A step of that key took `cost` and ended at `at`.
+    pub(super) fn record_step(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        step: Option<&'static str>,
+        cost: Nanos,
+        at: Nanos,
+    ) {
+        let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
+        self.model.record(id, cost, at);
+    }
+
+    /// The predicted cost of a whole `kind` job at `rung`.
+    pub(super) fn job(&mut self, kind: Kind, rung: &str, now: Nanos) -> Nanos {
+        let id = self.id(Self::key(kind, rung, JOB));
+        self.model.predict(id, now)
+    }
+
+    /// A whole `kind` job at `rung` took `cost` of work and ended at `at` (a job of one
+    /// step was already recorded as its step).
+    pub(super) fn record_job(&mut self, kind: Kind, rung: &str, cost: Nanos, at: Nanos) {
+        let id = self.id(Self::key(kind, rung, JOB));
+        self.model.record(id, cost, at);
+    }
+}

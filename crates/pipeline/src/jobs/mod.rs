@@ -1,0 +1,132 @@
+//! The one job factory: the [`Work`] a worker runs for each kind of request — OCR on a
+//! frame, voice activity on a chunk, Whisper on an utterance, text generation token by
+//! token — and the [`Output`] each step sends back when it ends. Every client's request
+//! (a stream's, an HTTP client's, the library's) becomes its job here, so a fix to a
+//! model's work reaches them all.
+//!
+//! Results travel on their own channel, tagged with the book's job number: a step sends its
+//! output before it returns, so by the time the scheduler reports the step done the output
+//! is waiting. A failure is the step's `Err`, a typed [`WorkError`].
+
+//! Files: `mod.rs` the outputs, failures and the VAD's one-step job; `vision.rs` OCR in
+//! steps (detection, then recognition a batch of lines at a time); `speech.rs` Whisper in
+//! steps (log-mel, the encoder a block at a time, the decoder a token at a time); `text.rs`
+//! text generation a token at a time in a session of its own.
+
+mod speech;
+mod text;
+mod vision;
+
+use std::sync::mpsc::Sender;
+
+use mmsched_backends::BackendError;
+use mmsched_backends::llm::StepStages;
+use mmsched_backends::ocr::OcrLine;
+use mmsched_backends::probe::{StageTiming, run_timed};
+use mmsched_core::time::{MonotonicClock, Nanos};
+use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
+
+use crate::engines::{Shared, lock};
+use crate::request::Finish;
+
+pub use speech::{ASR_LAYERS_PER_STEP, asr};
+pub use text::{ALONE_PREFILL_CHUNK_TOKENS, SHARED_PREFILL_CHUNK_TOKENS, llm};
+pub use vision::{OCR_LINES_PER_STEP, vision};
+
+/// What a finished step produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// OCR lines of one frame.
+    Vision {
+        /// The book's job number.
+        tag: u64,
+        /// The lines read, top to bottom, with boxes and scores.
+        lines: Vec<OcrLine>,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// Speech probability of one 32 ms chunk.
+    Vad {
+        /// The book's job number.
+        tag: u64,
+        /// Probability in [0, 1].
+        prob: f32,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// Transcript of one utterance.
+    Asr {
+        /// The book's job number.
+        tag: u64,
+        /// The text.
+        text: String,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// One text step: a prefill chunk (maybe with the first token) or one decoded token;
+    /// without token preemption, the whole request.
+    Llm {
+        /// The book's job number.
+        tag: u64,
+        /// The text the step adds to the answer (stop sequences held back and removed).
+        text: String,
+        /// Tokens the step produced.
+        tokens: u32,
+        /// When the step's first token was ready, after the step started.
+        first_token_after_nanos: Nanos,
+        /// Why generation ended, when it did.
+        finish: Option<Finish>,
+        /// Stage timing inside the model (KV cache, attention, rest).
+        stages: StepStages,
+        /// Wall time of the step.
+        nanos: Nanos,
+    },
+}
+
+impl Output {
+    /// The job number it belongs to.
+    pub fn tag(&self) -> u64 {
+        match self {
+            Output::Vision { tag, .. }
+            | Output::Vad { tag, .. }
+            | Output::Asr { tag, .. }
+            | Output::Llm { tag, .. } => *tag,
+        }
+    }
+}
+
+/// A model's failure as the scheduler reports it: the input's fault or the engine's.
+pub fn work_error(model: &'static str, e: BackendError) -> WorkError {
+    if e.is_input() {
+        WorkError::Input {
+            model,
+            source: Box::new(e),
+        }
+    } else {
+        WorkError::Engine {
+            model,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// A job whose model is not loaded: its step fails, naming the model.
+pub fn missing(model: &'static str) -> Box<dyn Work> {
+    Box::new(move || Err(WorkError::NoModel { model }))
+}
+
+/// Silero VAD on one 512-sample chunk.
+pub fn vad(
+    model: Shared<mmsched_backends::vad::SileroVad>,
+    chunk: Vec<f32>,
+    tag: u64,
+    out: Sender<Output>,
+) -> Box<dyn Work> {
+    Box::new(move || {
+        let clock = MonotonicClock::new();
+        let (prob, timing) =
+            run_timed(&mut *lock(&model), &chunk, &clock).map_err(|e| work_error("VAD", e))?;
+        let _ = out.send(Output::Vad { tag, prob, timing });
+        Ok(StepOutcome::Finished)
+    })
+}
