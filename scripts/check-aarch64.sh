@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the Arm (aarch64) build of mmsched under qemu user-mode emulation and compares each
 # result with the x86 build's result of the same command on the same input:
-#   infer ocr    three signs rendered by ffmpeg (not by mmsched): the same lines
+#   infer ocr    a sign rendered by ffmpeg (not by mmsched), the longest of the three: the
+#                same lines
 #   infer vad    the shipped speech clip: the same speech segments
-#   infer asr    the shipped clip (the whole 30 s window, the default) and an espeak-ng
-#                sentence (--span audio): word error rate 0
+#   infer asr    the shipped clip and an espeak-ng sentence, each encoded over its own
+#                length (--span audio): word error rate 0
 #   infer llm    greedy, 16 tokens: the same token ids
 #   run          10 s of scenarios/emulation/arm-qemu.toml (signs, voice activity, a
 #                prompt): the same text for every input both runs answered (what the
@@ -66,20 +67,23 @@ compare() {
 }
 
 echo "check-aarch64: $(emulated --version) under $(qemu-aarch64 --version | head -n1)"
-# Into scenarios/examples/signs/, where the emulation scenario's camera reads them too.
-mapfile -t signs < <(scenarios/examples/render-signs.sh)
-for line in "${signs[@]}"; do
-  png="${line%%$'\t'*}"
-  echo "          sign: ${line#*$'\t'}"
-  compare ocr "ocr-$(basename "$png" .png)" -- infer ocr --image "$png" --json
-done
+# Into scenarios/examples/signs/, where the emulation scenario's camera reads them too. One
+# sign is read under emulation (45 s or more each): the one with the most characters. The
+# three share the detector and the recogniser, so a second sign would test the same code.
+sign="" text=""
+while IFS=$'\t' read -r png words; do
+  if ((${#words} > ${#text})); then sign="$png" text="$words"; fi
+done < <(scenarios/examples/render-signs.sh)
+echo "          sign: $text"
+compare ocr "ocr-$(basename "$sign" .png)" -- infer ocr --image "$sign" --json
 
 clip="${MMSCHED_HOME:-$HOME/.cache/mmsched}/testdata/beckett.wav"
 [[ -f "$clip" ]] || { echo "check-aarch64: $clip is missing: run mmsched models fetch" >&2; exit 1; }
 compare vad vad-beckett -- infer vad --wav "$clip" --json
-compare asr asr-beckett -- infer asr --wav "$clip" --json
-# The encoder's whole 30 s window takes minutes under emulation: the second clip, a
-# sentence spoken by espeak-ng, is encoded over its own length (--span audio) instead.
+# Whisper's encoder over its whole 30 s window (the default) takes minutes under emulation;
+# --span audio encodes the clip's own length (10 s) and gives the same transcript on x86.
+compare asr asr-beckett -- infer asr --wav "$clip" --span audio --json
+# A second speaker: a sentence spoken by espeak-ng.
 espeak-ng -s 150 -w "$work/sentence.wav" "The red train leaves from platform seven at noon."
 compare asr asr-sentence -- infer asr --wav "$work/sentence.wav" --span audio --json
 compare llm llm -- infer llm --prompt "The three primary colours are" --max-tokens 16 --json

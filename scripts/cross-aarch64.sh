@@ -22,8 +22,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   exit 1
 fi
 
-# Only the binary's crates, in the release profile; the host's build scripts and proc
-# macros are shared with every other build in this target directory.
+# Only the binary's crates, in the release profile. Without debug line tables by default:
+# they made the binary 5.5 times as large (the package strips them anyway) and its link
+# slower; CARGO_PROFILE_RELEASE_DEBUG=line-tables-only keeps them for readable backtraces
+# on a board. llama.cpp's C++ is built as CMake's Release either way (Cargo.toml).
+export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-false}"
 cargo build --release -p mmsched --target "$target" "$@"
 bin="${CARGO_TARGET_DIR:-target}/$target/release/mmsched"
 file "$bin"
