@@ -212,6 +212,11 @@ const WHISPER_Q8_SHA256: &str = "2b0dab151a4e6906e34f4fd6ebfbe5bd094c1c28972260c
 const WHISPER_CONFIG_SHA256: &str =
     "7b319d3b4d10e432b70263ba27297f681bfeaf52f49fc59ce45bec8645619ef1";
 
+/// What is said in [`Artifact::Beckett`] (the reference transcript its word error rates
+/// are measured against).
+pub const BECKETT_TRANSCRIPT: &str =
+    "Ever tried, ever failed. No matter, try again. Fail again. Fail better.";
+
 impl Artifact {
     /// Every artifact, in fetch order.
     pub const ALL: [Artifact; 12] = [

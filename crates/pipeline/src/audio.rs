@@ -66,6 +66,10 @@ pub struct AudioPath {
     probs: BTreeMap<u64, f32>,
     next_gated_chunk: u64,
     gate: SpeechGate,
+    /// The samples of the packets most recently gated, by play time, `(play, first, end)`:
+    /// where an utterance lies in the microphone's stream, to find its truth.
+    gated: VecDeque<(Nanos, u64, u64)>,
+    gated_max: usize,
     counts: AudioCounts,
     delays_nanos: Vec<u64>,
 }
@@ -101,6 +105,8 @@ impl AudioPath {
             to_gate: VecDeque::new(),
             probs: BTreeMap::new(),
             next_gated_chunk: 0,
+            gated: VecDeque::new(),
+            gated_max: segmenter.preroll_packets + segmenter.max_packets + 2,
             gate: SpeechGate::new(policy, segmenter),
             counts: AudioCounts::default(),
             delays_nanos: Vec::new(),
@@ -215,12 +221,24 @@ impl AudioPath {
                 let Some(p) = self.to_gate.pop_front() else {
                     break;
                 };
+                if self.gated.len() == self.gated_max {
+                    self.gated.pop_front();
+                }
+                let first = p.end_sample - p.samples.len() as u64;
+                self.gated.push_back((p.play_nanos, first, p.end_sample));
                 let o = self.gate.push(p.play_nanos, &p.samples, f64::from(prob), 0);
                 closed.extend(o.utterance);
             }
             self.next_gated_chunk += 1;
         }
         closed
+    }
+
+    /// The samples `[first, end)` of the microphone's stream an utterance that just closed
+    /// holds (found by its first and last packets' play times).
+    pub fn sample_span(&self, u: &Utterance) -> Option<(u64, u64)> {
+        let at = |t: Nanos| self.gated.iter().find(|g| g.0 == t);
+        Some((at(u.start_nanos)?.1, at(u.end_nanos)?.2))
     }
 
     /// Closes the open utterance at the end of the run.

@@ -34,7 +34,7 @@ impl std::fmt::Debug for Submission {
 #[derive(Debug)]
 pub enum Inbound {
     /// A request to book.
-    Submit(Submission),
+    Submit(Box<Submission>),
     /// A request of `kind` the client refused at its own door (a class's cap of
     /// concurrent requests): counted offered and shed, so every request a client received
     /// shows in the summary.
@@ -96,7 +96,7 @@ impl Client {
     /// being `Finished`, `Shed` or `Failed`.
     pub fn submit_to(&self, request: Request, sink: UpdateSink) -> Result<(), Stopped> {
         self.tx
-            .send(Inbound::Submit(Submission { request, sink }))
+            .send(Inbound::Submit(Box::new(Submission { request, sink })))
             .map_err(|_| Stopped)
     }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use mmsched_backends::audio::read_wav_16k;
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
-use mmsched_models::{Artifact, ModelPaths};
+use mmsched_models::{Artifact, BECKETT_TRANSCRIPT, ModelPaths};
 use mmsched_runtime::source::camera::{
     Camera, CameraConfig, Degradation, Episode as CameraEpisode, Frame, Scenes, default_texts,
 };
@@ -26,6 +26,7 @@ use mmsched_sim::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
 use crate::stats::Kind;
+use crate::truth::SpeechScript;
 
 /// Width and height of generated camera frames.
 pub const FRAME_SIZE: (u32, u32) = (640, 360);
@@ -76,6 +77,9 @@ pub struct Inputs<C: Clock = Device> {
     pub imu: Option<(Delivered<Imu<C>, C>, Stream)>,
     /// Text requests and their stream settings.
     pub text: Option<(Delivered<TextRequests<C>, C>, Stream)>,
+    /// What is said where in the microphone's stream, when it plays a recording whose
+    /// words are known (the shipped clip, a WAV source with `truth`).
+    pub speech_script: Option<SpeechScript>,
     /// What was chosen in place of something unavailable, to tell the user once.
     pub notes: Vec<String>,
 }
@@ -146,7 +150,7 @@ fn camera_episodes(scenario: &Scenario, stream: &str) -> Vec<CameraEpisode> {
 
 /// Speech for the microphone: the recorded `beckett.wav` clip followed by a pause, looped,
 /// or generated talk spurts when the clip is not cached.
-fn speech(notes: &mut Vec<String>) -> AudioInput {
+fn speech(notes: &mut Vec<String>) -> (AudioInput, Option<SpeechScript>) {
     match ModelPaths::from_env()
         .require(Artifact::Beckett)
         .map_err(|e| e.to_string())
@@ -157,17 +161,24 @@ fn speech(notes: &mut Vec<String>) -> AudioInput {
             // Silence after each pass, so the microphone carries talk spurts (the simulator
             // loops the same).
             let pause = (mmsched_sim::mic::RECORDING_PAUSE_NANOS * 16_000 / 1_000_000_000) as usize;
+            let script = SpeechScript::recording(
+                samples.len() as u64,
+                BECKETT_TRANSCRIPT,
+                pause as u64,
+                true,
+            );
             samples.extend(std::iter::repeat_n(0.0, pause));
-            AudioInput::Samples {
+            let input = AudioInput::Samples {
                 samples,
                 looped: true,
-            }
+            };
+            (input, Some(script))
         }
         Err(e) => {
             notes.push(format!(
                 "microphone: recorded speech unavailable ({e}); using generated talk spurts"
             ));
-            AudioInput::Generated(GeneratedSpeech::default())
+            (AudioInput::Generated(GeneratedSpeech::default()), None)
         }
     }
 }
@@ -259,13 +270,14 @@ fn camera<C: Clock + Clone + Send + 'static>(
     Ok(Box::new(FeedCamera::new(reader, config, device.clone())))
 }
 
-/// The microphone of stream `s`: generated or recorded speech, a WAV file, or RTP.
+/// The microphone of stream `s`: generated or recorded speech, a WAV file, or RTP; with
+/// what is said in it, where that is known.
 fn microphone<C: Clock + Clone + Send + 'static>(
     s: &Stream,
     device: &C,
     start_nanos: Nanos,
     notes: &mut Vec<String>,
-) -> Result<BoxedSource<AudioPacket>, String> {
+) -> Result<(BoxedSource<AudioPacket>, Option<SpeechScript>), String> {
     let packet_ms = s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32;
     let input = match &s.source {
         Some(src) if src.kind == SourceKind::Rtp => {
@@ -294,18 +306,23 @@ fn microphone<C: Clock + Clone + Send + 'static>(
                 format.sample_rate_hz,
                 rtp.local_addr()
             ));
-            return Ok(Box::new(rtp));
+            return Ok((Box::new(rtp), None));
         }
         Some(src) if src.kind == SourceKind::Wav => {
             let audio = read_wav_16k(&path_of(src)).map_err(|e| e.to_string())?;
-            AudioInput::Samples {
+            let script = src.truth.as_ref().map(|words| {
+                SpeechScript::recording(audio.samples.len() as u64, words, 0, src.looped())
+            });
+            let input = AudioInput::Samples {
                 samples: audio.samples,
                 looped: src.looped(),
-            }
+            };
+            (input, script)
         }
         _ => speech(notes),
     };
-    Ok(Box::new(Microphone::new(
+    let (input, script) = input;
+    let mic = Box::new(Microphone::new(
         MicrophoneConfig {
             input,
             packet_ms,
@@ -314,7 +331,8 @@ fn microphone<C: Clock + Clone + Send + 'static>(
             clock: clock_of(s),
         },
         device.clone(),
-    )))
+    ));
+    Ok((mic, script))
 }
 
 impl<C: Clock + Clone + Send + 'static> Inputs<C> {
@@ -330,6 +348,7 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
             mic: None,
             imu: None,
             text: None,
+            speech_script: None,
             notes: Vec::new(),
         };
         let mut seen = Vec::new();
@@ -359,7 +378,9 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                     ));
                 }
                 StreamKind::Audio => {
-                    let mic = microphone(s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
+                    let (mic, script) =
+                        microphone(s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
+                    inputs.speech_script = script;
                     inputs.mic = Some((
                         Delivered::new(mic, device.clone(), inj, seed, stream_no),
                         s.clone(),

@@ -58,6 +58,7 @@ pub mod stats;
 pub mod stop;
 pub mod summary;
 mod trace_out;
+pub mod truth;
 
 pub use config::{External, Mechanisms, PolicyUpdate, RunConfig, RunError};
 pub use run::{Progress, RunOutcome, RunParts, run, run_with};

@@ -17,6 +17,7 @@ use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::WorkError;
 
 use crate::stats::Kind;
+use crate::truth::Truth;
 
 /// Where a request comes from: the split the summary, the report and the metrics show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -152,6 +153,9 @@ pub struct Request {
     /// stream's text request does (it keeps its place); off, a shed first step ends the
     /// request with [`Update::Shed`] at once (an HTTP client is told to retry).
     pub retry_when_shed: bool,
+    /// The right answer, where the client knows it: the result is then scored
+    /// ([`crate::truth`]) and counted `correct` or not.
+    pub truth: Option<Truth>,
 }
 
 impl Request {
@@ -174,6 +178,7 @@ impl Request {
             importance: None,
             cancel: Cancel::new(),
             retry_when_shed: false,
+            truth: None,
         }
     }
 

@@ -54,6 +54,13 @@ pub struct ResultRecord {
     /// The quality rung the job ran at (OCR, speech recognition).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rung: Option<String>,
+    /// Whether the result is right, where its truth is known (see `mmsched_pipeline::truth`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correct: Option<bool>,
+    /// How much of it is right, 0..=1 (share of true lines read, or 1 − WER), where its
+    /// truth is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
 }
 
 /// The times of a result on the device timeline, in nanoseconds.
@@ -92,6 +99,8 @@ impl ResultRecord {
             segment_ms: None,
             tokens: None,
             rung: None,
+            correct: None,
+            accuracy: None,
         }
     }
 

@@ -119,6 +119,14 @@ pub struct KindStats {
     pub latencies_ms: Vec<f64>,
     /// The SLA, milliseconds.
     pub sla_ms: f64,
+    /// Results scored against a known truth.
+    pub scored: u64,
+    /// Of those, results that were wrong.
+    pub wrong: u64,
+    /// Of the wrong ones, those that came by their deadline.
+    pub wrong_on_time: u64,
+    /// The scored results' accuracies, summed (their mean is the kind's `accuracy`).
+    pub accuracy_sum: f64,
 }
 
 impl KindStats {
@@ -130,6 +138,22 @@ impl KindStats {
     /// Results within their deadline.
     pub fn on_time(&self) -> u64 {
         self.completed.saturating_sub(self.deadline_misses)
+    }
+
+    /// Results that count as right: every result but those scored wrong (a result whose
+    /// truth is unknown is not held against it).
+    pub fn correct(&self) -> u64 {
+        self.completed.saturating_sub(self.wrong)
+    }
+
+    /// Right results within their deadline.
+    pub fn correct_on_time(&self) -> u64 {
+        self.on_time().saturating_sub(self.wrong_on_time)
+    }
+
+    /// The mean accuracy of the scored results; `None` when none was scored.
+    pub fn accuracy(&self) -> Option<f64> {
+        (self.scored > 0).then(|| self.accuracy_sum / self.scored as f64)
     }
 
     /// The sum of the outcomes, which equals `offered` when every input is accounted for.
@@ -326,6 +350,20 @@ impl RunStats {
         self.recent_ratio[kind.index()].push(end, latency_ms / sla_ms);
         self.recent_served[kind.index()].push(end, if late { 0.0 } else { 1.0 });
         late
+    }
+
+    /// A result of `kind` (already counted by [`RunStats::completed`]) scored against its
+    /// truth.
+    pub fn scored(&mut self, kind: Kind, score: crate::truth::Score, on_time: bool) {
+        let k = &mut self.kinds[kind.index()];
+        k.scored += 1;
+        k.accuracy_sum += score.accuracy;
+        if !score.correct {
+            k.wrong += 1;
+            if on_time {
+                k.wrong_on_time += 1;
+            }
+        }
     }
 
     /// Drops samples older than the window at `now`.

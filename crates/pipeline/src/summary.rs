@@ -62,6 +62,10 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
         .collect();
     m.unfinished = k.unfinished;
     m.failed = k.failed;
+    m.scored = k.scored;
+    m.correct = k.correct();
+    m.correct_on_time = k.correct_on_time();
+    m.accuracy = k.accuracy().unwrap_or(f64::NAN);
     m.on_time_per_s = if t.elapsed_nanos == 0 {
         0.0
     } else {
@@ -162,6 +166,7 @@ pub fn build(
         duration: elapsed_s,
         seed: config.seed,
         utility: f64::NAN,
+        utility_correct: f64::NAN,
         vision: modality(stats, Kind::Vision, t),
         vad: modality(stats, Kind::Vad, t),
         asr: modality(stats, Kind::Asr, t),
@@ -233,5 +238,6 @@ pub fn build(
         platform: t.platform.clone(),
     };
     summary.utility = summary.compute_utility();
+    summary.utility_correct = summary.compute_utility_correct();
     summary
 }

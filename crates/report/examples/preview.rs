@@ -87,6 +87,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sla_ms: sla,
         sla_rule: None,
         origin: Default::default(),
+        scored: jobs - 20,
+        correct: jobs - 22,
+        correct_on_time: jobs - 22 - misses,
+        accuracy: 0.97,
         rung_counts: Default::default(),
     };
     let mut summary = RunSummary {

@@ -94,7 +94,10 @@ fn figure(
 
 /// The figures `bench e2e` compares, utility first.
 fn figures(groups: &[(&str, &[RunSummary])]) -> Vec<Figure> {
-    let mut rows = vec![figure("utility", Better::Higher, 3, |s| s.utility)];
+    let mut rows = vec![
+        figure("utility", Better::Higher, 3, |s| s.utility),
+        figure("utility_correct", Better::Higher, 3, |s| s.utility_correct),
+    ];
     let offered = |i: usize| {
         groups
             .iter()
@@ -116,6 +119,31 @@ fn figures(groups: &[(&str, &[RunSummary])]) -> Vec<Figure> {
                     .map_or(f64::NAN, |r| 100.0 * r)
             },
         ));
+        let scored = groups
+            .iter()
+            .flat_map(|(_, runs)| runs.iter())
+            .any(|s| s.modalities()[i].1.scored > 0);
+        if scored {
+            rows.push(figure(
+                format!("{name} right+on time % of offered"),
+                Better::Higher,
+                1,
+                move |s| {
+                    let m = s.modalities()[i].1;
+                    if m.offered == 0 {
+                        f64::NAN
+                    } else {
+                        100.0 * m.correct_on_time as f64 / m.offered as f64
+                    }
+                },
+            ));
+            rows.push(figure(
+                format!("{name} accuracy % (scored results)"),
+                Better::Higher,
+                1,
+                move |s| 100.0 * s.modalities()[i].1.accuracy,
+            ));
+        }
         rows.push(figure(
             format!("{name} on time /s"),
             Better::Higher,

@@ -27,6 +27,11 @@ pub struct RunSummary {
     /// ([`RunSummary::compute_utility`]).
     #[serde(deserialize_with = "de_f64")]
     pub utility: f64,
+    /// The same over results that are right as well as on time: Σ importance ×
+    /// correct_on_time / offered over Σ importance ([`RunSummary::compute_utility_correct`]).
+    /// A result whose truth is unknown counts as right.
+    #[serde(deserialize_with = "de_f64")]
+    pub utility_correct: f64,
     /// Vision (OCR) jobs.
     pub vision: ModalitySummary,
     /// Voice-activity detection jobs.
@@ -66,9 +71,20 @@ impl RunSummary {
     /// by their Σ importance; NaN when no modality was offered anything (or all have
     /// importance 0).
     pub fn compute_utility(&self) -> f64 {
+        self.weighted(ModalitySummary::on_time_rate)
+    }
+
+    /// Σ importance × correct-and-on-time share over the modalities that were offered
+    /// inputs, divided by their Σ importance; NaN as [`RunSummary::compute_utility`].
+    pub fn compute_utility_correct(&self) -> f64 {
+        self.weighted(|m| (m.offered > 0).then(|| m.correct_on_time as f64 / m.offered as f64))
+    }
+
+    /// The importance-weighted mean of `rate` over the modalities where it is defined.
+    fn weighted(&self, rate: impl Fn(&ModalitySummary) -> Option<f64>) -> f64 {
         let (mut worth, mut weight) = (0.0, 0.0);
         for (_, m) in self.modalities() {
-            if let Some(rate) = m.on_time_rate() {
+            if let Some(rate) = rate(m) {
                 let w = if m.importance.is_finite() {
                     m.importance.max(0.0)
                 } else {
@@ -157,6 +173,18 @@ pub struct ModalitySummary {
     /// sensors) and `api` (HTTP and library clients); each accounts for its own `offered`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub origin: std::collections::BTreeMap<String, OriginSummary>,
+    /// Results scored against a known truth (generated or labelled frames, known
+    /// recordings); the rest count as right.
+    pub scored: u64,
+    /// Results that are right: `completed` less the scored ones that were wrong (OCR:
+    /// every true line read, case- and space-insensitive; speech: WER ≤ 0.1).
+    pub correct: u64,
+    /// Right results within their deadline.
+    pub correct_on_time: u64,
+    /// Mean accuracy of the scored results (share of true lines read; 1 − WER, at least
+    /// 0); null when nothing was scored.
+    #[serde(deserialize_with = "de_f64")]
+    pub accuracy: f64,
     /// Jobs run at each quality rung of the model, by rung name (OCR, speech recognition).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub rung_counts: std::collections::BTreeMap<String, u64>,
@@ -610,6 +638,23 @@ mod tests {
         s.vad.offered = 2;
         // (0.4 + 0.2 + 1.0 × 0) / 2.0 = 0.3
         assert!((s.compute_utility() - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn utility_correct_counts_right_answers_on_time_only() {
+        let mut s = RunSummary::default();
+        assert!(s.compute_utility_correct().is_nan());
+        s.vision.offered = 10;
+        s.vision.on_time = 8;
+        s.vision.correct_on_time = 4;
+        s.vision.importance = 0.75;
+        s.asr.offered = 2;
+        s.asr.on_time = 2;
+        s.asr.correct_on_time = 2;
+        s.asr.importance = 0.25;
+        // (0.75 × 0.4 + 0.25 × 1.0) / 1.0 = 0.55, against (0.75 × 0.8 + 0.25) = 0.85
+        assert!((s.compute_utility_correct() - 0.55).abs() < 1e-12);
+        assert!((s.compute_utility() - 0.85).abs() < 1e-12);
     }
 
     #[test]

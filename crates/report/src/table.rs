@@ -23,8 +23,10 @@ pub fn render_table(summary: &RunSummary) -> String {
     );
     let _ = writeln!(
         out,
-        "utility {} (importance-weighted share of inputs answered in time)",
-        fixed(summary.utility, 3)
+        "utility {} (importance-weighted share of inputs answered in time), {} counting \
+         only right answers",
+        fixed(summary.utility, 3),
+        fixed(summary.utility_correct, 3)
     );
     let _ = writeln!(
         out,

@@ -30,6 +30,10 @@ pub(crate) fn sample() -> RunSummary {
         sla_ms,
         sla_rule: None,
         origin: Default::default(),
+        scored: base - 10,
+        correct: base - 11,
+        correct_on_time: base - 11 - base / 100,
+        accuracy: 0.95,
         rung_counts: Default::default(),
     };
     RunSummary {
@@ -38,6 +42,7 @@ pub(crate) fn sample() -> RunSummary {
         duration: 60.0,
         seed: 42,
         utility: 0.9,
+        utility_correct: 0.88,
         vision: modality(600, 100.0, 0.8),
         vad: modality(3000, 20.0, 0.9),
         asr: modality(40 + 10, 1000.0, 0.9),

@@ -316,6 +316,10 @@ pub struct SourceSpec {
     /// RTP, dynamic payload type: channels (default 1).
     #[serde(default)]
     pub channels: Option<u16>,
+    /// WAV: the words said in the file, so transcripts of it are scored (`correct`,
+    /// `accuracy`).
+    #[serde(default)]
+    pub truth: Option<String>,
 }
 
 impl SourceSpec {

@@ -24,7 +24,8 @@ fn fields_for(kind: SourceKind) -> &'static [&'static str] {
     use SourceKind as S;
     match kind {
         S::Generated => &[],
-        S::Frames | S::Video | S::Wav | S::Prompts => &["path", "at_end"],
+        S::Wav => &["path", "at_end", "truth"],
+        S::Frames | S::Video | S::Prompts => &["path", "at_end"],
         S::V4l2 => &["path"],
         S::Rtp => &["bind", "port", "payload_type", "sample_rate_hz", "channels"],
     }
@@ -65,7 +66,7 @@ pub(crate) fn check_source(
         ));
     }
     let own = fields_for(src.kind);
-    let given: [(&str, Option<String>); 7] = [
+    let given: [(&str, Option<String>); 8] = [
         ("path", src.path.clone()),
         (
             "at_end",
@@ -76,6 +77,7 @@ pub(crate) fn check_source(
         ("payload_type", src.payload_type.map(|v| v.to_string())),
         ("sample_rate_hz", src.sample_rate_hz.map(|v| v.to_string())),
         ("channels", src.channels.map(|v| v.to_string())),
+        ("truth", src.truth.clone()),
     ];
     for (name, v) in given {
         if let Some(v) = v

@@ -44,7 +44,8 @@ pub struct ProfileArgs {
     /// Untimed warm-up runs per model and input size.
     #[arg(long, value_name = "N", default_value_t = 3)]
     warmup: u32,
-    /// Engines to profile (default: every engine compiled in whose runtime is present).
+    /// Engines to profile (default: every engine compiled in whose runtime is present). The
+    /// vision rungs run on the first one given, else on the engine `run` uses.
     #[arg(long, value_enum, value_delimiter = ',')]
     engine: Vec<EngineArg>,
     /// Where to write the profile (default `$MMSCHED_HOME/profile.json`).
@@ -275,13 +276,18 @@ fn profile_candle_models(p: &mut Profiler) -> Result<()> {
     Ok(())
 }
 
-/// Measures the policy's rungs into `p`'s profile (vision on the first of `engines`), and
-/// prints the notes.
-fn measure_rungs(p: &mut Profiler, rungs: &Rungs, engines: &[EngineKind], runs: u32) -> Result<()> {
-    let engine = engines
+/// The ONNX engine the vision rungs are measured on: the first asked for, else the one
+/// `run` uses.
+fn rung_engine(a: &ProfileArgs) -> EngineKind {
+    a.engine
         .first()
-        .copied()
-        .map_or_else(EngineOptions::default, EngineOptions::new);
+        .map_or_else(EngineKind::preferred, |&e| e.into())
+}
+
+/// Measures the policy's rungs into `p`'s profile (vision on `engine`), and prints the
+/// notes.
+fn measure_rungs(p: &mut Profiler, rungs: &Rungs, engine: EngineKind, runs: u32) -> Result<()> {
+    let engine = EngineOptions::new(engine);
     let runs = RungRuns {
         warmup: p.options.warmup_runs,
         jobs: runs,
@@ -295,12 +301,7 @@ fn measure_rungs(p: &mut Profiler, rungs: &Rungs, engines: &[EngineKind], runs: 
 }
 
 /// `profile --rungs-only`: the rungs measured into the profile at `out` (or a new one).
-fn run_rungs_only(
-    a: &ProfileArgs,
-    rungs: &Rungs,
-    engines: &[EngineKind],
-    out: &Path,
-) -> Result<ExitCode> {
+fn run_rungs_only(a: &ProfileArgs, rungs: &Rungs, out: &Path) -> Result<ExitCode> {
     let profile = if out.exists() {
         mmsched_sim::profile::Profile::load(out)?.doc
     } else {
@@ -319,7 +320,7 @@ fn run_rungs_only(
         clock: MonotonicClock::new(),
         bar: progress_bar(profile_rungs::progress_len(rungs, runs)),
     };
-    measure_rungs(&mut p, rungs, engines, a.runs)?;
+    measure_rungs(&mut p, rungs, rung_engine(a), a.runs)?;
     p.bar.finish_and_clear();
     save_and_print(a, &p.profile, out)
 }
@@ -350,7 +351,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| paths::mmsched_home().join("profile.json"));
     if a.rungs_only {
-        return run_rungs_only(&a, &rungs, &engines, &out);
+        return run_rungs_only(&a, &rungs, &out);
     }
     let rung_runs = RungRuns {
         warmup: a.warmup,
@@ -382,7 +383,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         }
     }
     profile_candle_models(&mut p).context("profiling Whisper and Gemma-3 (candle)")?;
-    measure_rungs(&mut p, &rungs, &engines, a.runs)?;
+    measure_rungs(&mut p, &rungs, rung_engine(&a), a.runs)?;
     p.bar.finish_and_clear();
     let engine = engines.first().map_or("tract", |k| k.as_str());
     p.profile.label = format!(

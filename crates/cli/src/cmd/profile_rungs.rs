@@ -60,9 +60,6 @@ const SENTENCES: [&str; 7] = [
     "No.",
 ];
 
-/// The transcript of `beckett.wav`.
-const BECKETT: &str = "Ever tried, ever failed. No matter, try again. Fail again. Fail better.";
-
 /// The camera's default signs and [`SIGN_TEXTS`], rendered by the camera source at the
 /// run's frame size, each with the lines it shows (after the camera's word wrap).
 pub fn sign_samples() -> Result<Vec<SignSample>> {
@@ -113,7 +110,7 @@ pub fn sign_samples() -> Result<Vec<SignSample>> {
 fn speech_samples(paths: &ModelPaths, dir: &Path) -> Result<(Vec<SpeechSample>, Option<String>)> {
     let mut samples = vec![SpeechSample {
         clip: read_wav(&paths.require(Artifact::Beckett)?)?,
-        text: BECKETT.to_string(),
+        text: mmsched_models::BECKETT_TRANSCRIPT.to_string(),
     }];
     for (i, sentence) in SENTENCES.iter().enumerate() {
         let wav = dir.join(format!("sentence{i}.wav"));

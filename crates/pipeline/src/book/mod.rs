@@ -146,6 +146,8 @@ struct Job {
     running: Option<&'static str>,
     /// A text request's tokens so far.
     text: Option<TextProgress>,
+    /// Its right answer, where known.
+    truth: Option<crate::truth::Truth>,
 }
 
 /// What a step's deadline and a text job's steps follow: mmsched's token preemption, or a
@@ -355,6 +357,7 @@ impl Book {
                 rung: None,
                 running: None,
                 text,
+                truth: req.truth,
             },
         );
         self.waiting[kind.index()].push_back((tag, req.input));
@@ -477,7 +480,7 @@ impl Book {
         if let Some(job) = self.jobs.remove(&tag) {
             self.outputs.remove(&tag);
             self.stats.unfinished(job.kind, job.origin, 1);
-            self.record(&job, JobEnd::Unfinished);
+            self.record(&job, JobEnd::Unfinished, None);
         }
     }
 
@@ -494,7 +497,7 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
-        self.record(&job, JobEnd::Unfinished);
+        self.record(&job, JobEnd::Unfinished, None);
         if let Reply::Sink(sink) = &mut job.reply {
             sink(Update::Failed(
                 mmsched_runtime::sched::WorkError::Cancelled { why },
@@ -503,7 +506,7 @@ impl Book {
     }
 
     /// Keeps the record of a job that ended.
-    fn record(&mut self, job: &Job, end: JobEnd) {
+    fn record(&mut self, job: &Job, end: JobEnd, correct: Option<bool>) {
         self.records.push(JobRecord {
             kind: job.kind,
             origin: job.origin,
@@ -515,6 +518,7 @@ impl Book {
             work_nanos: job.work,
             tokens: job.text.as_ref().map_or(0, TextProgress::tokens),
             end,
+            correct,
         });
     }
 

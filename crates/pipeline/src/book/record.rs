@@ -46,6 +46,8 @@ pub struct JobRecord {
     pub tokens: u32,
     /// How it ended.
     pub end: JobEnd,
+    /// Whether its result was right, where its truth was known.
+    pub correct: Option<bool>,
 }
 
 impl serde::Serialize for Kind {

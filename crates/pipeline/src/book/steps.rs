@@ -207,6 +207,11 @@ impl Book {
             self.text.close(job.release, t);
         }
         let cancelled = job.text.as_ref().is_some_and(|t| t.cancelled());
+        let reply = reply_of(&job, output.as_ref());
+        let score = match (&job.truth, &reply) {
+            (Some(truth), Some(reply)) if !cancelled => crate::truth::score(truth, reply),
+            _ => None,
+        };
         self.record(
             &job,
             match (cancelled, end <= job.deadline) {
@@ -214,6 +219,7 @@ impl Book {
                 (false, true) => JobEnd::OnTime,
                 (false, false) => JobEnd::Late,
             },
+            score.map(|s| s.correct),
         );
         if cancelled {
             // The client went away: nothing was delivered.
@@ -222,10 +228,13 @@ impl Book {
             let late = self
                 .stats
                 .completed(job.kind, job.origin, job.release, job.deadline, end);
+            if let Some(s) = score {
+                self.stats.scored(job.kind, s, !late);
+            }
             let latency_ms = end.saturating_sub(job.release) as f64 / 1e6;
             cx.observer.job(job.kind.as_str(), latency_ms, late);
-            if let Some(reply) = reply_of(&job, output.as_ref()) {
-                self.report(cx, &job, end, &reply, step.trace_id);
+            if let Some(reply) = reply {
+                self.report(cx, &job, end, &reply, step.trace_id, score);
                 if let Reply::Sink(sink) = &mut job.reply {
                     sink(Update::Finished(Answer {
                         trace_id: step.trace_id.to_hex(),
@@ -266,7 +275,15 @@ impl Book {
     /// A result record (OCR lines, a transcript, an answer) for the results feed. VAD
     /// chunks are not results on their own: the segments they close are (the run's speech
     /// branch reports them).
-    fn report(&self, cx: &mut Ctx<'_>, job: &Job, end: Nanos, reply: &Result_, trace: TraceId) {
+    fn report(
+        &self,
+        cx: &mut Ctx<'_>,
+        job: &Job,
+        end: Nanos,
+        reply: &Result_,
+        trace: TraceId,
+        score: Option<crate::truth::Score>,
+    ) {
         if job.kind == Kind::Vad {
             return;
         }
@@ -281,6 +298,8 @@ impl Book {
         let mut r = ResultRecord::new(trace.to_hex(), &job.stream, job.kind, times, text);
         r.origin = job.origin.as_str();
         r.rung = job.rung.as_ref().map(|r| r.name().to_string());
+        r.correct = score.map(|s| s.correct);
+        r.accuracy = score.map(|s| s.accuracy);
         match reply {
             Result_::Lines(l) => r.lines = Some(l.iter().map(|l| l.text.clone()).collect()),
             Result_::Text { tokens, .. } => r.tokens = Some(*tokens),
@@ -306,7 +325,7 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
-        self.record(&job, JobEnd::Failed);
+        self.record(&job, JobEnd::Failed, None);
         cx.observer.failed(job.kind.as_str(), &e);
         self.trace.instant(
             stage::FAIL,
@@ -347,7 +366,7 @@ impl Book {
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
-        self.record(&job, JobEnd::Shed);
+        self.record(&job, JobEnd::Shed, None);
         cx.observer.shed(job.kind.as_str());
         self.trace.instant(
             stage::SHED,

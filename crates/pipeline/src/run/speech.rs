@@ -130,8 +130,14 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 continue;
             }
             let budget = transcript_budget_nanos(u.end_nanos.saturating_sub(u.start_nanos));
+            // A known recording: the words of the passes the utterance holds.
+            let truth = match (&self.inputs.speech_script, &self.speech.audio) {
+                (Some(script), Some(a)) => a.sample_span(&u).map(|(s, e)| script.truth(s, e)),
+                _ => None,
+            };
             let input = Input::Utterance(u.samples);
-            let req = self.stream_request(input, u.start_nanos, now, now + sla + budget);
+            let mut req = self.stream_request(input, u.start_nanos, now, now + sla + budget);
+            req.truth = truth;
             self.submit(now, req, Reply::Loop);
         }
     }

@@ -337,3 +337,32 @@ fn on_one_worker_a_transcription_in_steps_runs_between_the_frames() {
     // The frames keep their deadlines either way.
     assert_eq!(steps.vision.late, 0, "{:?}", steps.vision);
 }
+
+#[test]
+fn results_are_scored_against_what_the_generated_frames_show() {
+    // The fake OCR reads "STOP" on every frame; no generated sign says that, so every
+    // frame read is scored wrong, and a frame on time is not a right result on time.
+    let s = run_virtual(scenario(10, 4, 1, 8), QUICK, Mechanisms::default());
+    assert_all_accounted(&s);
+    let v = &s.vision;
+    assert!(v.completed > 20, "{v:?}");
+    assert_eq!(v.scored, v.completed, "every generated frame has a truth");
+    assert_eq!((v.correct, v.correct_on_time), (0, 0));
+    assert_eq!(v.accuracy, 0.0);
+    assert!(
+        s.utility > s.utility_correct,
+        "{} {}",
+        s.utility,
+        s.utility_correct
+    );
+    // Speech: the shipped recording's words where it is cached (the fake transcript is
+    // wrong), else generated talk spurts that have no truth and count as right.
+    let a = &s.asr;
+    assert!(a.completed > 0, "{a:?}");
+    if a.scored == 0 {
+        assert_eq!(a.correct, a.completed);
+    } else {
+        assert_eq!(a.correct, a.completed - a.scored);
+        assert!(a.accuracy < 0.5, "{a:?}");
+    }
+}

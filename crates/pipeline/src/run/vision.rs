@@ -59,6 +59,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 continue;
             }
             let f = a.event.payload;
+            // Generated scenes and labelled folders know what the frame shows.
+            let truth = crate::truth::Truth::of_frame_text(&f.text);
             let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
                 self.book.stats.failed_input(Kind::Vision);
                 continue;
@@ -91,7 +93,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 continue;
             }
             let release = a.arrival_nanos.min(now);
-            let req = self.stream_request(Input::Frame(frame), capture, release, release + sla);
+            let mut req = self.stream_request(Input::Frame(frame), capture, release, release + sla);
+            req.truth = truth;
             self.submit(now, req, Reply::Loop);
         }
     }

@@ -40,6 +40,16 @@ pub enum FrameError {
         /// The folder.
         path: String,
     },
+    /// The folder's `truth.json` is not a map from file names to lines of text.
+    #[error(
+        "{path} is not a valid truth file: {reason} (write a JSON object from each frame's file name to its lines of text, e.g. {{\"0001.png\": [\"EXIT 12\"]}})"
+    )]
+    Truth {
+        /// The truth file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An image file could not be decoded.
     #[error("{path} is not a readable PNG or JPEG image: {reason}")]
     Image {

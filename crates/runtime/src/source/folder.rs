@@ -1,6 +1,8 @@
 //! Camera frames from a folder of PNG and JPEG files, played in name order (`0001.png`,
-//! `0002.png`, …), once or round and round.
+//! `0002.png`, …), once or round and round. A `truth.json` in the folder (file name → its
+//! lines of text) gives each frame its truth, so what OCR reads of it is scored.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::camera::Frame;
@@ -12,6 +14,48 @@ pub struct FolderReader {
     files: Vec<PathBuf>,
     next: usize,
     looped: bool,
+    /// Each labelled file's lines, `\n`-joined, by file name.
+    truth: HashMap<String, String>,
+}
+
+/// The name of the file in a frames folder that labels its frames.
+pub const TRUTH_FILE: &str = "truth.json";
+
+/// Reads `dir/truth.json` if it is there: an object from file names to their lines (an
+/// array of strings, or one string with `\n` between lines).
+fn read_truth(dir: &Path) -> Result<HashMap<String, String>, FrameError> {
+    let path = dir.join(TRUTH_FILE);
+    if !path.exists() {
+        return Ok(HashMap::new());
+    }
+    let err = |reason: String| FrameError::Truth {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| err(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(err("the top level is not an object".into()));
+    };
+    map.into_iter()
+        .map(|(name, lines)| {
+            let joined = match lines {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Array(a) => a
+                    .iter()
+                    .map(|l| l.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| err(format!("the lines of {name:?} are not all strings")))?
+                    .join("\n"),
+                other => {
+                    return Err(err(format!(
+                        "the value of {name:?} is {other}, not a list of lines"
+                    )));
+                }
+            };
+            Ok((name, joined))
+        })
+        .collect()
 }
 
 fn is_image(p: &Path) -> bool {
@@ -49,10 +93,12 @@ impl FolderReader {
                     reason,
                 })?;
         }
+        let truth = read_truth(dir)?;
         Ok(Self {
             files,
             next: 0,
             looped,
+            truth,
         })
     }
 
@@ -83,7 +129,15 @@ impl FrameReader for FolderReader {
         }
         let path = &self.files[self.next];
         self.next += 1;
-        decode(path).map(Some)
+        let mut frame = decode(path)?;
+        if let Some(lines) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| self.truth.get(n))
+        {
+            frame.text.clone_from(lines);
+        }
+        Ok(Some(frame))
     }
 }
 
@@ -127,6 +181,35 @@ mod tests {
             .map(|_| looped.next_frame().expect("ok").expect("frame").width)
             .collect();
         assert_eq!(firsts, [4, 4, 8, 4], "starts again after the last");
+    }
+
+    #[test]
+    fn a_truth_file_labels_its_frames_and_a_bad_one_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_png(&dir.path().join("0001.png"), 4, 3, 10);
+        write_png(&dir.path().join("0002.png"), 4, 3, 20);
+        write_png(&dir.path().join("0003.png"), 4, 3, 30);
+        std::fs::write(
+            dir.path().join(TRUTH_FILE),
+            r#"{"0001.png": ["EXIT 12", "GATE B7"], "0002.png": "PLATFORM 3"}"#,
+        )
+        .expect("write");
+        let mut r = FolderReader::open(dir.path(), false).expect("valid folder");
+        let texts: Vec<String> = (0..3)
+            .map(|_| r.next_frame().expect("ok").expect("frame").text)
+            .collect();
+        assert_eq!(texts, ["EXIT 12\nGATE B7", "PLATFORM 3", ""]);
+        for bad in [
+            r#"["EXIT 12"]"#,
+            r#"{"0001.png": 12}"#,
+            r#"{"0001.png": [1]}"#,
+            "{",
+        ] {
+            std::fs::write(dir.path().join(TRUTH_FILE), bad).expect("write");
+            let e = FolderReader::open(dir.path(), false).expect_err(bad);
+            assert!(matches!(e, FrameError::Truth { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("truth.json"), "{e}");
+        }
     }
 
     #[test]

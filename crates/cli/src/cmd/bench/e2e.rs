@@ -1,17 +1,21 @@
 //! `mmsched bench e2e`: the same scenario, seed, duration, inputs and worker layout under
-//! all four schedulers, repeated in interleaved order, side by side with the spread —
-//! what mmsched buys over the usual ways; with `--ablate`, what each of its mechanisms is
-//! worth.
+//! all four schedulers and a static-priority queue degraded all the time (every job at
+//! its model's cheapest rung), repeated in interleaved order, side by side with the
+//! spread — what mmsched buys over the usual ways; with `--ablate`, what each of its
+//! mechanisms is worth; with `--bound`, how close each comes to what any scheduler could
+//! make of the same jobs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use mmsched_pipeline::book::RungMode;
 use mmsched_pipeline::{Mechanisms, RunConfig};
 use mmsched_report::{RunSummary, render_repeated, repeated_json, write_report};
 use mmsched_runtime::sched::SchedulerKind;
 
+use super::e2e_bound;
 use crate::cmd::run::{ScenarioArgs, ensure_models, interrupted, prepare, run_one};
 
 /// Platform integration for every scheduler alike.
@@ -44,6 +48,11 @@ pub struct E2eArgs {
     /// Platform integration, the same for every scheduler (overrides --no-platform).
     #[arg(long, value_enum, value_name = "on|off")]
     platform: Option<PlatformArg>,
+    /// Also compute, for every round, an upper bound on `utility_correct` from the jobs the
+    /// runs recorded (clairvoyant, preemptive, fractional: see docs/runtime.md), and print
+    /// each column's share of it.
+    #[arg(long)]
+    bound: bool,
     /// Print an object keyed by column name (scheduler, or mmsched-no-<mechanism>) whose
     /// values have the shape of summary.json holding the medians, plus `runs`, every
     /// run's summary (progress goes to stderr).
@@ -57,7 +66,13 @@ struct Column {
     name: &'static str,
     kind: SchedulerKind,
     mechanisms: Mechanisms,
+    /// The rungs its jobs run at, when not the scheduler's own choice.
+    rungs: Option<RungMode>,
 }
+
+/// The comparison's columns before the ablations: the four schedulers, then
+/// static-priority with every job at its cheapest rung.
+const MAIN_COLUMNS: usize = SchedulerKind::ALL.len() + 1;
 
 fn columns(ablate: bool) -> Vec<Column> {
     let mut c: Vec<Column> = SchedulerKind::ALL
@@ -66,8 +81,15 @@ fn columns(ablate: bool) -> Vec<Column> {
             name: kind.as_str(),
             kind,
             mechanisms: Mechanisms::default(),
+            rungs: None,
         })
         .collect();
+    c.push(Column {
+        name: "static-priority-cheapest",
+        kind: SchedulerKind::StaticPriority,
+        mechanisms: Mechanisms::default(),
+        rungs: Some(RungMode::Cheapest),
+    });
     if ablate {
         c.extend(Mechanisms::ablations().map(|(name, mechanisms)| Column {
             name: match name {
@@ -78,10 +100,12 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-routing" => "mmsched-no-routing",
                 "no-risk-boost" => "mmsched-no-risk-boost",
                 "no-thread-grants" => "mmsched-no-thread-grants",
+                "no-rungs" => "mmsched-no-rungs",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
             mechanisms,
+            rungs: None,
         }));
     }
     c
@@ -102,7 +126,18 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
     }
     let columns = columns(a.ablate);
     let mut results: Vec<Vec<RunSummary>> = vec![Vec::new(); columns.len()];
+    // Per round, the bound of each column's jobs (with --bound).
+    let mut bounds: Vec<Vec<f64>> = Vec::new();
+    let profile = if a.bound {
+        let mut c = RunConfig::new(p.scenario.clone(), p.policy.clone(), SchedulerKind::Mmsched);
+        c.profile.clone_from(&a.scenario.profile);
+        Some(c.resolve_profile()?)
+    } else {
+        None
+    };
+    let general_lanes = p.scenario.device().workers.unwrap_or(2).max(1);
     'rounds: for round in 0..a.repeat as usize {
+        bounds.push(Vec::new());
         for i in round_order(columns.len(), round) {
             if interrupted() {
                 break 'rounds;
@@ -119,15 +154,24 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
                 round + 1,
                 a.repeat
             );
-            let mechanisms = column.mechanisms;
+            let (mechanisms, rungs) = (column.mechanisms, column.rungs);
             let adjust = move |c: &mut RunConfig| {
                 // The same prompts for everyone: the transcript-dependent ones would
                 // differ with the scheduler.
                 c.fixed_prompts = true;
                 c.mechanisms = mechanisms;
+                c.rung_mode = rungs;
             };
             let outcome = run_one(&p, &scenario_args, column.kind, &dir, None, None, &adjust)?;
             write_report(&dir, &outcome.summary, &outcome.series)?;
+            if let (Some(profile), Some(round_bounds)) = (&profile, bounds.last_mut()) {
+                round_bounds.push(e2e_bound::run_bound(
+                    &outcome.jobs,
+                    &outcome.summary,
+                    profile,
+                    general_lanes,
+                ));
+            }
             results[i].push(outcome.summary);
         }
     }
@@ -136,11 +180,18 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         .zip(&results)
         .map(|(c, r)| (c.name, r.as_slice()))
         .collect();
+    // A round's bound: the largest over its columns (see `e2e_bound`).
+    let round_bounds: Vec<f64> = bounds
+        .iter()
+        .filter(|b| !b.is_empty())
+        .map(|b| b.iter().copied().fold(f64::NAN, f64::max))
+        .collect();
     if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&repeated_json(&groups)?)?
-        );
+        let mut doc = repeated_json(&groups)?;
+        if a.bound {
+            doc["bound"] = bound_json(&round_bounds, &columns, &results);
+        }
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let platform = if scenario_args.no_platform {
             "off"
@@ -155,13 +206,16 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         );
         outln!(
             "{}",
-            render_repeated(&groups[..SchedulerKind::ALL.len().min(groups.len())])
+            render_repeated(&groups[..MAIN_COLUMNS.min(groups.len())])
         );
-        if groups.len() > SchedulerKind::ALL.len() {
+        if groups.len() > MAIN_COLUMNS {
             outln!("Ablations: mmsched with one mechanism off.");
             let mut ablation = vec![groups[0]];
-            ablation.extend_from_slice(&groups[SchedulerKind::ALL.len()..]);
+            ablation.extend_from_slice(&groups[MAIN_COLUMNS..]);
             outln!("{}", render_repeated(&ablation));
+        }
+        if a.bound {
+            print_bound(&round_bounds, &columns, &results);
         }
         outln!(
             "reports: {}/<column>/run-<i>/report.html",
@@ -172,6 +226,66 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// Median and range of `v` (NaN-free), as `median (min–max)`.
+fn spread(v: &[f64]) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    match (v.first(), v.last()) {
+        (Some(&lo), Some(&hi)) => (v[v.len() / 2], lo, hi),
+        _ => (f64::NAN, f64::NAN, f64::NAN),
+    }
+}
+
+/// Each column's `utility_correct` over its round's bound, round by round.
+fn shares_of_bound(bounds: &[f64], runs: &[RunSummary]) -> Vec<f64> {
+    runs.iter()
+        .zip(bounds)
+        .map(|(s, b)| s.utility_correct / b)
+        .collect()
+}
+
+fn print_bound(bounds: &[f64], columns: &[Column], results: &[Vec<RunSummary>]) {
+    let (m, lo, hi) = spread(bounds);
+    outln!("Upper bound on utility_correct: {m:.3} ({lo:.3}–{hi:.3})");
+    outln!("({})", e2e_bound::ASSUMPTIONS);
+    for (c, runs) in columns.iter().zip(results) {
+        let (m, lo, hi) = spread(&shares_of_bound(bounds, runs));
+        outln!(
+            "  {:<28} {:>5.1} % of the bound ({:.1}–{:.1})",
+            c.name,
+            100.0 * m,
+            100.0 * lo,
+            100.0 * hi
+        );
+    }
+}
+
+/// The `bound` entry of `--json`: the bound per round and its median, and each column's
+/// share of it.
+fn bound_json(
+    bounds: &[f64],
+    columns: &[Column],
+    results: &[Vec<RunSummary>],
+) -> serde_json::Value {
+    let share: serde_json::Map<String, serde_json::Value> = columns
+        .iter()
+        .zip(results)
+        .map(|(c, runs)| {
+            let (m, lo, hi) = spread(&shares_of_bound(bounds, runs));
+            (
+                c.name.to_string(),
+                serde_json::json!({ "median": m, "min": lo, "max": hi }),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "utility_correct": spread(bounds).0,
+        "rounds": bounds,
+        "share": share,
+        "assumptions": e2e_bound::ASSUMPTIONS,
     })
 }
 
@@ -188,20 +302,40 @@ mod tests {
 
     #[test]
     fn ablations_follow_the_four_schedulers_with_one_mechanism_off_each() {
-        assert_eq!(columns(false).len(), 4);
+        assert_eq!(columns(false).len(), 5);
+        let c = columns(false);
+        assert_eq!(c[4].name, "static-priority-cheapest");
+        assert_eq!(c[4].rungs, Some(RungMode::Cheapest));
         let c = columns(true);
-        assert_eq!(c.len(), 11);
+        assert_eq!(c.len(), 5 + Mechanisms::ablations().len());
         assert!(
-            c[4..]
+            c[5..]
                 .iter()
                 .all(|c| c.kind == SchedulerKind::Mmsched && c.mechanisms != Mechanisms::default())
         );
-        assert_eq!(c[4].name, "mmsched-no-admission");
-        assert!(!c[4].mechanisms.admission && c[4].mechanisms.routing);
-        assert!(!c[8].mechanisms.routing);
-        assert_eq!(c[9].name, "mmsched-no-risk-boost");
-        assert!(!c[9].mechanisms.risk_boost && c[9].mechanisms.routing);
-        assert_eq!(c[10].name, "mmsched-no-thread-grants");
-        assert!(!c[10].mechanisms.thread_grants && c[10].mechanisms.risk_boost);
+        assert_eq!(c[5].name, "mmsched-no-admission");
+        assert!(!c[5].mechanisms.admission && c[5].mechanisms.routing);
+        assert!(!c[9].mechanisms.routing);
+        assert_eq!(c[10].name, "mmsched-no-risk-boost");
+        assert!(!c[10].mechanisms.risk_boost && c[10].mechanisms.routing);
+        assert_eq!(c[11].name, "mmsched-no-thread-grants");
+        assert!(!c[11].mechanisms.thread_grants && c[11].mechanisms.risk_boost);
+        assert!(c.iter().any(|c| c.name == "mmsched-no-rungs"));
+        assert!(
+            c.iter().all(|c| !c.name.starts_with("no-")),
+            "every ablation is named"
+        );
+    }
+
+    #[test]
+    fn a_share_of_the_bound_is_per_round_and_the_spread_ignores_gaps() {
+        let run = |u: f64| RunSummary {
+            utility_correct: u,
+            ..RunSummary::default()
+        };
+        let shares = shares_of_bound(&[0.5, 0.8], &[run(0.25), run(0.8)]);
+        assert_eq!(shares, [0.5, 1.0]);
+        assert_eq!(spread(&[0.3, f64::NAN, 0.1, 0.2]), (0.2, 0.1, 0.3));
+        assert!(spread(&[]).0.is_nan());
     }
 }

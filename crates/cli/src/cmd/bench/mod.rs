@@ -3,6 +3,7 @@
 
 pub mod core;
 pub mod e2e;
+mod e2e_bound;
 pub mod models;
 mod models_asr;
 mod models_candle;
