@@ -108,10 +108,11 @@ mod tests {
         let g = LoadGenerator::start(p, mmsched_core::time::MonotonicClock::new());
         std::thread::sleep(Duration::from_millis(200));
         let spent = g.finish().expect("a load thread ran");
-        // 20 % of each 5 ms tick: about 40 ms over 200 ms. It never burns more than it
-        // was asked for (beyond the last spin's granularity); on a machine busy with other
-        // work it may get less CPU than it asks for, so it burns at most that, and some.
-        assert!(spent.demanded_nanos >= 20_000_000, "{spent:?}");
+        // 20 % of each 5 ms tick it wakes for: about 40 ms over 200 ms on an idle machine;
+        // on a busy one it wakes for fewer ticks (a tick it slept through is not
+        // demanded), so at least one tick's share. It never burns more than it was asked
+        // for (beyond the last spin's granularity).
+        assert!(spent.demanded_nanos >= 1_000_000, "{spent:?}");
         assert!(
             spent.burnt_nanos <= spent.demanded_nanos + TICK_NANOS,
             "{spent:?}"
