@@ -61,6 +61,11 @@ pub struct ResultRecord {
     /// truth is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<f64>,
+    /// Why there is no result: the input could not be read (a frame file gone, truncated
+    /// or stuck) or its model failed. The input counts as `failed` in the summary, under
+    /// this reason; `on_time` is false and `text` empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The times of a result on the device timeline, in nanoseconds.
@@ -101,7 +106,16 @@ impl ResultRecord {
             rung: None,
             correct: None,
             accuracy: None,
+            error: None,
         }
+    }
+
+    /// A record saying an input of `kind` got no result, and why.
+    pub fn failed(trace_id: String, stream: &str, kind: Kind, t: Times, error: String) -> Self {
+        let mut r = Self::new(trace_id, stream, kind, t, String::new());
+        r.on_time = false;
+        r.error = Some(error);
+        r
     }
 
     /// The record as one NDJSON line (no trailing newline).
@@ -143,5 +157,28 @@ mod tests {
         assert_eq!(v["stale"], false);
         assert_eq!(v["lines"][1], "North Station");
         assert!(v.get("segment_ms").is_none() && v.get("tokens").is_none());
+        assert!(v.get("error").is_none(), "a result has no error");
+    }
+
+    #[test]
+    fn a_failed_input_has_its_reason_and_is_not_on_time() {
+        let t = Times {
+            start: 0,
+            capture: 1_000_000,
+            release: 1_000_000,
+            done: 1_000_000,
+            deadline: 2_000_000,
+        };
+        let r = ResultRecord::failed(
+            String::new(),
+            "camera",
+            Kind::Vision,
+            t,
+            "frames/0003.png is not a readable PNG or JPEG image".into(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json_line()).expect("json");
+        assert_eq!(v["on_time"], false);
+        assert_eq!(v["text"], "");
+        assert!(v["error"].as_str().is_some_and(|e| e.contains("0003.png")));
     }
 }

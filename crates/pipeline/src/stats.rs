@@ -92,6 +92,13 @@ impl DropAction {
     }
 }
 
+/// The most distinct failure reasons kept per kind: a reason names a file or a cause, and
+/// a run that fails every frame of a large folder must not grow without bound.
+pub const MAX_FAILURE_REASONS: usize = 16;
+
+/// The reason the failures past [`MAX_FAILURE_REASONS`] are counted under.
+pub const OTHER_REASONS: &str = "other reasons";
+
 /// Counts and latencies of one job kind. Every input ends in exactly one outcome:
 /// `offered = on_time + late + shed + skipped + dropped + unfinished + failed`, where
 /// `late = deadline_misses` and `on_time = completed − late` ([`KindStats::accounted`]).
@@ -113,8 +120,11 @@ pub struct KindStats {
     pub dropped_by: std::collections::BTreeMap<DropAction, u64>,
     /// Inputs still waiting or running when the run ended.
     pub unfinished: u64,
-    /// Jobs that failed in the engine (or inputs that could not be decoded).
+    /// Jobs that failed in the engine (or inputs that could not be read or decoded).
     pub failed: u64,
+    /// Why they failed: each reason and how often ([`MAX_FAILURE_REASONS`] distinct ones;
+    /// the rest are counted under [`OTHER_REASONS`]).
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// Latency of every finished job (release → end), milliseconds.
     pub latencies_ms: Vec<f64>,
     /// The SLA, milliseconds.
@@ -302,10 +312,22 @@ impl RunStats {
         self.of(kind, origin).unfinished += n;
     }
 
-    /// An input of `kind` that failed before it became a job (it could not be decoded).
-    pub fn failed_input(&mut self, kind: Kind) {
+    /// An input of `kind` that failed before it became a job (it could not be read or
+    /// decoded), and why.
+    pub fn failed_input(&mut self, kind: Kind, reason: &str) {
         self.kinds[kind.index()].failed += 1;
         self.of(kind, Origin::Streams).failed += 1;
+        self.note_failure(kind, reason);
+    }
+
+    fn note_failure(&mut self, kind: Kind, reason: &str) {
+        let reasons = &mut self.kinds[kind.index()].failures;
+        let key = if reasons.contains_key(reason) || reasons.len() < MAX_FAILURE_REASONS {
+            reason
+        } else {
+            OTHER_REASONS
+        };
+        *reasons.entry(key.to_string()).or_default() += 1;
     }
 
     /// A job of `kind` from `origin` shed at `now`.
@@ -315,11 +337,12 @@ impl RunStats {
         self.recent_served[kind.index()].push(now, 0.0);
     }
 
-    /// A job of `kind` from `origin` whose model failed at `now`.
-    pub fn failed(&mut self, kind: Kind, origin: Origin, now: Nanos) {
+    /// A job of `kind` from `origin` whose model failed at `now`, and why.
+    pub fn failed(&mut self, kind: Kind, origin: Origin, now: Nanos, reason: &str) {
         self.kinds[kind.index()].failed += 1;
         self.of(kind, origin).failed += 1;
         self.recent_served[kind.index()].push(now, 0.0);
+        self.note_failure(kind, reason);
     }
 
     /// A job of `kind` from `origin` released at `release` finished at `end`. Returns
@@ -452,14 +475,14 @@ mod tests {
         s.job(k);
         s.shed(k, api, 0);
         s.job(k);
-        s.failed(k, o, 0);
+        s.failed(k, o, 0, "the engine failed");
         s.job(k);
         s.unfinished(k, o, 1);
         // Four never became jobs: skipped, dropped twice, undecodable.
         s.skipped(k);
         s.dropped(k, DropAction::CameraRateHalved);
         s.dropped(k, DropAction::CircuitBreaker);
-        s.failed_input(k);
+        s.failed_input(k, "cannot read frame 7");
         let v = s.kind(k);
         assert_eq!((v.on_time(), v.deadline_misses, v.dropped()), (1, 1, 2));
         assert_eq!(v.accounted(), v.offered);
@@ -474,6 +497,33 @@ mod tests {
         s.offered(k, o);
         assert_eq!(s.kind(k).accounted() + 1, s.kind(k).offered);
         assert_eq!(DropAction::CameraRateHalved.as_str(), "camera_rate_halved");
+        let reasons: Vec<(&str, u64)> = s
+            .kind(k)
+            .failures
+            .iter()
+            .map(|(r, n)| (r.as_str(), *n))
+            .collect();
+        assert_eq!(
+            reasons,
+            [("cannot read frame 7", 1), ("the engine failed", 1)]
+        );
+    }
+
+    #[test]
+    fn failure_reasons_are_kept_up_to_a_bound() {
+        let mut s = RunStats::new(1_000 * MS, [200.0, 60.0, 2000.0, 5000.0]);
+        for i in 0..40 {
+            s.failed_input(Kind::Vision, &format!("frame {i} is gone"));
+        }
+        s.failed_input(Kind::Vision, "frame 0 is gone");
+        let f = &s.kind(Kind::Vision).failures;
+        assert_eq!(f.len(), MAX_FAILURE_REASONS + 1);
+        assert_eq!(
+            f["frame 0 is gone"], 2,
+            "a reason already kept keeps counting"
+        );
+        assert_eq!(f[OTHER_REASONS], 40 - MAX_FAILURE_REASONS as u64);
+        assert_eq!(f.values().sum::<u64>(), s.kind(Kind::Vision).failed);
     }
 
     #[test]

@@ -66,6 +66,7 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
     m.correct = k.correct();
     m.correct_on_time = k.correct_on_time();
     m.accuracy = k.accuracy().unwrap_or(f64::NAN);
+    m.failures = k.failures.clone();
     m.on_time_per_s = if t.elapsed_nanos == 0 {
         0.0
     } else {

@@ -79,6 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dropped: 0,
         dropped_by: Default::default(),
         failed: 0,
+        failures: Default::default(),
         on_time_per_s: (jobs - 20 - misses) as f64 / duration,
         importance: 0.7,
         p50_ms: p50,

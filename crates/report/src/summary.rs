@@ -144,8 +144,13 @@ pub struct ModalitySummary {
     pub dropped_by: std::collections::BTreeMap<String, u64>,
     /// Inputs still queued or running when the run ended (after the drain).
     pub unfinished: u64,
-    /// Jobs whose model failed (or whose input could not be decoded).
+    /// Jobs whose model failed (or whose input could not be read or decoded).
     pub failed: u64,
+    /// Why they failed: each reason (a frame file gone or truncated, a read past its
+    /// deadline, the engine's error) and how often; at most 16 distinct reasons, the rest
+    /// under `other reasons`. Absent when nothing failed.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// On-time results per second of the run (`on_time / duration`).
     #[serde(deserialize_with = "de_f64")]
     pub on_time_per_s: f64,

@@ -80,6 +80,23 @@ pub fn render_table(summary: &RunSummary) -> String {
         if let Some(rule) = &m.sla_rule {
             let _ = writeln!(out, "{name} deadline: {}", printable(rule));
         }
+        // Most frequent first, so the likely cause leads.
+        let mut failures: Vec<(&String, &u64)> = m.failures.iter().collect();
+        failures.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (reason, n) in failures.iter().take(3) {
+            let _ = writeln!(
+                out,
+                "{name:<9}failed {n}: {}",
+                at_most(&printable(reason), 160)
+            );
+        }
+        if failures.len() > 3 {
+            let _ = writeln!(
+                out,
+                "{name:<9}failed for {} other reason(s): see summary.json",
+                failures.len() - 3
+            );
+        }
     }
     let llm = &summary.llm;
     let _ = writeln!(
@@ -156,6 +173,14 @@ pub fn render_table(summary: &RunSummary) -> String {
     out
 }
 
+/// `text` cut to `max` characters, with `…` where it was cut.
+fn at_most(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +238,38 @@ mod tests {
         let table = render_table(&summary);
         assert!(!table.contains("NaN") && !table.contains("inf"));
         assert!(table.contains("mean —"));
+    }
+
+    #[test]
+    fn failure_reasons_follow_the_table_most_frequent_first() {
+        let mut summary = sample();
+        let f = &mut summary.vision.failures;
+        f.insert("frames/0003.png is gone".into(), 1);
+        f.insert(
+            "reading frames/0007.png did not finish within 1000 ms".into(),
+            2,
+        );
+        for i in 0..3 {
+            f.insert(format!("reason {i} {}", "x".repeat(300)), 1);
+        }
+        let table = render_table(&summary);
+        let lines: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("vision   failed"))
+            .collect();
+        assert_eq!(
+            lines[0],
+            "vision   failed 2: reading frames/0007.png did not finish within 1000 ms"
+        );
+        assert_eq!(lines[1], "vision   failed 1: frames/0003.png is gone");
+        assert!(
+            lines[2].ends_with('…') && lines[2].chars().count() < 200,
+            "{}",
+            lines[2]
+        );
+        assert_eq!(
+            lines[3],
+            "vision   failed for 2 other reason(s): see summary.json"
+        );
     }
 }

@@ -22,6 +22,7 @@ pub(crate) fn sample() -> RunSummary {
         dropped_by: [("camera_rate_halved".to_string(), 2)].into(),
         unfinished: 4,
         failed: 3,
+        failures: Default::default(),
         on_time_per_s: (base - 10 - base / 100) as f64 / 60.0,
         importance,
         p50_ms: sla_ms * 0.4,

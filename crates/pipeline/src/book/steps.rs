@@ -321,12 +321,27 @@ impl Book {
         };
         self.outputs.remove(&tag);
         self.release(job.kind);
-        self.stats.failed(job.kind, job.origin, now);
+        self.stats.failed(job.kind, job.origin, now, &e.chain());
         if let Some(t) = &job.text {
             self.text.close(job.release, t);
         }
         self.record(&job, JobEnd::Failed, None);
         cx.observer.failed(job.kind.as_str(), &e);
+        if job.kind != Kind::Vad {
+            // A chunk is no result on its own (see `report`); a frame, utterance or
+            // request that failed is, with its reason.
+            let times = Times {
+                start: self.start,
+                capture: job.capture,
+                release: job.release,
+                done: now,
+                deadline: job.deadline,
+            };
+            let mut r =
+                ResultRecord::failed(String::new(), &job.stream, job.kind, times, e.chain());
+            r.origin = job.origin.as_str();
+            cx.observer.result(&r);
+        }
         self.trace.instant(
             stage::FAIL,
             job.kind.as_str(),

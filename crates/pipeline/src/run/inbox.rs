@@ -42,12 +42,11 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         if !self.models.has(kind) {
             // The client checks first; a request that slipped through fails, counted.
             let mut sink = sink;
-            self.book.stats.failed(kind, Origin::Api, now);
-            sink(crate::request::Update::Failed(
-                mmsched_runtime::sched::WorkError::NoModel {
-                    model: kind.model_name(),
-                },
-            ));
+            let e = mmsched_runtime::sched::WorkError::NoModel {
+                model: kind.model_name(),
+            };
+            self.book.stats.failed(kind, Origin::Api, now, &e.chain());
+            sink(crate::request::Update::Failed(e));
             return;
         }
         self.submit(now, request, Reply::Sink(sink));

@@ -7,11 +7,13 @@ use mmsched_core::health::{RecentLosses, camera_drops};
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
+use mmsched_trace::record::stage;
 
 use super::{Run, ThreadCpu, arrived};
 use crate::book::Reply;
 use crate::jobs::Output;
 use crate::request::{Input, Origin};
+use crate::results::{ResultRecord, Times};
 use crate::stats::{DropAction, Kind};
 
 /// The vision branch's state.
@@ -47,6 +49,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// the gate, answered from the cache (breaker open) or submitted to OCR.
     pub(super) fn poll_camera(&mut self, now: Nanos) {
         let sla = self.sla_nanos(Kind::Vision);
+        self.take_unread_frames(sla);
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
@@ -61,9 +64,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             let f = a.event.payload;
             // Generated scenes and labelled folders know what the frame shows.
             let truth = crate::truth::Truth::of_frame_text(&f.text);
-            let Ok(frame) = RgbFrame::new(f.width, f.height, f.rgb) else {
-                self.book.stats.failed_input(Kind::Vision);
-                continue;
+            let frame = match RgbFrame::new(f.width, f.height, f.rgb) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    self.frame_failed(capture, now, sla, e.to_string());
+                    continue;
+                }
             };
             let cpu = ThreadCpu::now();
             let t0 = self.clock.now_nanos();
@@ -97,6 +103,45 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             req.truth = truth;
             self.submit(now, req, Reply::Loop);
         }
+    }
+
+    /// Frames the camera could not read (a file gone, truncated or stuck): each is offered
+    /// and failed, with its reason in the results and the summary.
+    fn take_unread_frames(&mut self, sla: Nanos) {
+        let Some((camera, _)) = &mut self.inputs.camera else {
+            return;
+        };
+        for u in camera.take_unread() {
+            self.book.offer(Kind::Vision, Origin::Streams);
+            let at = u.capture_device_nanos;
+            self.frame_failed(at, at, sla, u.reason);
+        }
+    }
+
+    /// A frame captured at `capture` that cannot go to OCR, for `reason`.
+    fn frame_failed(&mut self, capture: Nanos, now: Nanos, sla: Nanos, reason: String) {
+        self.book.stats.failed_input(Kind::Vision, &reason);
+        self.book.trace.instant(
+            stage::FAIL,
+            Kind::Vision.as_str(),
+            now,
+            Some(Modality::Image),
+            &reason,
+        );
+        let t = Times {
+            start: self.start,
+            capture,
+            release: now,
+            done: now,
+            deadline: now + sla,
+        };
+        let stream = self
+            .inputs
+            .stream(Kind::Vision)
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
+        let r = ResultRecord::failed(String::new(), &stream, Kind::Vision, t, reason);
+        self.observer.result(&r);
     }
 
     /// Whether the vision branch is behind: losing about half its frames anyway

@@ -9,7 +9,7 @@ use mmsched_core::time::{Clock, Nanos};
 use mmsched_sim::jitter::JitterInjector;
 use mmsched_sim::rng::{SimRng, stream_rng};
 
-use super::{Source, SourceEvent};
+use super::{Source, SourceEvent, Unread};
 
 /// An event as it reaches the device.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,6 +163,13 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             None => self.history.push_back(event),
         }
         true
+    }
+
+    /// The events due by now that the source could not read ([`Source::take_unread`]):
+    /// they never reached the transport, so they are known at once.
+    pub fn take_unread(&mut self) -> Vec<Unread> {
+        self.capture();
+        self.inner.take_unread()
     }
 
     /// The next event that has arrived by now, in arrival order.

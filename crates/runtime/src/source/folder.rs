@@ -108,12 +108,23 @@ impl FolderReader {
     }
 }
 
-/// Decodes one PNG or JPEG file into an RGB8 frame.
+/// Decodes one PNG or JPEG file into an RGB8 frame. A file that is gone, or is no longer
+/// a regular file (a FIFO put in its place: opening it would wait for a writer), is an
+/// error naming it.
 pub fn decode(path: &Path) -> Result<Frame, FrameError> {
     let err = |reason: String| FrameError::Image {
         path: path.display().to_string(),
         reason,
     };
+    match std::fs::metadata(path) {
+        Err(e) => return Err(err(format!("cannot read it: {e}"))),
+        Ok(m) if !m.is_file() => {
+            return Err(err(
+                "it is no longer a regular file (a FIFO, a device or a folder)".into(),
+            ));
+        }
+        Ok(_) => {}
+    }
     let rgb = image::open(path).map_err(|e| err(e.to_string()))?.to_rgb8();
     let (w, h) = rgb.dimensions();
     Frame::from_rgb(w, h, rgb.into_raw()).ok_or_else(|| err("inconsistent size".into()))
@@ -138,6 +149,15 @@ impl FrameReader for FolderReader {
             frame.text.clone_from(lines);
         }
         Ok(Some(frame))
+    }
+
+    fn next_input(&self) -> Option<String> {
+        let next = if self.next == self.files.len() && self.looped {
+            0
+        } else {
+            self.next
+        };
+        self.files.get(next).map(|p| p.display().to_string())
     }
 }
 
@@ -224,5 +244,43 @@ mod tests {
         std::fs::write(dir.path().join("broken.png"), b"not a png at all").expect("write");
         let e = FolderReader::open(dir.path(), true).expect_err("corrupt");
         assert!(e.to_string().contains("broken.png"), "{e}");
+    }
+
+    #[test]
+    fn a_folder_that_changes_under_the_reader_gives_one_error_per_frame_and_never_blocks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (i, name) in ["a.png", "b.png", "c.png", "d.png"].iter().enumerate() {
+            write_png(&dir.path().join(name), 4, 3, i as u8);
+        }
+        let mut r = FolderReader::open(dir.path(), true).expect("valid folder");
+        assert_eq!(
+            r.next_input().as_deref(),
+            Some(dir.path().join("a.png").to_str().expect("utf-8"))
+        );
+        // Deleted, truncated, replaced by garbage, replaced by a FIFO nobody writes to.
+        std::fs::remove_file(dir.path().join("a.png")).expect("rm");
+        let b = std::fs::read(dir.path().join("b.png")).expect("read");
+        std::fs::write(dir.path().join("b.png"), &b[..b.len() / 2]).expect("truncate");
+        std::fs::write(dir.path().join("c.png"), b"garbage").expect("garbage");
+        std::fs::remove_file(dir.path().join("d.png")).expect("rm");
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("d.png"))
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        for (name, says) in [
+            ("a.png", "No such file"),
+            ("b.png", "not a readable PNG"),
+            ("c.png", "not a readable PNG"),
+            ("d.png", "no longer a regular file"),
+        ] {
+            let e = r.next_frame().expect_err("unreadable");
+            let msg = e.to_string();
+            assert!(msg.contains(name) && msg.contains(says), "{msg}");
+        }
+        assert!(
+            r.next_frame().is_err(),
+            "looped: the missing first file again"
+        );
     }
 }

@@ -49,6 +49,19 @@ pub struct SourceEvent<P> {
     pub received_nanos: Option<Nanos>,
 }
 
+/// An event that was due but could not be read: a frame file deleted, truncated or not an
+/// image, a read past its deadline. The run counts it as offered and failed, with the
+/// reason, so nothing a source could not read vanishes from the results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    /// Its sequence number within the source.
+    pub seq: u64,
+    /// When it was due, on the device timeline.
+    pub capture_device_nanos: Nanos,
+    /// Why it could not be read.
+    pub reason: String,
+}
+
 /// A sensor that produces events on its own clock.
 ///
 /// Why this shape: the runtime polls every source with the same two calls — when is the
@@ -78,6 +91,12 @@ pub trait Source {
     fn request_retransmit(&mut self, _seq: u64) -> bool {
         false
     }
+
+    /// The events that were due by now but could not be read, oldest first, each reported
+    /// once. Sources whose reads cannot fail have none.
+    fn take_unread(&mut self) -> Vec<Unread> {
+        Vec::new()
+    }
 }
 
 /// Any source of `P` behind one pointer, so a stream can be fed by whichever kind of
@@ -105,5 +124,9 @@ impl<S: Source + ?Sized> Source for Box<S> {
 
     fn request_retransmit(&mut self, seq: u64) -> bool {
         (**self).request_retransmit(seq)
+    }
+
+    fn take_unread(&mut self) -> Vec<Unread> {
+        (**self).take_unread()
     }
 }
