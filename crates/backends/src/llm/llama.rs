@@ -8,6 +8,26 @@
 //!
 //! llama.cpp is built without OpenMP: its own workers are started for each graph and end
 //! with it, so an idle LLM never spins on a core that the scheduler gave to another job.
+//!
+//! **Kernels that keep batched decoding exact.** Several sequences decoded in one call
+//! ([`LlamaMultiSeq`](crate::llm::llama_batch::LlamaMultiSeq)) must get, token for token,
+//! the logits each gets alone. ggml computes most matrix products one output element at a
+//! time whatever the number of rows, but three of its fast paths change the arithmetic
+//! with the row count, and each was seen to change the logits (by up to about 1 in 20 on
+//! Gemma-3 270M, enough to change greedy tokens within 16 steps):
+//! - the repacked weight layout (`CPU_REPACK`, an "extra buffer type"): Q4_K products of 4
+//!   or more rows run a 4-row kernel (`gemm_q4_K_8x8`) that sums in another order than the
+//!   1-row one; so every context here loads the weights without it (`use_extra_bufts =
+//!   false`), and Q4_K runs the per-element `vec_dot` kernel for any row count;
+//! - flash attention: a single row attending to 512 or more cached positions splits them
+//!   across threads and merges the partial sums (`use_split_kv_path`), while rows of
+//!   several sequences do not; so flash attention is off, and attention is two matrix
+//!   products and a softmax whose padding only adds exact zeros;
+//! - the tiled K-quant product (`ggml-cpu/tiled`), taken from 8 rows on: the batch decoder
+//!   runs at most [`MAX_EXACT_ROWS`] sequences per graph.
+//!
+//! Every context is made by [`context_params`], so the single- and multi-sequence ones
+//! cannot drift apart in any other setting.
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString, c_char, c_void};
@@ -37,11 +57,46 @@ unsafe extern "C" fn log_errors_only(
     }
 }
 
-fn last_error() -> String {
+pub(crate) fn last_error() -> String {
     LAST_ERROR
         .lock()
         .map(|mut e| std::mem::take(&mut *e))
         .unwrap_or_default()
+}
+
+/// Most rows one graph decodes with per-row results that do not depend on the row count:
+/// from 8 rows on ggml's tiled K-quant product takes over (see the module notes).
+pub const MAX_EXACT_ROWS: usize = 7;
+
+/// Tokens one graph takes at most (llama.cpp's `n_ubatch`): a prompt chunk up to this long
+/// is one graph in every context, so it runs the same kernels in all of them.
+const UBATCH_TOKENS: u32 = 512;
+
+/// The settings of every context made here: `n_ctx` cells for `n_seq` sequences (each in a
+/// KV stream of its own), calls of up to `n_batch` tokens, `threads` threads. Only what
+/// the caller passes differs between contexts; everything that decides which kernels run
+/// is here once.
+pub(crate) fn context_params(
+    n_ctx: u32,
+    n_batch: u32,
+    n_seq: u32,
+    threads: usize,
+) -> sys::llama_context_params {
+    let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
+    // SAFETY: returns a plain struct of defaults.
+    let mut p = unsafe { sys::llama_context_default_params() };
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.n_ubatch = n_batch.min(UBATCH_TOKENS);
+    p.n_seq_max = n_seq;
+    // Logits of at most one token per sequence per call.
+    p.n_outputs_max = n_seq;
+    p.kv_unified = false;
+    p.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    p.n_threads = threads;
+    p.n_threads_batch = threads;
+    p.no_perf = true;
+    p
 }
 
 pub(crate) fn init_backend() {
@@ -57,7 +112,14 @@ pub(crate) fn init_backend() {
 
 /// Loaded weights, shared by every context made from them.
 #[derive(Debug)]
-struct Weights(NonNull<sys::llama_model>);
+pub(crate) struct Weights(NonNull<sys::llama_model>);
+
+impl Weights {
+    /// The model, valid while `self` lives.
+    pub(crate) fn as_ptr(&self) -> *mut sys::llama_model {
+        self.0.as_ptr()
+    }
+}
 
 // SAFETY: a llama_model is immutable after loading and llama.cpp allows using one model
 // from several contexts on different threads.
@@ -104,7 +166,10 @@ impl LlamaGemma {
             .map_err(|_| "the path contains a NUL byte".to_string())?;
         // SAFETY: plain value-returning calls; the path is a valid C string for the call.
         let model = unsafe {
-            let params = sys::llama_model_default_params();
+            let mut params = sys::llama_model_default_params();
+            // No repacked layout: its 4-row Q4_K kernel would make batched tokens differ
+            // from lone ones (module notes).
+            params.use_extra_bufts = false;
             sys::llama_model_load_from_file(c_path.as_ptr(), params)
         };
         let model = NonNull::new(model).ok_or_else(|| {
@@ -130,20 +195,12 @@ impl LlamaGemma {
         threads: usize,
     ) -> Result<Self, String> {
         let n_ctx = u32::try_from(max_seq_len).map_err(|_| "max_seq_len is too large")?;
-        let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
         // Prompts are fed in chunks no larger than the whole sequence.
         let max_batch = max_seq_len;
+        let p = context_params(n_ctx, n_ctx, 1, threads);
         // SAFETY: the weights pointer is valid while `weights` lives, and the context
         // keeps an `Arc` to them; the remaining calls read plain values.
         let (ctx, n_vocab, weight_bytes) = unsafe {
-            let mut p = sys::llama_context_default_params();
-            p.n_ctx = n_ctx;
-            p.n_batch = n_ctx;
-            p.n_ubatch = n_ctx.min(512);
-            p.n_seq_max = 1;
-            p.n_threads = threads;
-            p.n_threads_batch = threads;
-            p.no_perf = true;
             let ctx = sys::llama_init_from_model(weights.0.as_ptr(), p);
             let vocab = sys::llama_model_get_vocab(weights.0.as_ptr());
             (
@@ -166,6 +223,11 @@ impl LlamaGemma {
             max_batch,
             weight_bytes,
         })
+    }
+
+    /// The weights, shared with every context made from them.
+    pub(crate) fn weights(&self) -> &Arc<Weights> {
+        &self.weights
     }
 
     /// Vocabulary size.

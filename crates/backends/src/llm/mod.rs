@@ -2,21 +2,28 @@
 //!
 //! - [`engine`]: which engine runs the model ([`LlmEngine`]: llama.cpp by default where
 //!   compiled in, candle otherwise or on request);
-//! - `llama`: the llama.cpp engine (cargo feature `llama`);
+//! - `llama`: the llama.cpp engine (cargo feature `llama`), and `llama_batch`, one
+//!   llama.cpp context holding several sequences;
 //! - [`model`]: the forward pass (an adapted copy of candle-transformers'
 //!   `quantized_gemma3`: 4096-token default maximum, shared rotary tables, correct chunked
 //!   prefill masks, per-stage timing);
 //! - [`tokenizer`]: the SentencePiece tokenizer read from the GGUF metadata;
 //! - [`session`]: [`LlmSession`], the token-step API (`start`/`prefill_chunk`/`prefill`,
-//!   `step`, `generate`) and the [`Backend`](crate::Backend) implementation.
+//!   `step`, `generate`) and the [`Backend`](crate::Backend) implementation;
+//! - [`batch`]: [`BatchDecoder`], several requests decoded together (one `llama_decode`
+//!   per token step), each one's tokens those it gets alone.
 
+pub mod batch;
 pub mod engine;
 #[cfg(feature = "llama")]
 pub mod llama;
+#[cfg(feature = "llama")]
+pub mod llama_batch;
 pub mod model;
 pub mod session;
 pub mod tokenizer;
 
+pub use batch::{BatchDecoder, BatchError, BatchOptions, Sampling, SeqId};
 pub use engine::LlmEngine;
 pub use session::{Generation, LlmJob, LlmOptions, LlmSession, StepStages, Token, argmax};
 pub use tokenizer::GgufTokenizer;

@@ -155,6 +155,22 @@ pub fn argmax(logits: &[f32]) -> u32 {
     u32::try_from(best).unwrap_or(u32::MAX)
 }
 
+/// The next token from `logits`: drawn by `sampler` when sampling, else the argmax. The
+/// one rule of the session and the batch decoder, so that both pick the same tokens from
+/// the same logits.
+pub(crate) fn pick(
+    logits: &[f32],
+    sampler: Option<&mut LogitsProcessor>,
+) -> Result<u32, BackendError> {
+    match sampler {
+        Some(sampler) => {
+            let logits = Tensor::from_slice(logits, logits.len(), &Device::Cpu).map_err(engine)?;
+            sampler.sample(&logits).map_err(engine)
+        }
+        None => Ok(argmax(logits)),
+    }
+}
+
 impl LlmSession {
     /// Loads a Gemma-3 GGUF file.
     pub fn load(
@@ -230,6 +246,11 @@ impl LlmSession {
     fn sampler(o: &LlmOptions) -> LogitsProcessor {
         let t = o.temperature.filter(|t| *t > 0.0);
         LogitsProcessor::new(o.seed, t, None)
+    }
+
+    /// The clock the session times its calls with.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock + Send + Sync> {
+        &self.clock
     }
 
     /// Bytes of the model's weights (shared by forked sessions).
@@ -412,12 +433,12 @@ impl LlmSession {
         nanos: Nanos,
     ) -> Result<Token, BackendError> {
         let t0 = self.clock.now_nanos();
-        let id = if self.options.temperature.is_some_and(|t| t > 0.0) {
-            let logits = Tensor::from_slice(logits, logits.len(), &Device::Cpu).map_err(engine)?;
-            self.sampler.sample(&logits).map_err(engine)?
-        } else {
-            argmax(logits)
-        };
+        let sampler = self
+            .options
+            .temperature
+            .is_some_and(|t| t > 0.0)
+            .then_some(&mut self.sampler);
+        let id = pick(logits, sampler)?;
         let sample_nanos = self.clock.now_nanos() - t0;
         stages.rest_nanos += sample_nanos;
         self.last = Some(id);

@@ -8,6 +8,7 @@ pub mod models;
 mod models_asr;
 mod models_candle;
 mod models_llm;
+mod models_llm_batch;
 mod models_ocr_batch;
 mod models_summary;
 pub mod policy;
@@ -31,7 +32,10 @@ pub enum BenchCommand {
     /// KV-cache / attention / rest split of a decode step; PP-OCRv4 recognition one line
     /// per engine call against batches of 2, 4 and 8. `--json` adds the headline keys
     /// `ocr.det_ms_p50`, `ocr.rec_box_ms_p50`, `ocr.rec_line_ms_by_batch`,
-    /// `ocr.rec_batch4_speedup`, `asr.rtf_1t`, `asr.rtf_2t`, `engines` and `layer_ratios`.
+    /// `ocr.rec_batch4_speedup`, `asr.rtf_1t`, `asr.rtf_2t`, `llm.batch_tok_s_{1,2,4,8}`
+    /// (aggregate decode tokens/s of that many sequences decoded together, 1 thread),
+    /// `llm.batch4_speedup` (1 thread) and `llm.batch4_speedup_2t`, `engines` and
+    /// `layer_ratios`.
     Models(models::ModelsArgs),
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.

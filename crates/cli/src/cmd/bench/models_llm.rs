@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
 use mmsched_backends::Backend;
 use mmsched_backends::candle_core::{self, D, Device, Tensor};
@@ -38,6 +38,7 @@ use mmsched_models::{Artifact, ModelPaths};
 use serde::Serialize;
 
 use super::models::{StageMs, hist, peak_rss_mib, stage};
+use super::models_llm_batch::{self, LlmBatchResult};
 
 /// The text Gemma-3 continues (a base model: text to continue, not a chat turn).
 const PROMPT: &str = "The three primary colours of light are";
@@ -107,6 +108,18 @@ pub(super) struct LlmResult {
     sweep_step_ms_2t: Option<StageMs>,
     /// Whether the greedy tokens were the same at 1 and 2 threads in every sweep run.
     sweep_tokens_match: Option<bool>,
+    /// Aggregate decode tokens/s of 1, 2, 4 and 8 sequences decoded together at 1 thread
+    /// (medians; `None` on an engine that cannot batch).
+    batch_tok_s_1: Option<f64>,
+    batch_tok_s_2: Option<f64>,
+    batch_tok_s_4: Option<f64>,
+    batch_tok_s_8: Option<f64>,
+    /// Four sequences together ÷ one alone, 1 thread (median of the repetitions' ratios).
+    batch4_speedup: Option<f64>,
+    /// The same at 2 threads.
+    batch4_speedup_2t: Option<f64>,
+    /// Every figure of batched decoding, with its spread.
+    pub(super) batch: Option<LlmBatchResult>,
     /// Peak resident memory of the process after this model ran, MiB.
     peak_rss_mib: f64,
 }
@@ -494,6 +507,19 @@ pub(super) fn bench_llm(
             .map(|st| st[i].prefill.value_at_quantile(0.5) as f64 / 1e3)
     };
     let step_ms = |i: usize| sweep.as_ref().map(|st| stage(&st[i].steps));
+    bar.set_message(format!("gemma3-270m [{engine}] batched decoding"));
+    let batch = models_llm_batch::measure(&mut s, runs.clamp(3, 5), n, clock)
+        .context("measuring batched decoding")?;
+    let at =
+        |threads: usize, size: usize, f: fn(&models_llm_batch::AtThreads, usize) -> Option<f64>| {
+            batch
+                .as_ref()
+                .and_then(|b| b.threads.get(&threads))
+                .and_then(|a| f(a, size))
+        };
+    let tok_s = |a: &models_llm_batch::AtThreads, size: usize| a.tok_s.get(&size).map(|s| s.median);
+    let speedup =
+        |a: &models_llm_batch::AtThreads, size: usize| a.speedup.get(&size).map(|s| s.median);
     let tokens_per_s = layer.tokens_per_s();
     let direct_tokens_per_s = plain.tokens_per_s();
     Ok(LlmResult {
@@ -528,6 +554,13 @@ pub(super) fn bench_llm(
         sweep_step_ms_1t: step_ms(0),
         sweep_step_ms_2t: step_ms(1),
         sweep_tokens_match: sweep.as_ref().map(|st| st[0].tokens == st[1].tokens),
+        batch_tok_s_1: at(1, 1, tok_s),
+        batch_tok_s_2: at(1, 2, tok_s),
+        batch_tok_s_4: at(1, 4, tok_s),
+        batch_tok_s_8: at(1, 8, tok_s),
+        batch4_speedup: at(1, 4, speedup),
+        batch4_speedup_2t: at(2, 4, speedup),
+        batch,
         peak_rss_mib: peak_rss_mib(),
     })
 }
@@ -585,6 +618,9 @@ pub(super) fn print_llm(l: &LlmResult) {
             "  (the {} engine cannot change its thread count between calls: no 1 / 2-thread figures)",
             l.engine
         ),
+    }
+    if let Some(b) = &l.batch {
+        models_llm_batch::print(b);
     }
     outln!("  text: {:?}", l.text);
 }
