@@ -12,6 +12,9 @@
 //!   runtime, the simulator and the MCU hook;
 //! - [`layout`]: the scheduler's lanes and standing reservations, shared by the runtime
 //!   and the simulator;
+//! - [`steps`] and [`places`]: jobs cut into steps (step deadlines, committed steps,
+//!   retries of shed steps) and the places a model has for them, shared by the runtime's
+//!   book of jobs and the simulator;
 //! - [`policy`]: the validated policy document that parameterises all of the above;
 //! - [`profile`]: the device latency profile format (what jobs cost on a device, and what
 //!   each quality rung costs and how accurate it is);
@@ -31,6 +34,7 @@ pub mod health;
 pub mod layout;
 pub mod ldti;
 pub mod modality;
+pub mod places;
 pub mod playout;
 pub mod policy;
 pub mod profile;

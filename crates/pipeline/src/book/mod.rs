@@ -4,9 +4,11 @@
 //! decides each step's task info (class, the step's deadline, the predicted cost from the
 //! one cost model, importance, whether the step is committed), keeps requests beyond a
 //! model's capacity waiting in arrival order, lets a shed step of a started job compete
-//! again until its deadline, records every step in the trace, counts every outcome in the
-//! run's stats (split by origin), and hands each result to its client: a stream's to the run
-//! loop's branch ([`Ended`]), an outside client's to its sink ([`crate::request::Update`]).
+//! again until its deadline (by core's rules, [`mmsched_core::places`] and
+//! [`mmsched_core::steps`], which the simulator follows too), records every step in the
+//! trace, counts every outcome in the run's stats (split by origin), and hands each result to
+//! its client: a stream's to the run loop's branch ([`Ended`]), an outside client's to its
+//! sink ([`crate::request::Update`]).
 //!
 //! Files: `mod.rs` the book and booking, `steps.rs` what the end of a step does,
 //! `text.rs` a text request's progress and figures.
@@ -17,10 +19,11 @@ mod rungs;
 mod steps;
 mod text;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use mmsched_core::arbiter::ClassId;
+use mmsched_core::places::Places;
 use mmsched_core::policy::Policy;
 use mmsched_core::steps::{Chain, Deferred};
 use mmsched_core::time::Nanos;
@@ -176,12 +179,10 @@ impl Rules {
 /// The book. See the [module docs](self).
 pub struct Book {
     jobs: HashMap<u64, Job>,
-    /// Requests beyond their kind's capacity, in arrival order, with their input.
-    waiting: [VecDeque<(u64, Input)>; 4],
-    /// Jobs of each kind handed to the executor (or deferred) and not ended.
-    admitted: [usize; 4],
-    /// Jobs of each kind the models can run at once.
-    capacity: [usize; 4],
+    /// Per kind: the jobs the models can run at once, those handed to the executor (or
+    /// deferred) and not ended, and the requests beyond them in arrival order, with their
+    /// input.
+    places: [Places<(u64, Input)>; 4],
     /// Shed steps waiting to compete again: tag, when, work.
     deferred: Vec<(u64, Nanos, Box<dyn Work>)>,
     tx: Sender<Output>,
@@ -218,8 +219,8 @@ impl std::fmt::Debug for Book {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Book")
             .field("jobs", &self.jobs.len())
-            .field("admitted", &self.admitted)
-            .field("capacity", &self.capacity)
+            .field("admitted", &self.places.each_ref().map(Places::taken))
+            .field("capacity", &self.places.each_ref().map(Places::capacity))
             .field("deferred", &self.deferred.len())
             .finish_non_exhaustive()
     }
@@ -256,9 +257,7 @@ impl Book {
         let (tx, rx) = channel();
         Self {
             jobs: HashMap::new(),
-            waiting: Default::default(),
-            admitted: [0; 4],
-            capacity: Kind::ALL.map(|k| models.capacity(k).max(1)),
+            places: Kind::ALL.map(|k| Places::new(models.capacity(k))),
             deferred: Vec::new(),
             tx,
             rx,
@@ -360,7 +359,7 @@ impl Book {
                 truth: req.truth,
             },
         );
-        self.waiting[kind.index()].push_back((tag, req.input));
+        self.places[kind.index()].wait((tag, req.input));
         self.start_waiting(cx, now);
     }
 
@@ -369,16 +368,15 @@ impl Book {
     pub fn start_waiting(&mut self, cx: &mut Ctx<'_>, now: Nanos) {
         for kind in Kind::ALL {
             let k = kind.index();
-            while self.admitted[k] < self.capacity[k] {
-                let Some((tag, input)) = self.waiting[k].pop_front() else {
-                    break;
-                };
+            while let Some((tag, input)) = self.places[k].admit() {
                 if self.jobs.get(&tag).is_some_and(|j| j.cancel.is_cancelled()) {
+                    self.places[k].free();
                     self.abandon(tag);
                     continue;
                 }
                 let rung = self.choose_rung(tag, now);
                 let Some(j) = self.jobs.get_mut(&tag) else {
+                    self.places[k].free();
                     continue;
                 };
                 j.admitted = true;
@@ -393,7 +391,6 @@ impl Book {
                     fused: kind == Kind::Vision && self.fuse_vision,
                 };
                 let work = cx.models.work(order);
-                self.admitted[k] += 1;
                 self.stats.job(kind);
                 self.submit_step(cx.exec, now, tag, work);
             }
@@ -466,8 +463,8 @@ impl Book {
     /// or running is unfinished, and an outside client is told so.
     pub fn close(&mut self) {
         self.deferred.clear();
-        for q in &mut self.waiting {
-            q.clear();
+        for p in &mut self.places {
+            p.clear_waiting();
         }
         let tags: Vec<u64> = self.jobs.keys().copied().collect();
         for tag in tags {
@@ -525,7 +522,6 @@ impl Book {
     /// Frees `kind`'s place for the next waiting job (every job that ended was admitted,
     /// but for one closed while waiting).
     fn release(&mut self, kind: Kind) {
-        let k = kind.index();
-        self.admitted[k] = self.admitted[k].saturating_sub(1);
+        self.places[kind.index()].free();
     }
 }

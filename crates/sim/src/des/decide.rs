@@ -9,10 +9,13 @@ use super::events::{Ev, note};
 use super::setup::SimRun;
 
 impl SimRun<'_, '_> {
-    /// One decision step of the core on the events of `now`, and its decisions carried out.
+    /// One decision step of the core on the events of `now`, and its decisions carried out
+    /// (a request that ends frees its place: the next waiting request's step becomes an
+    /// event for the next decision).
     pub(super) fn decide(&mut self, now: Nanos) {
         self.decisions.clear();
         self.sched.step(now, &self.events, &mut self.decisions);
+        self.events.clear();
         self.steps += 1;
         let decisions = std::mem::take(&mut self.decisions);
         for &d in &decisions {

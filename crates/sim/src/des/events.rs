@@ -75,7 +75,6 @@ impl SimRun<'_, '_> {
 
     /// Every event due at `now`, also those it causes at `now`, in one decision step.
     fn instant(&mut self, now: Nanos) {
-        self.events.clear();
         if !self.battery_sent {
             self.events
                 .push(SchedEvent::Battery(self.cond.battery_fraction));
@@ -99,7 +98,8 @@ impl SimRun<'_, '_> {
                 Ev::Finish(worker, id) => self.on_finish(worker, id, now),
             }
         }
-        if !self.events.is_empty() {
+        // Steps handed over by a decision (a shed request freed its place) need another.
+        while !self.events.is_empty() {
             self.decide(now);
         }
     }

@@ -23,6 +23,11 @@
 //!   inputs stop, a shed step ends the request); counted once per request;
 //! - imu: no model job (its samples only feed alignment).
 //!
+//! A request waits in arrival order for a place of its model
+//! ([`Places`](mmsched_core::places::Places), as the runtime's book of jobs keeps them) as
+//! `mmsched run` loads the models: an OCR pipeline per worker, one VAD, one Whisper and one
+//! text session; it holds its place until it ends.
+//!
 //! Deadline of a job: its release (arrival on the device after pipeline latency and
 //! jitter) plus the stream's `sla_ms`; for `asr`, plus the utterance's length as well.
 //!
@@ -289,26 +294,59 @@ mod tests {
         );
     }
 
-    /// The overloaded bench scenario, its costs tripled: text steps are shed.
-    fn overloaded_trace() -> (DesReport, Vec<String>) {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scenarios/bench/overload.toml"
-        );
-        let sc = Scenario::load(path).expect("bench scenario");
-        let sim = Simulator::new(&sc, &Profile::reference(), Policy::default()).expect("profile");
-        let cond = Conditions {
-            cost_multiplier: 3.0,
-            ..Conditions::default()
-        };
+    /// How long the crowded run lasts, µs (the trace's unit).
+    const CROWDED_RUN_US: u64 = 30_000_000;
+
+    /// Two workers, a camera that needs more than both, and short text requests that
+    /// matter less: admission sheds some of their first steps.
+    fn crowded_text_trace() -> (DesReport, Vec<String>) {
+        let sc = Scenario::from_toml(
+            r#"
+            name = "crowded"
+            [device]
+            workers = 2
+            [[models]]
+            name = "ocr"
+            kind = "vision"
+            cost_ms = 120
+            [[models]]
+            name = "llm"
+            kind = "llm"
+            cost_ms = 40
+            [[streams]]
+            name = "camera"
+            kind = "camera"
+            models = ["ocr"]
+            fps = 20
+            sla_ms = 400
+            importance = 0.9
+            [[streams]]
+            name = "prompts"
+            kind = "text"
+            models = ["llm"]
+            requests_per_min = 120
+            tokens_per_request = 2
+            sla_ms = 400
+            importance = 0.1
+            "#,
+            "crowded.toml",
+        )
+        .expect("valid scenario");
+        let sim = Simulator::new(&sc, &Profile::reference(), Policy::default()).expect("costs");
         let mut trace = Vec::new();
-        let r = sim.run(11, 30_000_000_000, &cond, None, Some(&mut trace));
+        let r = sim.run(
+            11,
+            CROWDED_RUN_US * 1000,
+            &Conditions::default(),
+            None,
+            Some(&mut trace),
+        );
         (r, trace)
     }
 
     #[test]
     fn a_shed_text_step_competes_again_every_20_ms_until_its_deadline() {
-        let (report, trace) = overloaded_trace();
+        let (report, trace) = crowded_text_trace();
         let fields =
             |l: &str| -> Vec<String> { l.split_whitespace().map(str::to_string).collect() };
         let value = |f: &[String], key: &str| -> u64 {
@@ -323,12 +361,11 @@ mod tests {
             let due = value(&f, "deadline_us=");
             arrivals.insert(value(&f, "job="), (f[3].clone(), due));
         }
-        let mut deferred = 0;
+        let (mut retried, mut shed_at_deadline) = (0, 0);
         for (i, f) in trace.iter().map(|l| fields(l)).enumerate() {
             if f[1] != "defer" {
                 continue;
             }
-            deferred += 1;
             let (at, job, retry) = (
                 f[0].parse::<u64>().expect("time"),
                 value(&f, "job="),
@@ -337,11 +374,17 @@ mod tests {
             let (class, due) = arrivals[&job].clone();
             assert_eq!(class, "class=llm", "only text requests retry: {f:?}");
             assert_eq!(retry, at + 20_000, "a retry 20 ms later: {f:?}");
+            if retry >= CROWDED_RUN_US {
+                // The inputs have stopped: the request stays unfinished.
+                continue;
+            }
             // What became of it: a new step of the same request at its retry, or shed at
             // its deadline when that came first.
             let want = if retry < due {
+                retried += 1;
                 format!("arrive at {retry} due {due}")
             } else {
+                shed_at_deadline += 1;
                 format!("shed job={job} at {due}")
             };
             let found = trace[i + 1..].iter().map(|l| fields(l)).any(|g| {
@@ -354,12 +397,56 @@ mod tests {
             });
             assert!(found, "line {i}: {f:?}: expected {want}");
         }
-        assert!(deferred > 10, "the scenario sheds text steps: {deferred}");
+        assert!(
+            retried > 0 && shed_at_deadline > 0,
+            "the scenario sheds text steps that retry ({retried}) and that run out of time ({shed_at_deadline})"
+        );
         let llm = &report.classes["llm"];
         assert_eq!(
             llm.offered,
             llm.on_time + llm.late + llm.shed + llm.unfinished,
             "{llm:?}"
         );
+    }
+
+    #[test]
+    fn requests_beyond_a_models_places_wait_for_one() {
+        // `mmsched run`'s models on two workers: two OCR pipelines, one text session.
+        let (report, trace) = crowded_text_trace();
+        let mut class = BTreeMap::new();
+        let mut frames_in = 0;
+        let mut text_steps: BTreeMap<String, (u32, bool)> = BTreeMap::new();
+        for l in &trace {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let job = f[2];
+            match f[1] {
+                "arrive" => {
+                    class.insert(job.to_string(), (f[3], f[4].to_string()));
+                    if f[3] == "class=vision" {
+                        frames_in += 1;
+                        assert!(frames_in <= 2, "a third frame in the scheduler: {l}");
+                    } else if !text_steps.contains_key(f[4]) {
+                        // A new request: every earlier one made its 2 tokens or was shed.
+                        for (due, (made, shed)) in &text_steps {
+                            assert!(*made == 2 || *shed, "{l} before {due} ended");
+                        }
+                        text_steps.insert(f[4].to_string(), (0, false));
+                    }
+                }
+                "finish" | "shed" => {
+                    let (c, due) = &class[job];
+                    if *c == "class=vision" {
+                        frames_in -= 1;
+                    } else if let Some(t) = text_steps.get_mut(due) {
+                        t.0 += u32::from(f[1] == "finish");
+                        t.1 |= f[1] == "shed";
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Frames waited for a pipeline: more were offered than could ever be in flight.
+        assert!(report.classes["vision"].offered > 500, "{report:?}");
+        assert!(text_steps.len() > 50, "{}", text_steps.len());
     }
 }

@@ -50,9 +50,27 @@ impl SimRun<'_, '_> {
         self.queue.push(release, Ev::Arrive(self.next_id));
     }
 
-    /// Request `id` arrived on the device: its first step goes to the scheduler.
+    /// Request `id` arrived on the device: it waits for a place of its class, and its
+    /// first step goes to the scheduler once it has one.
     pub(super) fn on_arrive(&mut self, id: u64, now: Nanos) {
-        self.submit_step(id, now);
+        let Some(c) = self.booked.get(&id).map(|b| b.class) else {
+            return;
+        };
+        self.places[c].wait(id);
+        self.start_waiting(c, now);
+    }
+
+    /// Hands class `c`'s waiting requests to the scheduler while it has free places.
+    fn start_waiting(&mut self, c: usize, now: Nanos) {
+        while let Some(id) = self.places[c].admit() {
+            self.submit_step(id, now);
+        }
+    }
+
+    /// Request `b` ended at `now`: its place goes to the next waiting request.
+    fn ended(&mut self, b: &Booked, now: Nanos) {
+        self.places[b.class].free();
+        self.start_waiting(b.class, now);
     }
 
     /// The next step of request `id` goes to the scheduler, due as the chain spreads it.
@@ -109,6 +127,7 @@ impl SimRun<'_, '_> {
             return;
         }
         self.completed(&b, now);
+        self.ended(&b, now);
     }
 
     /// Request `b` finished at `now`.
@@ -189,5 +208,6 @@ impl SimRun<'_, '_> {
         note(&mut self.trace, || {
             format!("{:>10} {what} job={id}", now / 1000)
         });
+        self.ended(&b, now);
     }
 }

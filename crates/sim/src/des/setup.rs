@@ -8,6 +8,7 @@ use mmsched_core::Modality;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::health::RecentLosses;
 use mmsched_core::layout::{self, Layout};
+use mmsched_core::places::Places;
 use mmsched_core::scheduler::{Decision, SchedEvent, Scheduler};
 use mmsched_core::time::Nanos;
 use mmsched_scenario::StreamKind;
@@ -25,6 +26,16 @@ use crate::rng::{SimRng, stream_rng};
 /// Streams start at a random phase below this (or their period), so they do not all tick
 /// together.
 const MAX_PHASE_NANOS: Nanos = 1_000_000_000;
+
+/// How many jobs of class `name` the models of `mmsched run` can run at once on `workers`
+/// general lanes (its `Engines::capacity`): an OCR pipeline per worker; one VAD and one
+/// Whisper, which keep state from job to job; one text session (`run` loads one).
+fn places_of(name: &str, workers: u32) -> usize {
+    match name {
+        "vision" => workers as usize,
+        _ => 1,
+    }
+}
 
 /// Everything one simulated run changes as it goes.
 pub(super) struct SimRun<'r, 'a> {
@@ -48,6 +59,8 @@ pub(super) struct SimRun<'r, 'a> {
     pub(super) computing: Vec<bool>,
     /// Booked requests, by the scheduler's id of their current step.
     pub(super) booked: BTreeMap<u64, Booked>,
+    /// Per class: the model's places, and the requests waiting for one (by id).
+    pub(super) places: Vec<Places<u64>>,
     /// The last id given to a step.
     pub(super) next_id: u64,
     /// Per class: every latency, ms, in completion order.
@@ -99,6 +112,11 @@ impl<'r, 'a> SimRun<'r, 'a> {
             queue: EventQueue::default(),
             computing: vec![false; layout.lanes() as usize],
             booked: BTreeMap::new(),
+            places: sim
+                .classes
+                .iter()
+                .map(|(name, _)| Places::new(places_of(name, layout.compute_workers)))
+                .collect(),
             next_id: 0,
             latencies: vec![Vec::new(); classes],
             losses: vec![RecentLosses::default(); classes],
