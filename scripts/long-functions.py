@@ -87,7 +87,11 @@ def main():
         sys.exit(next(l for l in __doc__.splitlines() if l.startswith("Usage")))
     limit, found = int(sys.argv[1]), 0
     for folder in sys.argv[2:]:
-        for path in sorted(pathlib.Path(folder).rglob("*.rs")):
+        paths = sorted(pathlib.Path(folder).rglob("*.rs"))
+        if not paths:
+            # A mistyped folder would otherwise pass with nothing checked.
+            sys.exit(f"{folder}: no Rust files there; give folders of the repository")
+        for path in paths:
             for line, name, length in long_functions(path, limit):
                 found += 1
                 print(f"{path}:{line}: fn {name} is {length} lines (limit {limit})")
