@@ -194,7 +194,7 @@ fn curl_gets_an_images_text_and_limits_answer_with_json_errors() {
         "not an image",
         &format!("{}/api/v1/ocr", server.url),
     ]);
-    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    assert!(bad.starts_with("HTTP/1.1 415"), "{bad}");
     assert!(bad.contains("PNG or JPEG"), "{bad}");
     let too_long = curl(&[
         "-H",

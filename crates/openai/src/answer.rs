@@ -9,10 +9,21 @@ use mmsched_pipeline::request::ShedReason;
 use mmsched_pipeline::stats::Kind;
 use mmsched_runtime::sched::WorkError;
 
-/// An OpenAI-shaped error answer.
+/// An OpenAI-shaped error answer whose `code` is its `type`.
 pub fn api_error(status: StatusCode, kind: &str, message: String, param: Option<&str>) -> Response {
+    coded_error(status, kind, kind, message, param)
+}
+
+/// An OpenAI-shaped error answer of `type` `kind` with its own `code`.
+pub fn coded_error(
+    status: StatusCode,
+    kind: &str,
+    code: &str,
+    message: String,
+    param: Option<&str>,
+) -> Response {
     let body = serde_json::json!({
-        "error": { "message": message, "type": kind, "param": param, "code": kind }
+        "error": { "message": message, "type": kind, "param": param, "code": code }
     });
     (
         status,
@@ -33,6 +44,89 @@ pub fn invalid(message: String, param: Option<&str>) -> Response {
         message,
         param,
     )
+}
+
+/// 413: the body, or what it decodes to (image pixels, seconds of audio), is larger than
+/// the server takes; the message says the limit and how to fit it.
+pub fn too_large(message: String, param: Option<&str>) -> Response {
+    coded_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        "request_too_large",
+        message,
+        param,
+    )
+}
+
+/// 415: the upload is not in a format the endpoint reads (an image that is no PNG or
+/// JPEG, audio neither WAV nor anything ffmpeg decodes).
+pub fn unsupported_media(message: String, param: Option<&str>) -> Response {
+    coded_error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "invalid_request_error",
+        "unsupported_media_type",
+        message,
+        param,
+    )
+}
+
+/// 422: the upload is in a format the endpoint reads but cannot be used (a sample rate
+/// outside 8 to 192 kHz, corrupt data after a valid header, an empty image).
+pub fn unprocessable(message: String, param: Option<&str>) -> Response {
+    coded_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request_error",
+        "unprocessable_input",
+        message,
+        param,
+    )
+}
+
+/// Any error answer not made here (the HTTP layer's own: a body over its limit, which
+/// axum answers in plain text) in OpenAI's shape, with its status kept; `limit` is the
+/// route's body limit in bytes, named in a 413's message.
+pub async fn reshape(limit: usize, r: Response) -> Response {
+    let status = r.status();
+    let is_json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return r;
+    }
+    let text = match axum::body::to_bytes(r.into_body(), 4096).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large(
+            format!(
+                "the request body is larger than this endpoint's limit of {} ({text}); send a smaller file, or start the server with a larger --upload-limit-mib",
+                mib(limit)
+            ),
+            None,
+        );
+    }
+    let (kind, code) = if status.is_server_error() {
+        ("server_error", "server_error")
+    } else {
+        ("invalid_request_error", "invalid_request_error")
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    coded_error(status, kind, code, message, None)
+}
+
+/// `bytes` as MiB or KiB, as a person reads a limit.
+fn mib(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes.div_ceil(1024))
+    }
 }
 
 /// 404: the model asked for is not served here.

@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod bounds;
 mod chat;
 mod generate;
 pub mod keys;
@@ -39,7 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request as HttpRequest, State};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
+use axum::middleware::{Next, map_response};
 use axum::response::Response;
 use axum::routing::{get, post};
 use mmsched_core::time::Nanos;
@@ -99,6 +100,8 @@ pub struct OpenAi {
     results: tokio::sync::broadcast::Sender<String>,
     /// The accepted API keys and their importance (none: open endpoints).
     keys: Option<keys::ApiKeys>,
+    /// Memory for decoding uploads, shared by every request.
+    budget: Arc<bounds::DecodeBudget>,
 }
 
 impl std::fmt::Debug for OpenAi {
@@ -150,7 +153,16 @@ impl OpenAi {
             active,
             results,
             keys,
+            budget: bounds::DecodeBudget::new(bounds::DECODE_BUDGET_BYTES),
         }
+    }
+
+    /// The same with `bytes` of memory for decoding uploads at once (default
+    /// [`bounds::DECODE_BUDGET_BYTES`]): an upload that would take more answers 413, one
+    /// that would take more than is left while others decode answers 503.
+    pub fn with_decode_budget(mut self, bytes: usize) -> Self {
+        self.budget = bounds::DecodeBudget::new(bytes);
+        self
     }
 
     fn settings(&self, kind: Kind) -> ClassSettings {
@@ -286,13 +298,18 @@ pub fn router(api: Arc<OpenAi>) -> Router {
         .route("/v1/completions", post(chat::completions))
         .route(
             "/v1/audio/transcriptions",
-            post(media::transcriptions).layer(DefaultBodyLimit::max(upload)),
+            post(media::transcriptions)
+                .layer(DefaultBodyLimit::max(upload))
+                .layer(map_response(move |r| answer::reshape(upload, r))),
         )
         .route(
             "/api/v1/ocr",
-            post(media::ocr).layer(DefaultBodyLimit::max(upload)),
+            post(media::ocr)
+                .layer(DefaultBodyLimit::max(upload))
+                .layer(map_response(move |r| answer::reshape(upload, r))),
         )
         .layer(DefaultBodyLimit::max(chat::CHAT_BODY_LIMIT))
+        .layer(map_response(|r| answer::reshape(chat::CHAT_BODY_LIMIT, r)))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             require_key,

@@ -8,28 +8,29 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mmsched_backends::RgbFrame;
-use mmsched_backends::audio::{AudioClip, decode_wav, resample};
+use mmsched_backends::audio::{AudioClip, SAMPLE_RATE_HZ, decode_wav, resample};
 use mmsched_pipeline::request::{Answer, Input, Reply, Update};
 use mmsched_pipeline::stats::Kind;
 use mmsched_server::multipart;
 use serde_json::json;
 
-use crate::answer::{failed, invalid, json_ok, mark_deadline, model_not_found, shed};
-use crate::{ASR_ID, OpenAi, Terms};
+use crate::answer::{
+    failed, invalid, json_ok, mark_deadline, model_not_found, overloaded, shed, too_large,
+    unprocessable, unsupported_media,
+};
+use crate::bounds::{MAX_AUDIO_SECONDS, Refused, Reserved, image_size, wav_length};
+use crate::{ASR_ID, OpenAi, Slot, Terms};
 
-/// Runs `input` of `kind` within its class's cap on `terms`, and answers with `ok` made
-/// from its result.
+/// Runs `input` of `kind` on `terms` in its place among the class's requests (`_slot`,
+/// taken before the upload was decoded), and answers with `ok` made from its result.
 async fn run_one(
     api: &Arc<OpenAi>,
     kind: Kind,
+    _slot: Slot,
     terms: Terms,
     input: Input,
     ok: impl FnOnce(Answer) -> Response,
 ) -> Response {
-    let _slot = match api.admit(kind) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let mut submitted = match api.submit(input, terms) {
         Ok(s) => s,
         Err(r) => return r,
@@ -106,21 +107,29 @@ pub async fn transcriptions(
         Ok(t) => t,
         Err(r) => return r,
     };
+    // Decoding takes a place among the class's requests, and memory from the budget.
+    let slot = match api.admit(Kind::Asr) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let name = file.filename.clone().unwrap_or_else(|| "upload".into());
     let data = file.data.clone();
-    let clip = match tokio::task::spawn_blocking(move || decode_audio(&data, &name)).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(why)) => return invalid(why, Some("file")),
-        Err(e) => {
-            return failed(&mmsched_runtime::sched::WorkError::Panicked {
-                message: e.to_string(),
-            });
-        }
-    };
+    let decoding = Arc::clone(&api);
+    let clip =
+        match tokio::task::spawn_blocking(move || decode_audio(&decoding, &data, &name)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(r)) => return r,
+            Err(e) => {
+                return failed(&mmsched_runtime::sched::WorkError::Panicked {
+                    message: e.to_string(),
+                });
+            }
+        };
     let deadline_ms = terms.deadline_ms;
     run_one(
         &api,
         Kind::Asr,
+        slot,
         terms,
         Input::Utterance(clip.samples),
         |a| {
@@ -148,26 +157,66 @@ pub async fn transcriptions(
     .await
 }
 
-/// WAV directly (any rate, resampled to 16 kHz mono); any other format through the
-/// `ffmpeg` command (16 kHz mono WAV out).
-fn decode_audio(data: &[u8], name: &str) -> Result<AudioClip, String> {
-    let wav = if data.starts_with(b"RIFF") {
-        decode_wav(std::io::Cursor::new(data), name).map_err(|e| e.chain())?
+/// WAV directly (8 to 192 kHz, resampled to 16 kHz mono); any other format through the
+/// `ffmpeg` command (16 kHz mono WAV out, at most [`MAX_AUDIO_SECONDS`] and one more).
+/// Its length is read from the WAV header and its memory taken from the budget before a
+/// sample is decoded.
+fn decode_audio(api: &Arc<OpenAi>, data: &[u8], name: &str) -> Result<AudioClip, Response> {
+    let converted;
+    let (wav, _converting) = if data.starts_with(b"RIFF") {
+        (data, None)
     } else {
-        decode_wav(std::io::Cursor::new(ffmpeg_to_wav(data, name)?), name).map_err(|e| e.chain())?
+        // ffmpeg's output is bounded by its -t: take its memory before it runs.
+        let most = (MAX_AUDIO_SECONDS + 1) * u64::from(SAMPLE_RATE_HZ) * 2;
+        let share = reserve(api, Kind::Asr, most)?;
+        converted = ffmpeg_to_wav(data, name)?;
+        (converted.as_slice(), Some(share))
     };
+    let length = wav_length(wav, name)?;
+    let _share = reserve(api, Kind::Asr, length.decoded_bytes)?;
+    let clip = decode_wav(std::io::Cursor::new(wav), name)
+        .map_err(|e| unprocessable(e.chain(), Some("file")))?;
     Ok(AudioClip {
-        samples: resample(&wav.samples, wav.sample_rate_hz, 16_000),
-        sample_rate_hz: 16_000,
+        samples: resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ),
+        sample_rate_hz: SAMPLE_RATE_HZ,
+    })
+}
+
+/// `bytes` of the decode budget for an upload of `kind`: 413 if it can never fit, 503 with
+/// `Retry-After` (counted as shed) while other uploads hold it.
+fn reserve(api: &Arc<OpenAi>, kind: Kind, bytes: u64) -> Result<Reserved, Response> {
+    let mib = |b: u64| b.div_ceil(1 << 20);
+    api.budget.reserve(bytes).map_err(|why| match why {
+        Refused::Never => too_large(
+            format!(
+                "decoding this upload takes {} MiB, more than the server's decode budget of {} MiB: send a smaller file",
+                mib(bytes),
+                mib(api.budget.limit() as u64)
+            ),
+            None,
+        ),
+        Refused::Busy => {
+            let _ = api.client.refused(kind);
+            overloaded(format!(
+                "other uploads being decoded hold the server's decode budget of {} MiB (this one needs {} MiB); retry later",
+                mib(api.budget.limit() as u64),
+                mib(bytes)
+            ))
+        }
     })
 }
 
 /// Any audio ffmpeg reads, as 16 kHz mono WAV bytes.
-fn ffmpeg_to_wav(data: &[u8], name: &str) -> Result<Vec<u8>, String> {
+fn ffmpeg_to_wav(data: &[u8], name: &str) -> Result<Vec<u8>, Response> {
+    ffmpeg_output(data, name).map_err(|why| unsupported_media(why, Some("file")))
+}
+
+fn ffmpeg_output(data: &[u8], name: &str) -> Result<Vec<u8>, String> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let mut child = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-i", "pipe:0"])
+        .args(["-t", &(MAX_AUDIO_SECONDS + 1).to_string()])
         .args(["-ar", "16000", "-ac", "1", "-f", "wav", "pipe:1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -201,29 +250,35 @@ pub async fn ocr(State(api): State<Arc<OpenAi>>, headers: HeaderMap, body: Bytes
         Ok(t) => t,
         Err(r) => return r,
     };
-    let bytes = body.to_vec();
-    let frame =
-        match tokio::task::spawn_blocking(move || RgbFrame::decode(&bytes, "the request body"))
-            .await
-        {
-            Ok(Ok(f)) => f,
-            Ok(Err(e)) => {
-                return invalid(
-                    format!(
-                        "{}; send the image bytes as the body, e.g. curl --data-binary @sign.png",
-                        e.chain()
-                    ),
-                    None,
-                );
-            }
-            Err(e) => {
-                return failed(&mmsched_runtime::sched::WorkError::Panicked {
-                    message: e.to_string(),
-                });
-            }
-        };
+    // Decoding takes a place among the class's requests, and memory from the budget.
+    let slot = match api.admit(Kind::Vision) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let size = match image_size(&body) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let share = match reserve(&api, Kind::Vision, size.decoded_bytes) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let frame = match tokio::task::spawn_blocking(move || {
+        let _share = share;
+        RgbFrame::decode(&body, "the request body")
+    })
+    .await
+    {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => return unprocessable(e.chain(), None),
+        Err(e) => {
+            return failed(&mmsched_runtime::sched::WorkError::Panicked {
+                message: e.to_string(),
+            });
+        }
+    };
     let deadline_ms = terms.deadline_ms;
-    run_one(&api, Kind::Vision, terms, Input::Frame(frame), |a| {
+    run_one(&api, Kind::Vision, slot, terms, Input::Frame(frame), |a| {
         let lines = match a.reply {
             Reply::Lines(l) => l,
             _ => Vec::new(),

@@ -37,6 +37,8 @@ struct Setup {
     shedding: bool,
     caps: BTreeMap<Kind, ClassSettings>,
     keys: Option<&'static str>,
+    upload_limit: usize,
+    decode_budget: Option<usize>,
 }
 
 impl Default for Setup {
@@ -46,6 +48,8 @@ impl Default for Setup {
             shedding: true,
             caps: BTreeMap::new(),
             keys: None,
+            upload_limit: 1 << 20,
+            decode_budget: None,
         }
     }
 }
@@ -69,7 +73,10 @@ fn server(s: Setup) -> Server {
     config.platform = false;
     let host = Host::with_parts(config, parts, Box::new(Quiet)).expect("runtime");
     let keys = s.keys.map(|k| ApiKeys::parse(k).expect("keys"));
-    let api = OpenAi::new(host.client(), s.caps, 1 << 20, feed_channel(), keys);
+    let mut api = OpenAi::new(host.client(), s.caps, s.upload_limit, feed_channel(), keys);
+    if let Some(bytes) = s.decode_budget {
+        api = api.with_decode_budget(bytes);
+    }
     Server {
         host,
         app: router(Arc::new(api)),
@@ -374,4 +381,254 @@ fn sign_png() -> Vec<u8> {
     img.write_to(&mut out, image::ImageFormat::Png)
         .expect("PNG");
     out.into_inner()
+}
+
+/// The error of an answer: its status, `type`, `code` and message.
+async fn error_of(r: axum::response::Response) -> (StatusCode, String, String, String) {
+    let status = r.status();
+    let v = json_of(r).await;
+    let e = &v["error"];
+    let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+    (status, text("type"), text("code"), text("message"))
+}
+
+fn ocr(body: Vec<u8>) -> Request<Body> {
+    Request::post("/api/v1/ocr")
+        .body(Body::from(body))
+        .expect("request")
+}
+
+/// A multipart transcription request with `wav` as its file.
+fn transcription(wav: Vec<u8>) -> Request<Body> {
+    let mut body = b"--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"clip.wav\"\r\nContent-Type: audio/wav\r\n\r\n".to_vec();
+    body.extend_from_slice(&wav);
+    body.extend_from_slice(b"\r\n--XyZ--\r\n");
+    Request::post("/v1/audio/transcriptions")
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(Body::from(body))
+        .expect("request")
+}
+
+/// A WAV file declaring `rate` Hz, 8-bit mono, holding `frames` frames of silence.
+fn wav(rate: u32, frames: u32) -> Vec<u8> {
+    let mut out = b"RIFF".to_vec();
+    out.extend_from_slice(&(36 + frames).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    out.extend_from_slice(&1u16.to_le_bytes()); // mono
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&rate.to_le_bytes()); // bytes per second
+    out.extend_from_slice(&1u16.to_le_bytes()); // block align
+    out.extend_from_slice(&8u16.to_le_bytes()); // bits
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&frames.to_le_bytes());
+    out.resize(out.len() + frames as usize, 128);
+    out
+}
+
+/// A PNG signature, an IHDR chunk declaring `w`×`h` pixels of 8-bit RGB and a first
+/// IDAT chunk of junk: how a PNG that decodes to `w`×`h` starts, without its pixels.
+fn png_header(w: u32, h: u32) -> Vec<u8> {
+    let mut ihdr = w.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (name, data) in [(&b"IHDR"[..], ihdr), (b"IDAT", vec![0x78, 0x9c, 1, 2, 3])] {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(name);
+        out.extend_from_slice(&data);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    out
+}
+
+/// CRC-32 (IEEE), as PNG chunks carry it.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Finding 3: a body over the route's limit was answered by the HTTP layer in plain text
+/// (`Failed to buffer the request body…`); it is a 413 in OpenAI's shape naming the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_its_limit_gets_413_in_the_openai_shape() {
+    let s = server(Setup::default());
+    let (status, kind, code, message) = error_of(s.send(ocr(vec![0; 2 << 20])).await).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        (kind.as_str(), code.as_str()),
+        ("invalid_request_error", "request_too_large")
+    );
+    assert!(
+        message.contains("1 MiB") && message.contains("--upload-limit-mib"),
+        "{message}"
+    );
+    let big = json!({"messages": user(&"x".repeat(300 * 1024))});
+    let (status, _, code, message) = error_of(s.send(chat(big)).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "request_too_large")
+    );
+    assert!(message.contains("256 KiB"), "{message}");
+    let summary = s.finish();
+    assert_eq!(summary.vision.offered + summary.llm.modality.offered, 0);
+}
+
+/// Finding 3: eight concurrent uploads of a PNG declaring 10000×10000 pixels were each
+/// decoded (300 MB as RGB) before the vision cap; the header says it, so each is a 413
+/// before a pixel is decoded, and none reaches the runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_are_bounded_by_their_header_before_decoding() {
+    let s = server(Setup::default());
+    let answers =
+        futures_util::future::join_all((0..8).map(|_| s.send(ocr(png_header(10_000, 10_000)))))
+            .await;
+    for r in answers {
+        let (status, _, code, message) = error_of(r).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::PAYLOAD_TOO_LARGE, "request_too_large")
+        );
+        assert!(
+            message.contains("10000×10000") && message.contains("16 megapixels"),
+            "{message}"
+        );
+    }
+    // Not an image: 415. A valid header over bytes that do not decode: 422.
+    let (status, _, code, _) = error_of(s.send(ocr(b"GIF89a not read here".to_vec())).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+    );
+    let (status, _, code, message) = error_of(s.send(ocr(png_header(64, 64))).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_input"),
+        "{message}"
+    );
+    let summary = s.finish();
+    assert_eq!(
+        summary.vision.offered, 0,
+        "nothing was decoded or submitted"
+    );
+}
+
+/// Decoding counts against a memory budget: an image whose pixels would take more than
+/// all of it is a 413 naming the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_larger_than_the_decode_budget_gets_413() {
+    let s = server(Setup {
+        decode_budget: Some(100),
+        ..Setup::default()
+    });
+    let (status, _, code, message) = error_of(s.send(ocr(sign_png())).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "request_too_large")
+    );
+    assert!(message.contains("decode budget"), "{message}");
+    s.finish();
+}
+
+/// Finding 3: a 1 KB WAV declaring 1 Hz cost 90 s of CPU and answered `. . .`, and a 786 s
+/// WAV got `500 server_error`. Both are the client's input, read from the header before a
+/// sample is decoded: 422 for the rate, 413 for the length.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audio_is_bounded_by_its_header_at_the_declared_rate() {
+    let s = server(Setup {
+        upload_limit: 16 << 20,
+        ..Setup::default()
+    });
+    let (status, kind, code, message) = error_of(s.send(transcription(wav(1, 1000))).await).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        (kind.as_str(), code.as_str()),
+        ("invalid_request_error", "unprocessable_input")
+    );
+    assert!(
+        message.contains("1 Hz") && message.contains("8000 to 192000 Hz"),
+        "{message}"
+    );
+    let (status, _, code, message) =
+        error_of(s.send(transcription(wav(8_000, 786 * 8_000))).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "request_too_large")
+    );
+    assert!(
+        message.contains("786 s") && message.contains("at most 600 s"),
+        "{message}"
+    );
+    // Two seconds at 8 kHz are transcribed.
+    let r = s.send(transcription(wav(8_000, 16_000))).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let summary = s.finish();
+    let api = &summary.asr.origin["api"];
+    assert_eq!((api.offered, api.accounted()), (1, 1));
+}
+
+/// A client that hangs up mid-stream while other streams and OCR uploads run: its work is
+/// freed, everyone else is answered, and every request is accounted for once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_mid_stream_under_load_loses_nobody_elses_answer() {
+    let s = server(Setup {
+        sessions: 2,
+        ..Setup::default()
+    });
+    let mut streams = Vec::new();
+    for i in 0..3 {
+        // The first asks for a long answer: it is still streaming when its client leaves.
+        let tokens = if i == 0 { 4000 } else { 40 };
+        let r = s
+            .send(chat(json!({
+                "messages": user(&format!("story {i}")),
+                "max_tokens": tokens,
+                "stream": true
+            })))
+            .await;
+        assert_eq!(r.status(), StatusCode::OK);
+        streams.push(r.into_body());
+    }
+    let first = streams[0].frame().await.expect("a frame").expect("data");
+    assert!(first.is_data());
+    // The first client hangs up after its first token, while the others and four OCR
+    // uploads are under way.
+    drop(streams.remove(0));
+    let (ocr_answers, texts) = tokio::join!(
+        futures_util::future::join_all((0..4).map(|_| s.send(ocr(sign_png())))),
+        futures_util::future::join_all(streams.into_iter().map(|b| async move {
+            String::from_utf8(b.collect().await.expect("body").to_bytes().to_vec()).expect("UTF-8")
+        })),
+    );
+    for r in ocr_answers {
+        assert!(
+            [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE].contains(&r.status()),
+            "{}",
+            r.status()
+        );
+    }
+    for t in &texts {
+        assert!(t.trim_end().ends_with("data: [DONE]"), "{t}");
+    }
+    let summary = s.finish();
+    let llm = &summary.llm.modality.origin["api"];
+    assert_eq!(llm.offered, 3);
+    assert_eq!(llm.unfinished, 1, "the stream whose client left: {llm:?}");
+    assert_eq!(llm.on_time + llm.late, 2, "{llm:?}");
+    assert_eq!(llm.accounted(), llm.offered, "{llm:?}");
+    let vision = &summary.vision.origin["api"];
+    assert_eq!((vision.offered, vision.accounted()), (4, 4), "{vision:?}");
 }

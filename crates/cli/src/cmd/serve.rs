@@ -74,6 +74,12 @@ pub struct ModelArgs {
     /// Largest upload (audio file, image), in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 25, requires = "models")]
     pub upload_limit_mib: usize,
+    /// Memory for decoding uploads at once, in MiB: an image's pixels and a recording's
+    /// samples, sized from their headers before decoding. An upload needing more than all
+    /// of it gets 413; one needing more than is left while others decode gets 503 with
+    /// Retry-After.
+    #[arg(long, value_name = "MIB", default_value_t = 256, requires = "models")]
+    pub decode_budget_mib: usize,
     /// API keys, one KEY=IMPORTANCE per line (importance 0 to 1): the model endpoints then
     /// want `Authorization: Bearer KEY` (401 without a listed key), and each key's requests
     /// are scheduled with its importance. Without, the endpoints are open and each class

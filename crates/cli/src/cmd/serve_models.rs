@@ -90,6 +90,9 @@ pub fn load(
     if a.upload_limit_mib == 0 {
         bail!("--upload-limit-mib must be at least 1");
     }
+    if a.decode_budget_mib == 0 {
+        bail!("--decode-budget-mib must be at least 1");
+    }
     let classes = classes(a)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
     // The scenario's streams (or none) run on the models of the shipped model set, which
@@ -127,7 +130,8 @@ pub fn load(
     ];
     let host = Host::start(config, engines, Box::new(Tee(observers)))?;
     let upload = a.upload_limit_mib.saturating_mul(1024 * 1024);
-    let api = OpenAi::new(host.client(), classes, upload, feed, keys);
+    let api = OpenAi::new(host.client(), classes, upload, feed, keys)
+        .with_decode_budget(a.decode_budget_mib.saturating_mul(1024 * 1024));
     Ok((
         Arc::new(api),
         Served {
