@@ -238,7 +238,13 @@ pub mod fake {
         tokens_last_step: Arc<AtomicU32>,
         llm_sessions: usize,
         asr_steps: u32,
+        /// OCR breaks after this many frames: every later frame fails (`u32::MAX`: never).
+        ocr_breaks_after: u32,
+        ocr_frames: Arc<AtomicU32>,
     }
+
+    /// Why a fake OCR that broke mid-run fails its frames.
+    pub const OCR_BROKEN: &str = "the fake OCR engine broke mid-run";
 
     impl FakeModels {
         /// Fakes that store each text step's token count in `tokens_last_step`, one text
@@ -248,7 +254,16 @@ pub mod fake {
                 tokens_last_step,
                 llm_sessions: 1,
                 asr_steps: 1,
+                ocr_breaks_after: u32::MAX,
+                ocr_frames: Arc::default(),
             }
+        }
+
+        /// OCR that reads `n` frames, then fails every frame after as the engine's fault
+        /// (a device whose accelerator or model file broke while running).
+        pub fn with_ocr_breaking_after(mut self, n: u32) -> Self {
+            self.ocr_breaks_after = n;
+            self
         }
 
         /// Transcriptions in `n` steps (each taking the lanes' `asr` cost), as Whisper runs
@@ -295,11 +310,21 @@ pub mod fake {
         fn work(&self, o: JobOrder) -> Box<dyn Work> {
             let (tag, out) = (o.tag, o.out);
             match o.input {
-                Input::Frame(_) => Box::new(move || {
-                    let lines = vec![line(OCR_TEXT)];
-                    let timing = Default::default();
-                    done(&out, Output::Vision { tag, lines, timing })
-                }),
+                Input::Frame(_) => {
+                    let nth = self.ocr_frames.fetch_add(1, Ordering::SeqCst);
+                    let broken = nth >= self.ocr_breaks_after;
+                    Box::new(move || {
+                        if broken {
+                            return Err(WorkError::Engine {
+                                model: "OCR",
+                                source: OCR_BROKEN.into(),
+                            });
+                        }
+                        let lines = vec![line(OCR_TEXT)];
+                        let timing = Default::default();
+                        done(&out, Output::Vision { tag, lines, timing })
+                    })
+                }
                 Input::Chunk { samples, .. } => {
                     let n = samples.len().max(1) as f32;
                     let rms = (samples.iter().map(|s| s * s).sum::<f32>() / n).sqrt();

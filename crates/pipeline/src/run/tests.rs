@@ -13,7 +13,7 @@ use mmsched_scenario::Scenario;
 use super::{Quiet, RunParts, run_with};
 use crate::config::{Mechanisms, RunConfig};
 use crate::inputs::DEVICE_EPOCH_NANOS;
-use crate::models::fake::{Costs, QUICK, virtual_mmsched};
+use crate::models::fake::{Costs, FakeModels, OCR_BROKEN, QUICK, virtual_mmsched};
 
 const MS: Nanos = 1_000_000;
 
@@ -91,6 +91,16 @@ fn run_virtual_steps(
     mechanisms: Mechanisms,
     asr_steps: u32,
 ) -> RunSummary {
+    run_virtual_with(scenario, costs, mechanisms, |m| m.with_asr_steps(asr_steps))
+}
+
+/// [`run_virtual`] with the fake models as `fakes` makes them.
+fn run_virtual_with(
+    scenario: Scenario,
+    costs: Costs,
+    mechanisms: Mechanisms,
+    fakes: impl FnOnce(FakeModels) -> FakeModels,
+) -> RunSummary {
     let policy = Policy::default();
     let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
     // The device profile the costs are predicted from until measured: a step of each
@@ -112,7 +122,7 @@ fn run_virtual_steps(
     let parts = RunParts {
         clock,
         exec,
-        models: std::sync::Arc::new(models.with_asr_steps(asr_steps)),
+        models: std::sync::Arc::new(fakes(models)),
         notes: Vec::new(),
     };
     run_with(config, parts, &mut Quiet).expect("run").summary
@@ -365,4 +375,43 @@ fn results_are_scored_against_what_the_generated_frames_show() {
         assert_eq!(a.correct, a.completed - a.scored);
         assert!(a.accuracy < 0.5, "{a:?}");
     }
+}
+
+/// The fault suite's failing engine: OCR breaks after 10 frames. Every later frame is
+/// `failed` with the engine's error as its reason, and the run goes on: speech and text
+/// keep being served to the end, and every input is accounted for.
+#[test]
+fn an_engine_that_fails_mid_run_fails_its_jobs_and_the_run_goes_on() {
+    let s = run_virtual_with(scenario(20, 5, 12, 20), QUICK, Mechanisms::default(), |m| {
+        m.with_ocr_breaking_after(10)
+    });
+    assert_all_accounted(&s);
+    let v = &s.vision;
+    assert!(
+        v.on_time + v.late <= 10,
+        "only the first ten frames read: {v:?}"
+    );
+    assert!(
+        v.failed >= 50,
+        "about 100 frames, most after the break: {v:?}"
+    );
+    let reasons: Vec<(&String, &u64)> = v.failures.iter().collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].0.contains(OCR_BROKEN), "{reasons:?}");
+    assert_eq!(*reasons[0].1, v.failed);
+    assert!(
+        s.duration >= 19.9,
+        "the run went on to its end: {}",
+        s.duration
+    );
+    assert!(
+        s.vad.on_time > 500,
+        "the microphone was served: {:?}",
+        s.vad
+    );
+    assert!(
+        s.llm.modality.on_time >= 2,
+        "text was served: {:?}",
+        s.llm.modality
+    );
 }
