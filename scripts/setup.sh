@@ -14,13 +14,15 @@ cd "$(dirname "$0")/.."
 #   prometheus              promtool, to check the /metrics output
 #   python3-prometheus-client  the reference OpenMetrics parser, for the OpenMetrics output
 #   procps                  `kill`, which the Ctrl-C tests use to send SIGINT
+#   iproute2                `ip` and `tc`: the real-link test's network namespaces, veth pair
+#                           and bottleneck (scripts/real-link.sh)
 #   cmake g++ libclang-dev  build llama.cpp (the default LLM engine) and its Rust bindings
 #   gcc-/g++-aarch64-linux-gnu, libc6-dev-arm64-cross   cross-build mmsched for 64-bit Arm
 #                           (scripts/cross-aarch64.sh; the sysroot is /usr/aarch64-linux-gnu)
 #   qemu-user               runs the Arm build's tests and binary under emulation
 #   file                    says which processor a built binary is for
 #   systemd                 `systemd-analyze verify` on the Debian package's unit
-PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps cmake g++ libclang-dev)
+PACKAGES=(espeak-ng sox ffmpeg fonts-dejavu-core qemu-system-misc chromium prometheus python3-prometheus-client curl procps iproute2 cmake g++ libclang-dev)
 PACKAGES+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user file systemd)
 # python3-venv: the OTLP/JSON test's interpreter (set up below).
 PACKAGES+=(python3-venv)

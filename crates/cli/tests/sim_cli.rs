@@ -175,13 +175,36 @@ fn jitter_and_drift_json_keys() {
         "non-stationary rows from the scenarios' episodes"
     );
     for r in rows {
-        for b in ["fixed_20", "fixed_40", "fixed_60", "adaptive"] {
+        for b in [
+            "fixed_20", "fixed_40", "fixed_60", "adaptive", "oracle", "ceiling",
+        ] {
             for k in ["loss_pct", "added_delay_ms", "mos"] {
                 assert!(r[b][k].is_number(), "{b}.{k}: {r}");
             }
         }
         assert!(r["adaptive_dominates"].is_boolean());
+        assert!(r["goal"]["met"].is_boolean(), "{r}");
+        for k in [
+            "adaptive_gain_mos",
+            "headroom_mos",
+            "best_fixed_ms",
+            "oracle_delay_ms",
+        ] {
+            assert!(r[k].is_number(), "{k}: {r}");
+        }
+        // Nothing beats the ceiling.
+        let ceiling = r["ceiling"]["mos"].as_f64().expect("mos");
+        assert!(
+            r["adaptive"]["mos"].as_f64().expect("mos") <= ceiling,
+            "{r}"
+        );
     }
+    assert!(
+        rows.iter().any(|r| r["label"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("hand-over"))),
+        "the synthetic hand-over row"
+    );
     let v = mmsched(&["sim", "drift", "--secs", "120", "--json"]);
     let pairs = v["pairs"].as_array().expect("pairs");
     assert_eq!(pairs.len(), 2);

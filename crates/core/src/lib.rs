@@ -20,7 +20,9 @@
 //!   each quality rung costs and how accurate it is);
 //! - [`rungs`]: the quality rungs of a model (cheaper ways to run a job), declared in the
 //!   policy;
-//! - [`score`]: judging results against the truth (OCR line accuracy and CER, WER).
+//! - [`score`]: judging results against the truth (OCR line accuracy and CER, WER);
+//! - [`playout`]: the audio playout controller (S6), which maximises the listener's quality
+//!   by the [`emodel`]; [`align`]: per-stream clock alignment (S5).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
@@ -30,6 +32,7 @@ pub mod align;
 pub mod arbiter;
 #[cfg(feature = "std")]
 pub mod bounded;
+pub mod emodel;
 pub mod health;
 pub mod layout;
 pub mod ldti;

@@ -17,6 +17,9 @@ use mmsched_runtime::router::GateCounts;
 use mmsched_runtime::router::speech::{SegmenterConfig, SpeechGate, Utterance};
 use mmsched_sim::mic;
 
+use crate::config::RunError;
+use crate::rtp_record::RtpRecorder;
+
 /// Samples per VAD chunk (32 ms at 16 kHz).
 pub const CHUNK_SAMPLES: usize = 512;
 
@@ -72,6 +75,7 @@ pub struct AudioPath {
     gated_max: usize,
     counts: AudioCounts,
     delays_nanos: Vec<u64>,
+    recorder: Option<RtpRecorder>,
 }
 
 impl AudioPath {
@@ -110,7 +114,20 @@ impl AudioPath {
             gate: SpeechGate::new(policy, segmenter),
             counts: AudioCounts::default(),
             delays_nanos: Vec::new(),
+            recorder: None,
         }
+    }
+
+    /// Records every packet's arrival into `recorder` (`--record-rtp`).
+    pub fn record_arrivals(&mut self, recorder: RtpRecorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Closes the recording, if any: `(packets, file)`, or why it could not be written.
+    pub fn finish_recording(&mut self) -> Option<Result<(u64, std::path::PathBuf), RunError>> {
+        let r = self.recorder.take()?;
+        let packets = r.recorded();
+        Some(r.finish().map(|path| (packets, path)))
     }
 
     /// The duration of one packet, in nanoseconds.
@@ -144,6 +161,9 @@ impl AudioPath {
             _ => Vec::new(),
         };
         self.highest_seq = Some(self.highest_seq.map_or(seq, |h| h.max(seq)));
+        if let Some(r) = &mut self.recorder {
+            r.record(seq, arrival_nanos);
+        }
         let outcome = if copy {
             self.playout.on_retransmitted_packet(seq, arrival_nanos)
         } else {
@@ -304,12 +324,12 @@ mod tests {
         assert!(a.on_packet(0, 0, vec![0.0; 320], false).is_empty());
         assert_eq!(a.on_packet(3, 60 * MS, vec![0.0; 320], false), vec![1, 2]);
         assert!(a.wants(1));
-        // Frame 0 plays after the initial 40 ms delay, then one frame per 20 ms.
-        a.poll(100 * MS);
+        // Frame 0 plays after the initial 80 ms delay, then one frame per 20 ms.
+        a.poll(120 * MS);
         assert!(!a.wants(1), "frame 1 was decided");
         assert_eq!(a.counts().concealed, 2);
         // A packet that comes after its frame was concealed is late.
-        a.on_packet(2, 110 * MS, vec![0.0; 320], false);
+        a.on_packet(2, 130 * MS, vec![0.0; 320], false);
         assert_eq!(a.counts().late_packets, 1);
     }
 }

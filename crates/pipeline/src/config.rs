@@ -55,6 +55,9 @@ pub struct RunConfig {
     /// `None`: mmsched chooses per job (unless its rungs are ablated), a baseline runs the
     /// richest rung.
     pub rung_mode: Option<crate::book::RungMode>,
+    /// Record the RTP microphone's packet arrivals into this file (`--record-rtp`), in the
+    /// trace format `mmsched sim jitter --trace` replays.
+    pub record_rtp: Option<PathBuf>,
 }
 
 /// Where a run takes outside clients' requests from, and the clock their deadlines are on
@@ -212,6 +215,7 @@ impl RunConfig {
             external: None,
             engines: None,
             rung_mode: None,
+            record_rtp: None,
         }
     }
 
@@ -277,5 +281,24 @@ pub enum RunError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// Writing the RTP packet trace failed.
+    #[error(
+        "cannot write the RTP packet trace {}: choose a writable path for --record-rtp",
+        path.display()
+    )]
+    RecordRtp {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--record-rtp` without an RTP microphone.
+    #[error(
+        "--record-rtp records an RTP microphone, and scenario {scenario} has none: give its audio stream source = {{ kind = \"rtp\", port = … }}"
+    )]
+    NoRtpSource {
+        /// The scenario.
+        scenario: String,
     },
 }

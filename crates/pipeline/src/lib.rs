@@ -52,6 +52,7 @@ pub mod nack;
 pub mod platform;
 pub mod request;
 pub mod results;
+pub mod rtp_record;
 pub mod run;
 pub mod sessions;
 pub mod stats;

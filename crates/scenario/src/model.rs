@@ -225,6 +225,10 @@ pub struct Stream {
     /// Fixed pipeline latency from sampling to arrival, in ms.
     #[serde(default)]
     pub latency_ms: f64,
+    /// Standard deviation of the source's own timestamps around the true event time, in
+    /// ms (default by kind: see [`Stream::stamp_noise`]).
+    #[serde(default)]
+    pub stamp_noise_ms: Option<f64>,
     /// Arrival jitter (none if absent).
     #[serde(default)]
     pub jitter: Option<JitterSettings>,
@@ -329,7 +333,27 @@ impl SourceSpec {
     }
 }
 
+/// Stamp noise σ of a camera (exposure mid-point unknown within a few ms), ms.
+pub const CAMERA_STAMP_NOISE_MS: f64 = 2.0;
+/// Stamp noise σ of a microphone packet (buffer granularity, interrupt latency), ms.
+pub const AUDIO_STAMP_NOISE_MS: f64 = 1.0;
+/// Stamp noise σ of an IMU sample (interrupt latency), ms.
+pub const IMU_STAMP_NOISE_MS: f64 = 0.2;
+/// Stamp noise σ of a text request (stamped where it is read), ms.
+pub const TEXT_STAMP_NOISE_MS: f64 = 1.0;
+
 impl Stream {
+    /// The stamp noise σ of the stream's source, in ms: `stamp_noise_ms`, else by kind
+    /// (camera 2, audio 1, IMU 0.2, text 1).
+    pub fn stamp_noise(&self) -> f64 {
+        self.stamp_noise_ms.unwrap_or(match self.kind {
+            StreamKind::Camera => CAMERA_STAMP_NOISE_MS,
+            StreamKind::Audio => AUDIO_STAMP_NOISE_MS,
+            StreamKind::Imu => IMU_STAMP_NOISE_MS,
+            StreamKind::Text => TEXT_STAMP_NOISE_MS,
+        })
+    }
+
     /// Events per second of the stream.
     pub fn events_per_sec(&self) -> f64 {
         match self.kind {

@@ -233,6 +233,16 @@ fn check_stream(
         10_000.0,
         "a latency in ms",
     )?;
+    if let Some(noise) = s.stamp_noise_ms {
+        c.range(
+            at,
+            f("stamp_noise_ms"),
+            noise,
+            0.0,
+            1_000.0,
+            "a standard deviation in ms",
+        )?;
+    }
     c.range(at, f("loss_pct"), s.loss_pct, 0.0, 100.0, "a percentage")?;
     if let Some(j) = &s.jitter {
         c.range(at, f("jitter.shape"), j.shape, 0.1, 100.0, "a Gamma shape")?;

@@ -23,6 +23,7 @@ use crate::inputs::{Device, Inputs};
 use crate::load::{LoadGenerator, LoadProfile};
 use crate::models::Models;
 use crate::platform;
+use crate::rtp_record::RtpRecorder;
 use crate::stats::{Kind, RunStats};
 use crate::summary::{self, Totals};
 use crate::trace_out::TraceOut;
@@ -155,12 +156,15 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
     platform_notes.push(format!("cost priors from {}", profile.source));
 
     let ingest = ingest_of(&scenario);
-    let audio = inputs.mic.as_ref().map(|(_, s)| {
+    let mut audio = inputs.mic.as_ref().map(|(_, s)| {
         AudioPath::new(
             &config.policy,
             s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32,
         )
     });
+    if let Some(path) = &config.record_rtp {
+        record_rtp(path, &scenario, &inputs, &mut audio)?;
+    }
     let trace = trace_of(&config, &clock)?;
     let load = LoadGenerator::start(
         LoadProfile::of(&scenario, config.duration_nanos),
@@ -223,12 +227,37 @@ fn ingest_of(scenario: &mmsched_scenario::Scenario) -> Vec<(String, StreamIngest
         .iter()
         .map(|s| {
             let latency = (s.latency_ms.max(0.0) * 1e6) as Nanos;
-            (
-                s.name.clone(),
-                StreamIngest::new(latency, AlignConfig::default()),
-            )
+            let config = AlignConfig {
+                stamp_noise_nanos: s.stamp_noise() * 1e6,
+                ..AlignConfig::default()
+            };
+            (s.name.clone(), StreamIngest::new(latency, config))
         })
         .collect()
+}
+
+/// `--record-rtp`: the microphone's packet arrivals into `path`; an error unless the
+/// microphone is an RTP source.
+fn record_rtp<C: Clock>(
+    path: &std::path::Path,
+    scenario: &mmsched_scenario::Scenario,
+    inputs: &Inputs<C>,
+    audio: &mut Option<AudioPath>,
+) -> Result<(), RunError> {
+    let rtp_mic = inputs.mic.as_ref().is_some_and(|(_, s)| {
+        s.source
+            .as_ref()
+            .is_some_and(|src| src.kind == mmsched_scenario::SourceKind::Rtp)
+    });
+    match audio {
+        Some(a) if rtp_mic => {
+            a.record_arrivals(RtpRecorder::create(path, a.frame_nanos())?);
+            Ok(())
+        }
+        _ => Err(RunError::NoRtpSource {
+            scenario: scenario.name().to_string(),
+        }),
+    }
 }
 
 /// The run's trace file (none when `config` asks for none), dated by the wall clock.
@@ -278,6 +307,18 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
         let elapsed = inputs_end.saturating_sub(self.start);
         platform_notes.extend(self.finish_notes());
+        if let Some(recording) = self
+            .speech
+            .audio
+            .as_mut()
+            .and_then(AudioPath::finish_recording)
+        {
+            let (packets, path) = recording?;
+            platform_notes.push(format!(
+                "record-rtp: {packets} packet arrival(s) in {}",
+                path.display()
+            ));
+        }
         let step_log = self
             .exec
             .mmsched()

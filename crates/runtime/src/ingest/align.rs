@@ -2,16 +2,18 @@
 //!
 //! Each stream's events carry the stream's own timestamp; the device sees them arrive later.
 //! The core's online estimator ([`ClockAligner`], the same one the simulator runs) learns
-//! the stream's offset and drift from (stamp, arrival) pairs and maps each stamp onto the
-//! device timeline as its fastest-path arrival; the stream's known fixed pipeline latency
-//! (a per-stream calibration) is then subtracted to get the capture time. Until the
-//! estimator is ready, an event is placed at its arrival minus that latency.
+//! the stream's offset and drift from (stamp, arrival) pairs and places each event at its
+//! fastest-path arrival, from the source of timing that dominates for the stream (its
+//! arrival where the link does not jitter more than the stamps are noisy, else its stamp
+//! mapped onto the device timeline, never after its arrival); the stream's known fixed
+//! pipeline latency (a per-stream calibration) is then subtracted to get the capture time.
+//! Until the estimator is ready, an event is placed at its arrival minus that latency.
 //!
 //! Where the true capture time is known (sources carry it as ground truth), the difference
 //! is the residual alignment error, kept in a histogram for its percentiles.
 
 use hdrhistogram::Histogram;
-use mmsched_core::align::{AlignConfig, AlignEstimate, ClockAligner};
+use mmsched_core::align::{AlignConfig, AlignEstimate, ClockAligner, TimingSource};
 use mmsched_core::time::Nanos;
 
 /// Where an event was placed on the device timeline.
@@ -21,6 +23,8 @@ pub struct Placed {
     pub device_nanos: Nanos,
     /// Whether the estimate came from the aligner (else from the arrival time).
     pub aligned: bool,
+    /// The source of timing that placed it.
+    pub source: TimingSource,
 }
 
 /// Alignment of one stream.
@@ -48,20 +52,14 @@ impl StreamIngest {
     /// Observes an event stamped `stamp_nanos` (stream clock) that arrived at
     /// `arrival_nanos` (device clock), and places it on the device timeline.
     pub fn place(&mut self, stamp_nanos: u64, arrival_nanos: Nanos) -> Placed {
-        self.aligner.observe(stamp_nanos, arrival_nanos);
+        let p = self.aligner.place(stamp_nanos, arrival_nanos);
         self.placed += 1;
-        if self.aligner.is_ready() {
-            let fastest = self.aligner.to_device_nanos(stamp_nanos);
-            let capture = (fastest - i128::from(self.latency_nanos)).clamp(0, i128::from(u64::MAX));
-            Placed {
-                device_nanos: capture as u64,
-                aligned: true,
-            }
-        } else {
-            Placed {
-                device_nanos: arrival_nanos.saturating_sub(self.latency_nanos),
-                aligned: false,
-            }
+        let capture =
+            (p.device_nanos - i128::from(self.latency_nanos)).clamp(0, i128::from(u64::MAX));
+        Placed {
+            device_nanos: capture as u64,
+            aligned: p.aligned,
+            source: p.source,
         }
     }
 

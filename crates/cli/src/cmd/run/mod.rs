@@ -118,6 +118,12 @@ pub struct RunArgs {
     /// FILE, or to stdout with `-` (the table then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     results: Option<PathBuf>,
+    /// Record the RTP microphone's packet arrivals into FILE: CSV `seq,send_ms,arrival_ms`
+    /// (ms; one line per packet of the stream's `packet_ms`, send = media time, arrival =
+    /// device clock, empty arrival = lost), the trace `mmsched sim jitter --trace FILE`
+    /// replays. Needs an audio stream with `source = { kind = "rtp", … }`.
+    #[arg(long, value_name = "FILE")]
+    record_rtp: Option<PathBuf>,
 }
 
 /// Makes sure every model the runtime uses is in the cache, fetching what is missing.
@@ -308,6 +314,16 @@ pub fn forward_store(mut sub: mmsched_server::PolicySubscription, tx: Sender<Pol
     });
 }
 
+/// Whether `scenario` has an audio stream fed over RTP.
+fn has_rtp_microphone(scenario: &Scenario) -> bool {
+    scenario.streams().iter().any(|s| {
+        s.kind == mmsched_scenario::StreamKind::Audio
+            && s.source
+                .as_ref()
+                .is_some_and(|src| src.kind == mmsched_scenario::SourceKind::Rtp)
+    })
+}
+
 /// Runs `run`.
 pub fn run(a: RunArgs) -> Result<ExitCode> {
     if a.json && a.results.as_deref() == Some(Path::new("-")) {
@@ -315,8 +331,14 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
             "--json and --results - both write to stdout: give --results a file, or drop --json (summary.json is also written to the report directory)"
         );
     }
-    ensure_models(a.json)?;
     let p = prepare(&a.scenario)?;
+    if a.record_rtp.is_some() && !has_rtp_microphone(&p.scenario) {
+        bail!(
+            "--record-rtp records an RTP microphone, and scenario {} has none: give its audio stream source = {{ kind = \"rtp\", port = … }}",
+            p.scenario.name()
+        );
+    }
+    ensure_models(a.json)?;
     let feeds = policy_feeds(&a, &p.policy)?;
     let kind: SchedulerKind = a.scheduler.into();
     eprintln!(
@@ -337,7 +359,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         &a.report,
         feeds.updates,
         feeds.feed,
-        &|_| {},
+        &|c: &mut RunConfig| c.record_rtp.clone_from(&a.record_rtp),
         results,
     )?;
     // The table comes first, so a report that cannot be written (a full disk) still
