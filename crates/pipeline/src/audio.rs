@@ -76,6 +76,23 @@ pub struct AudioPath {
     counts: AudioCounts,
     delays_nanos: Vec<u64>,
     recorder: Option<RtpRecorder>,
+    /// Where the last [`AudioPath::take_interval`] left off: frames decided, the counts,
+    /// and the mean delay it reported.
+    interval_from: (usize, AudioCounts, f64),
+}
+
+/// The playout buffer over one interval, for the report's plots.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlayoutInterval {
+    /// Mean delay added to the frames decided in the interval, ms (the previous interval's
+    /// when none was).
+    pub delay_ms: f64,
+    /// The controller's target delay now, ms.
+    pub target_ms: f64,
+    /// Packets that arrived after their frame was decided, in the interval.
+    pub late: u64,
+    /// Frames concealed in the interval.
+    pub concealed: u64,
 }
 
 impl AudioPath {
@@ -115,6 +132,7 @@ impl AudioPath {
             counts: AudioCounts::default(),
             delays_nanos: Vec::new(),
             recorder: None,
+            interval_from: (0, AudioCounts::default(), 0.0),
         }
     }
 
@@ -276,6 +294,24 @@ impl AudioPath {
         self.gate.counts()
     }
 
+    /// The playout buffer since the previous call (since the start on the first).
+    pub fn take_interval(&mut self) -> PlayoutInterval {
+        let (from, counts, last_delay_ms) = self.interval_from;
+        let frames = &self.delays_nanos[from.min(self.delays_nanos.len())..];
+        let delay_ms = if frames.is_empty() {
+            last_delay_ms
+        } else {
+            frames.iter().map(|d| *d as f64).sum::<f64>() / frames.len() as f64 / 1e6
+        };
+        self.interval_from = (self.delays_nanos.len(), self.counts, delay_ms);
+        PlayoutInterval {
+            delay_ms,
+            target_ms: self.playout.target_delay_nanos() as f64 / 1e6,
+            late: self.counts.late_packets - counts.late_packets,
+            concealed: self.counts.concealed - counts.concealed,
+        }
+    }
+
     /// Delay added by the playout buffer per frame, nanoseconds.
     pub fn added_delays_nanos(&self) -> &[u64] {
         &self.delays_nanos
@@ -331,5 +367,24 @@ mod tests {
         // A packet that comes after its frame was concealed is late.
         a.on_packet(2, 130 * MS, vec![0.0; 320], false);
         assert_eq!(a.counts().late_packets, 1);
+    }
+
+    #[test]
+    fn an_interval_counts_only_what_happened_since_the_last_one() {
+        let mut a = AudioPath::new(&Policy::default(), 20);
+        assert!(a.on_packet(0, 0, vec![0.0; 320], false).is_empty());
+        a.on_packet(3, 60 * MS, vec![0.0; 320], false);
+        a.poll(120 * MS);
+        a.on_packet(2, 130 * MS, vec![0.0; 320], false);
+        let first = a.take_interval();
+        // Frames 1 and 2 were concealed, packet 2 came late; frame 0 waited the initial
+        // 80 ms.
+        assert_eq!((first.concealed, first.late), (2, 1), "{first:?}");
+        assert!((first.delay_ms - 80.0).abs() < 1.0, "{first:?}");
+        assert!(first.target_ms > 0.0, "{first:?}");
+        // Nothing since: no new counts, and the delay carries over.
+        let second = a.take_interval();
+        assert_eq!((second.concealed, second.late), (0, 0), "{second:?}");
+        assert_eq!(second.delay_ms, first.delay_ms);
     }
 }

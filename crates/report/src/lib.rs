@@ -19,7 +19,9 @@ pub use compare::{
     render_repeated, repeated_json,
 };
 pub use html::render_html;
-pub use series::{LdtiPoint, MissPoint, OccupancyPoint, RatePoint, RunSeries};
+pub use series::{
+    AlignmentPoint, LdtiPoint, MissPoint, OccupancyPoint, PlayoutPoint, RatePoint, RunSeries,
+};
 pub use summary::{
     AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
     LlmSummary, ModalitySummary, OriginSummary, RoutingSummary, RunSummary, StreamAlignment,

@@ -25,6 +25,11 @@ pub struct RunSeries {
     pub rates: Vec<RatePoint>,
     /// Every deadline miss, in completion order: where in the run the misses were.
     pub misses: Vec<MissPoint>,
+    /// The speech row's jitter buffer, sampled over time (empty without a microphone).
+    pub playout: Vec<PlayoutPoint>,
+    /// Alignment error per pair of streams over time (empty where no stream carries its
+    /// true capture time).
+    pub alignment: Vec<AlignmentPoint>,
 }
 
 impl RunSeries {
@@ -135,6 +140,40 @@ pub struct RatePoint {
     pub t_s: f64,
     /// Per modality name: completed jobs per second since the last sample (Hz).
     pub per_modality_hz: BTreeMap<String, f64>,
+}
+
+/// The speech jitter buffer over one sampling interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayoutPoint {
+    /// Seconds since the start of the run, at the end of the interval.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// Mean delay the buffer added to the frames played in the interval (ms; the last
+    /// interval's value when none was played).
+    #[serde(deserialize_with = "de_f64")]
+    pub delay_ms: f64,
+    /// The controller's target delay at the end of the interval (ms).
+    #[serde(deserialize_with = "de_f64")]
+    pub target_ms: f64,
+    /// Packets that arrived after their frame had been played, in the interval.
+    pub late: u64,
+    /// Frames concealed (packet lost or late), in the interval.
+    pub concealed: u64,
+}
+
+/// The alignment error of one pair of streams over one sampling interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlignmentPoint {
+    /// Seconds since the start of the run, at the end of the interval.
+    #[serde(deserialize_with = "de_f64")]
+    pub t_s: f64,
+    /// The two streams, `a-b`.
+    pub pair: String,
+    /// Mean placement error of `a` minus that of `b` in the interval (ms; each error is
+    /// placed capture time minus true capture time): how far apart two events captured at
+    /// the same moment were placed.
+    #[serde(deserialize_with = "de_f64")]
+    pub error_ms: f64,
 }
 
 /// How [`downsample`] reduces the points that fall into one bucket.

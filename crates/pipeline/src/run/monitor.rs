@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use mmsched_core::time::{Clock, Nanos};
-use mmsched_report::{HealthActionRecord, RunSeries};
+use mmsched_report::{AlignmentPoint, HealthActionRecord, PlayoutPoint, RunSeries};
 use mmsched_trace::record::stage;
 
 use super::{PROGRESS_NANOS, Progress, Run, SAMPLE_NANOS};
@@ -162,8 +162,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 .map(|(k, r)| (k.as_str().to_string(), r))
                 .collect(),
         });
+        self.sample_playout(t_s);
         if now >= self.monitor.next_progress {
             self.monitor.next_progress = now + PROGRESS_NANOS;
+            self.sample_alignment(t_s);
             self.sample_pressure(now);
             self.follow_camera_cost(now);
             let counts = Kind::ALL.map(|k| {
@@ -180,6 +182,40 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 level,
             };
             self.observer.progress(&p);
+        }
+    }
+
+    /// The speech jitter buffer since the last sample, for the report's plots.
+    fn sample_playout(&mut self, t_s: f64) {
+        if let Some(audio) = &mut self.speech.audio {
+            let i = audio.take_interval();
+            self.monitor.series.playout.push(PlayoutPoint {
+                t_s,
+                delay_ms: i.delay_ms,
+                target_ms: i.target_ms,
+                late: i.late,
+                concealed: i.concealed,
+            });
+        }
+    }
+
+    /// Each pair of streams' alignment error since the last sample (the streams whose
+    /// events carry their true capture time, and that had one checked since), for the
+    /// report's plot.
+    fn sample_alignment(&mut self, t_s: f64) {
+        let means: Vec<(&str, f64)> = self
+            .ingest
+            .iter_mut()
+            .filter_map(|(name, i)| i.take_mean_error_nanos().map(|e| (name.as_str(), e)))
+            .collect();
+        for (k, (a, ea)) in means.iter().enumerate() {
+            for (b, eb) in &means[k + 1..] {
+                self.monitor.series.alignment.push(AlignmentPoint {
+                    t_s,
+                    pair: format!("{a}-{b}"),
+                    error_ms: (ea - eb) / 1e6,
+                });
+            }
         }
     }
 

@@ -273,6 +273,128 @@ pub fn rates(summary: &RunSummary, series: &RunSeries) -> String {
     plot.finish()
 }
 
+/// The speech row's jitter buffer over time: the delay it added to the frames played
+/// (mean per pixel column) and its controller's target (maximum per pixel column, so a
+/// burst's raise stays visible), in ms.
+pub fn playout_delay(summary: &RunSummary, series: &RunSeries) -> String {
+    let delay: Vec<(f64, f64)> = series.playout.iter().map(|p| (p.t_s, p.delay_ms)).collect();
+    let target: Vec<(f64, f64)> = series
+        .playout
+        .iter()
+        .map(|p| (p.t_s, p.target_ms))
+        .collect();
+    let peak = delay
+        .iter()
+        .chain(&target)
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(10.0, f64::max)
+        * 1.05;
+    let end = time_end(summary, delay.iter().map(|p| p.0));
+    let mut plot = Plot::new(
+        "Speech playout delay over time",
+        Axis::linear_exact(0.0, end),
+        "time, s",
+        Axis::linear(0.0, peak),
+        "delay, ms",
+    );
+    let width = plot.plot_width_px();
+    plot.line(&downsample(&target, width, Reduce::Max), color(1), "target");
+    plot.line(
+        &downsample(&delay, width, Reduce::Mean),
+        color(0),
+        "added delay",
+    );
+    if delay.is_empty() {
+        plot.note("no microphone in this run");
+    }
+    plot.finish()
+}
+
+/// Late packets and concealed frames per second over time (maximum per pixel column, so
+/// a single burst stays visible).
+pub fn late_and_concealed(summary: &RunSummary, series: &RunSeries) -> String {
+    // Each point counts one sampling interval: per second over the interval's length.
+    let mut late = Vec::with_capacity(series.playout.len());
+    let mut concealed = Vec::with_capacity(series.playout.len());
+    let mut previous = 0.0;
+    for p in &series.playout {
+        let span = p.t_s - previous;
+        previous = p.t_s;
+        if span > 0.0 && span.is_finite() {
+            late.push((p.t_s, p.late as f64 / span));
+            concealed.push((p.t_s, p.concealed as f64 / span));
+        }
+    }
+    let peak = late
+        .iter()
+        .chain(&concealed)
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max)
+        * 1.05;
+    let end = time_end(summary, late.iter().map(|p| p.0));
+    let mut plot = Plot::new(
+        "Late packets and concealed frames",
+        Axis::linear_exact(0.0, end),
+        "time, s",
+        Axis::linear(0.0, peak),
+        "per second",
+    );
+    let width = plot.plot_width_px();
+    plot.line(
+        &downsample(&concealed, width, Reduce::Max),
+        color(2),
+        "concealed",
+    );
+    plot.line(&downsample(&late, width, Reduce::Max), color(3), "late");
+    if late.is_empty() {
+        plot.note("no microphone in this run");
+    }
+    plot.finish()
+}
+
+/// The alignment error |Δt| of every pair of streams over time (maximum per pixel column),
+/// in ms, with the 50 ms line of S5 when the axis reaches it.
+pub fn alignment_error(summary: &RunSummary, series: &RunSeries) -> String {
+    let mut pairs: Vec<&str> = Vec::new();
+    for p in &series.alignment {
+        if !pairs.contains(&p.pair.as_str()) {
+            pairs.push(&p.pair);
+        }
+    }
+    let peak = series
+        .alignment
+        .iter()
+        .map(|p| p.error_ms.abs())
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max)
+        * 1.05;
+    let end = time_end(summary, series.alignment.iter().map(|p| p.t_s));
+    let mut plot = Plot::new(
+        "Alignment error per pair over time",
+        Axis::linear_exact(0.0, end),
+        "time, s",
+        Axis::linear(0.0, peak),
+        "|Δt|, ms",
+    );
+    plot.hline(50.0, ACTION_LINE);
+    let width = plot.plot_width_px();
+    for (i, pair) in pairs.iter().enumerate() {
+        let points: Vec<(f64, f64)> = series
+            .alignment
+            .iter()
+            .filter(|p| p.pair == *pair)
+            .map(|p| (p.t_s, p.error_ms.abs()))
+            .collect();
+        plot.line(&downsample(&points, width, Reduce::Max), color(i), pair);
+    }
+    if pairs.is_empty() {
+        plot.note("no two streams with a known capture time");
+    }
+    plot.finish()
+}
+
 /// What became of the inputs that were not answered in time, per modality, as grouped
 /// bars: skipped, shed, dropped by a health action, late, unfinished and failed.
 pub fn skips_and_sheds(summary: &RunSummary) -> String {

@@ -25,7 +25,9 @@ figcaption{color:#555;font-size:.85em}";
 /// The report of one run as a self-contained HTML page: a title with scenario, scheduler,
 /// duration and seed; the summary as tables; latency CDFs per modality (log ms axis, SLA
 /// marked), LDTI over time with the degraded and critical bands, slot occupancy per worker,
-/// rates per modality, and the inputs not answered in time as bars. All text from the inputs is
+/// rates per modality, the speech jitter buffer's delay and its late and concealed frames
+/// over time, the alignment error per pair of streams over time, and the inputs not
+/// answered in time as bars. All text from the inputs is
 /// escaped; non-finite numbers are never written.
 pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
     let scenario = escape(&summary.scenario);
@@ -69,6 +71,25 @@ pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
             "Completed jobs per second per modality.",
         ),
         (
+            charts::playout_delay(summary, series),
+            "The speech jitter buffer: the delay it added to the frames it played (mean per \
+             pixel column), and the delay its controller aimed at (raised at once by a burst \
+             or a hand-over, then decaying; maximum per pixel column).",
+        ),
+        (
+            charts::late_and_concealed(summary, series),
+            "Packets that arrived after their frame had played (late), and frames played as \
+             concealment because their packet was lost or late (concealed), per second; \
+             maximum per pixel column.",
+        ),
+        (
+            charts::alignment_error(summary, series),
+            "How far apart two events captured at the same moment were placed, per pair of \
+             streams: the difference of the streams' mean placement errors against their \
+             true capture times, once a second; maximum per pixel column. A dashed line \
+             marks 50 ms when the axis reaches it.",
+        ),
+        (
             charts::skips_and_sheds(summary),
             "Skipped: the router judged the input not worth running (dark or blurred frame). \
              Shed: admission dropped it under overload. Dropped: a health action kept it \
@@ -105,7 +126,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::series::{OccupancyPoint, RatePoint};
+    use crate::series::{AlignmentPoint, OccupancyPoint, PlayoutPoint, RatePoint};
     use crate::testdata::sample;
 
     /// Every number in the geometry attributes of the page, parsed.
@@ -171,6 +192,18 @@ mod tests {
                 t_s: t,
                 per_modality_hz: BTreeMap::from([("vision".to_string(), 10.0)]),
             });
+            series.playout.push(PlayoutPoint {
+                t_s: t,
+                delay_ms: 30.0,
+                target_ms: if i == 700 { 95.0 } else { 30.0 },
+                late: u64::from(i == 700),
+                concealed: u64::from(i == 700) * 3,
+            });
+            series.alignment.push(AlignmentPoint {
+                t_s: t,
+                pair: "camera-imu".to_string(),
+                error_ms: if i == 900 { -12.0 } else { 0.5 },
+            });
         }
         series
     }
@@ -178,13 +211,16 @@ mod tests {
     #[test]
     fn a_full_report_has_every_plot_with_finite_geometry() {
         let html = render_html(&sample(), &full_series());
-        assert_eq!(html.matches("<svg").count(), 6);
+        assert_eq!(html.matches("<svg").count(), 9);
         for title in [
             "Latency CDF per modality",
             "Deadline misses over time",
             "LDTI over time",
             "Slot occupancy per worker",
             "Completed jobs per second",
+            "Speech playout delay over time",
+            "Late packets and concealed frames",
+            "Alignment error per pair over time",
             "Inputs not answered in time",
         ] {
             assert!(html.contains(title), "missing {title}");
@@ -240,6 +276,8 @@ mod tests {
         let html = render_html(&summary, &RunSeries::default());
         assert!(html.contains("no completed jobs"));
         assert!(html.contains("no LDTI samples"));
+        assert!(html.contains("no microphone in this run"));
+        assert!(html.contains("no two streams with a known capture time"));
         // An empty run still gets readable time axes (0 to 1 s), not denormal labels.
         let exponent = html
             .as_bytes()
@@ -269,6 +307,18 @@ mod tests {
         series.slot_occupancy.push(OccupancyPoint {
             t_s: f64::INFINITY,
             per_worker_pct: vec![f64::NAN],
+        });
+        series.playout.push(PlayoutPoint {
+            t_s: f64::NAN,
+            delay_ms: f64::INFINITY,
+            target_ms: f64::NAN,
+            late: 1,
+            concealed: 1,
+        });
+        series.alignment.push(AlignmentPoint {
+            t_s: 80.0,
+            pair: "camera-imu".to_string(),
+            error_ms: f64::NEG_INFINITY,
         });
         let html = render_html(&summary, &series);
         assert_all_finite(&html);

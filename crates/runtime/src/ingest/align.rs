@@ -34,6 +34,9 @@ pub struct StreamIngest {
     latency_nanos: Nanos,
     residual: Histogram<u64>,
     placed: u64,
+    /// Signed errors (placed − true capture) since the last [`StreamIngest::take_mean_error_nanos`]:
+    /// their sum and count.
+    window: (i128, u64),
 }
 
 impl StreamIngest {
@@ -46,6 +49,7 @@ impl StreamIngest {
             residual: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
                 .expect("constant histogram bounds are valid"),
             placed: 0,
+            window: (0, 0),
         }
     }
 
@@ -69,7 +73,17 @@ impl StreamIngest {
             let err = placed.device_nanos.abs_diff(capture_device_nanos).max(1);
             // Saturate rather than fail on an absurd error: it is still the worst seen.
             let _ = self.residual.record(err.min(self.residual.high()));
+            let signed = i128::from(placed.device_nanos) - i128::from(capture_device_nanos);
+            self.window = (self.window.0 + signed, self.window.1 + 1);
         }
+    }
+
+    /// The mean signed error (placed − true capture, ns) of the aligned placements checked
+    /// since the previous call; `None` if there were none. Two streams' means subtracted
+    /// give how far apart the pair places two events captured at the same moment.
+    pub fn take_mean_error_nanos(&mut self) -> Option<f64> {
+        let (sum, n) = std::mem::take(&mut self.window);
+        (n > 0).then(|| sum as f64 / n as f64)
     }
 
     /// The `q` quantile (0 ..= 1) of the absolute residual error, in nanoseconds (0 before
@@ -106,6 +120,30 @@ mod tests {
     use crate::source::imu::{Imu, ImuConfig};
     use mmsched_core::time::{ManualClock, NANOS_PER_MILLI, NANOS_PER_SEC};
     use mmsched_sim::jitter::{GammaJitter, JitterInjector};
+
+    #[test]
+    fn the_mean_signed_error_is_taken_per_window() {
+        let mut s = StreamIngest::new(0, AlignConfig::default());
+        let at = |device_nanos| Placed {
+            device_nanos,
+            aligned: true,
+            source: TimingSource::Stamp,
+        };
+        // Placed 3 ms late, then 1 ms early: a mean of +1 ms.
+        s.record_truth(at(103 * NANOS_PER_MILLI), 100 * NANOS_PER_MILLI);
+        s.record_truth(at(199 * NANOS_PER_MILLI), 200 * NANOS_PER_MILLI);
+        // A placement by arrival before the aligner is ready is not an aligned error.
+        s.record_truth(
+            Placed {
+                aligned: false,
+                ..at(900 * NANOS_PER_MILLI)
+            },
+            300 * NANOS_PER_MILLI,
+        );
+        assert_eq!(s.take_mean_error_nanos(), Some(NANOS_PER_MILLI as f64));
+        assert_eq!(s.take_mean_error_nanos(), None, "the window starts again");
+        assert_eq!(s.residual_samples(), 2);
+    }
 
     #[test]
     fn a_drifting_jittery_stream_is_aligned_far_better_than_by_arrival() {

@@ -391,7 +391,18 @@ pub struct RealTrace {
 }
 
 /// The shipped real traces (see `traces/README.md` for how each was recorded).
-pub const REAL_TRACES: &[RealTrace] = &[];
+pub const REAL_TRACES: &[RealTrace] = &[
+    RealTrace {
+        file: "traces/real-link-clean.csv",
+        label: "real link: veth, clean",
+        text: include_str!("../../../../traces/real-link-clean.csv"),
+    },
+    RealTrace {
+        file: "traces/real-link-shaped.csv",
+        label: "real link: veth, 1 Mbit/s bottleneck + cross traffic",
+        text: include_str!("../../../../traces/real-link-shaped.csv"),
+    },
+];
 
 /// Replays a captured packet-arrival trace through every buffer, as a row labelled
 /// `label`. The network delay for the MOS is the trace's fastest one-way delay (0 if the
