@@ -9,6 +9,7 @@
 mod audio;
 mod frames;
 mod pipes;
+mod rtp;
 mod signals;
 
 use std::io::{BufRead, BufReader, Read};
