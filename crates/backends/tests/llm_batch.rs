@@ -377,3 +377,26 @@ fn candle_cannot_batch_and_says_what_to_do_instead() {
     let backend = e.into_backend();
     assert!(backend.chain().contains("candle"), "{}", backend.chain());
 }
+
+#[test]
+fn a_prompt_fed_in_large_chunks_gets_the_tokens_of_small_chunks() {
+    let _serial = serial();
+    let mut s = session_on(LlmEngine::Llama);
+    // This prompt's greedy answer changes within 8 tokens when a lone session takes its 13
+    // tokens in one call (another matrix product from 8 rows on) instead of chunks of 4.
+    let prompt = s.tokenizer().encode(PROMPTS[2]);
+    assert!(prompt.len() > 8, "{} tokens", prompt.len());
+    const N: usize = 16;
+    let expected = alone(&mut s, &prompt, Sampling::Greedy, N);
+    let mut b = BatchDecoder::new(&s, BatchOptions::default()).expect("batch decoder");
+    let seq = b.add(prompt.clone(), Sampling::Greedy).expect("add");
+    let first = b
+        .prefill(seq, 64)
+        .expect("prefill")
+        .expect("the whole prompt in one prefill");
+    let mut got = vec![first.id];
+    while got.len() < N {
+        got.push(b.step(&[seq]).expect("step")[0].id);
+    }
+    assert_eq!(got, expected);
+}

@@ -3,9 +3,9 @@
 //! Every engine runs single-threaded: the scheduler owns the cores, so one job uses one
 //! worker's core and two jobs on two workers never fight inside an engine's own pool.
 //! Vision gets one OCR pipeline per worker (a frame may run on either); the VAD and Whisper
-//! hold state, and the book gives each at most one job at a time; the LLM has a session per
-//! request that may run at once ([`LlmPool`]: forks sharing one copy of the weights, each
-//! with its own KV cache).
+//! hold state, and the book gives each at most one job at a time; the LLM has a place per
+//! request that may run at once ([`LlmPool`]: sequences of one batch decoder on llama.cpp,
+//! else forks sharing one copy of the weights, each with its own KV cache).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,7 +48,8 @@ pub struct Engines {
     pub vad: Option<Shared<SileroVad>>,
     /// Whisper tiny.en.
     pub asr: Option<Shared<AsrSession>>,
-    /// Gemma-3 270M, a session per text request that may run at once.
+    /// Gemma-3 270M, a place (a batch sequence or a session) per text request that may run
+    /// at once.
     pub llm: Option<LlmPool>,
     /// Memory held by the loaded models, bytes (best estimate).
     pub memory_bytes: u64,
@@ -176,12 +177,7 @@ impl Engines {
             run_timed(&mut *lock(asr), &clip, &clock).map_err(model_err("ASR (Whisper)"))?;
         }
         if let Some(llm) = &self.llm {
-            llm.for_each(|l| {
-                l.start("Hello")?;
-                l.prefill_chunk(crate::jobs::ALONE_PREFILL_CHUNK_TOKENS)?;
-                l.step().map(|_| ())
-            })
-            .map_err(model_err("LLM (Gemma-3)"))?;
+            llm.warm_up().map_err(model_err("LLM (Gemma-3)"))?;
         }
         Ok(())
     }
@@ -196,8 +192,9 @@ impl Engines {
         Self::load_with(scenario, ocr_instances, 1, on_load)
     }
 
-    /// Like [`Engines::load`], with `llm_sessions` text sessions (requests that may run at
-    /// once; each costs its KV cache, the weights are shared).
+    /// Like [`Engines::load`], with places for `llm_sessions` text requests at once (each
+    /// costs its KV cache, the weights are shared): a session each
+    /// ([`LlmPool::to_batched`] turns them into sequences of one batch decoder).
     pub fn load_with(
         scenario: &Scenario,
         ocr_instances: usize,

@@ -58,6 +58,7 @@ pub mod sessions;
 pub mod stats;
 pub mod stop;
 pub mod summary;
+pub mod text_batch;
 mod trace_out;
 pub mod truth;
 

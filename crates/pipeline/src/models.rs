@@ -393,6 +393,7 @@ pub mod fake {
                             first_token_after_nanos: 0,
                             finish,
                             stages: Default::default(),
+                            step: None,
                             nanos: 0,
                         });
                         Ok(if finish.is_some() {

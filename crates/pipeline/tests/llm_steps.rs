@@ -27,6 +27,9 @@ fn session() -> LlmSession {
         &path,
         LlmOptions {
             threads: 1,
+            // The runtime's batch feeds a prompt at most 7 tokens a call (the kernels of a
+            // decoding step); a lone session fed the same way is the reference.
+            prefill_chunk: SHARED_PREFILL_CHUNK_TOKENS,
             ..LlmOptions::default()
         },
         Arc::new(MonotonicClock::new()),
@@ -149,4 +152,66 @@ fn four_greedy_requests_at_once_each_get_the_answer_alone() {
     let outcome = rt.finish().expect("finished");
     let api = outcome.summary.llm.modality.origin["api"];
     assert_eq!((api.offered, api.on_time + api.late), (4, 4));
+}
+
+#[test]
+fn four_different_prompts_at_once_are_decoded_together_and_each_gets_its_answer_alone() {
+    const PROMPTS: [&str; 4] = [
+        "The three primary colours are",
+        "Once upon a time, in a small village by the sea,",
+        "To make a cup of tea, first boil the water, then",
+        "List of prime numbers: 2, 3, 5, 7,",
+    ];
+    const TOKENS: u32 = 16;
+    // The reference: the model called directly, each prompt alone, no runtime.
+    let mut alone = session();
+    let expected: Vec<String> = PROMPTS
+        .iter()
+        .map(|p| alone.generate(p, TOKENS as usize).expect("generates").text)
+        .collect();
+    let mut engines = Engines::load_with(&text_only(), 2, 4, |_| {}).expect("loads");
+    let pool = engines
+        .llm
+        .as_ref()
+        .expect("the text model")
+        .to_batched()
+        .expect("a batch decoder");
+    assert!(pool.is_batched(), "llama.cpp requests share one batch");
+    engines.llm = Some(pool.clone());
+    let before = pool.batch_counts().expect("batched");
+    let mut rt = Runtime::start(Default::default(), engines).expect("runtime");
+    rt.add_stream("chat", StreamTerms::new(120_000.0, 0.5))
+        .expect("stream");
+    let rt = Arc::new(rt);
+    let threads: Vec<_> = PROMPTS
+        .iter()
+        .map(|p| {
+            let rt = Arc::clone(&rt);
+            std::thread::spawn(move || {
+                match rt.prompt("chat", p, TOKENS).expect("submitted").wait() {
+                    Update::Finished(a) => match a.reply {
+                        Reply::Text { text, .. } => text,
+                        other => panic!("{other:?}"),
+                    },
+                    other => panic!("{other:?}"),
+                }
+            })
+        })
+        .collect();
+    let answers: Vec<String> = threads
+        .into_iter()
+        .map(|t| t.join().expect("a thread"))
+        .collect();
+    assert_eq!(
+        answers, expected,
+        "each answer is the one its prompt gets alone"
+    );
+    let counts = pool.batch_counts().expect("batched");
+    let (calls, rows) = (counts.calls - before.calls, counts.rows - before.rows);
+    assert!(
+        rows > calls && counts.taken_ahead > before.taken_ahead,
+        "some decoding calls served several requests: {rows} tokens in {calls} calls"
+    );
+    let rt = Arc::into_inner(rt).expect("the threads are done");
+    rt.finish().expect("finished");
 }

@@ -13,7 +13,9 @@
 //! the llama.cpp module). Prompt chunks therefore run in calls of their own
 //! ([`prefill`](BatchDecoder::prefill)), never mixed with other sequences' tokens: llama.cpp
 //! would compute the chunk's first token together with those and the rest after them,
-//! with other kernels than the lone chunk. Sampled sequences draw from a sampler of their
+//! with other kernels than the lone chunk; and in calls of at most [`MAX_EXACT_ROWS`]
+//! tokens, so a sequence's tokens do not depend on the chunk size its caller asks for
+//! either (they equal a lone session's fed in chunks of 7 tokens or fewer). Sampled sequences draw from a sampler of their
 //! own, seeded per sequence, so they also match a lone session with the same seed.
 //!
 //! **Budget.** Each sequence holds at most [`seq_tokens`](BatchDecoder::seq_tokens) tokens,
@@ -496,9 +498,13 @@ impl BatchDecoder {
             .saturating_sub(s.position + s.pending.len()))
     }
 
-    /// Feeds up to `chunk` of `seq`'s queued prompt tokens, in a call of their own. When
-    /// the prompt is exhausted, picks and returns the first generated token; until then
-    /// `None`.
+    /// Feeds up to `chunk` of `seq`'s queued prompt tokens, in calls of their own of at
+    /// most [`MAX_EXACT_ROWS`] tokens each: from 8 rows on llama.cpp takes another matrix
+    /// product, so a prompt fed in larger calls would fill the cache with slightly
+    /// different values and its answer could depend on the chunk size asked for (the
+    /// runtime asks for 4 tokens while the device is shared and 64 when a request has it
+    /// alone). When the prompt is exhausted, picks and returns the first generated token;
+    /// until then `None`.
     pub fn prefill(&mut self, seq: SeqId, chunk: usize) -> Result<Option<Token>, BatchError> {
         let slot = self.slot_of(seq)?;
         let (ids, pos) = {
@@ -512,21 +518,27 @@ impl BatchDecoder {
             (s.pending[..n].to_vec(), s.position)
         };
         let t0 = self.clock.now_nanos();
-        let part = Part {
-            slot,
-            pos,
-            tokens: &ids,
-        };
-        let logits = match self.engine.decode(&[part]) {
-            Ok(mut rows) => rows.pop().unwrap_or_default(),
-            Err(e) => return Err(self.fail(&[slot], e)),
-        };
+        let mut logits = Vec::new();
+        for (k, tokens) in ids.chunks(MAX_ROWS).enumerate() {
+            let part = Part {
+                slot,
+                pos: pos + k * MAX_ROWS,
+                tokens,
+            };
+            logits = match self.engine.decode(&[part]) {
+                Ok(mut rows) => rows.pop().unwrap_or_default(),
+                Err(e) => return Err(self.fail(&[slot], e)),
+            };
+            // The cache holds what was fed so far, whatever comes next.
+            if let Some(s) = self.slots[slot].as_mut() {
+                s.pending.drain(..tokens.len());
+                s.position += tokens.len();
+            }
+        }
         let nanos = self.clock.now_nanos().saturating_sub(t0);
         let s = self.slots[slot]
             .as_mut()
             .ok_or(BatchError::UnknownSequence(seq))?;
-        s.pending.drain(..ids.len());
-        s.position += ids.len();
         if !s.pending.is_empty() {
             return Ok(None);
         }

@@ -63,7 +63,7 @@ pub struct ModelArgs {
     pub deadline_ms: Vec<String>,
     /// Requests per class at once (running or waiting for the model), as CLASS=N; more
     /// get 503 with Retry-After (and count as shed in the report). Defaults: llm=4, asr=2,
-    /// vision=4; the text cap is also how many text sessions (KV caches) are loaded.
+    /// vision=4; the text cap is also how many text requests hold a KV cache at once.
     #[arg(
         long,
         value_name = "CLASS=N",
@@ -101,6 +101,14 @@ pub struct ModelArgs {
         requires = "models"
     )]
     pub report: std::path::PathBuf,
+    /// Decode the text requests in flight together: one llama.cpp context holds them all
+    /// (a sequence each), and one call per token step decodes the next token of the ready
+    /// ones, as many as fit the time due frames and audio leave; each greedy answer is
+    /// exactly the one its prompt gets alone. Without it each request has a session of its
+    /// own, decoded one request per call. Experimental: on a loaded 2-core machine it was
+    /// slower than sessions (see docs/runtime.md).
+    #[arg(long, requires = "models")]
+    pub text_batch: bool,
 }
 
 /// Who may reach a server, and its connection limits (`serve`, `run --serve`).

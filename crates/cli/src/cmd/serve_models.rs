@@ -96,17 +96,30 @@ pub fn load(
     let classes = classes(a)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
     // The scenario's streams (or none) run on the models of the shipped model set, which
-    // has all four; each text request that may run at once gets a session of its own.
+    // has all four; each text request that may run at once gets a place of its own (a
+    // session, or with --text-batch a sequence of the shared batch decoder).
     let scenario = match &a.scenario {
         Some(name) => Scenario::load(name)?,
         None => serving_scenario(WORKERS)?,
     };
     let model_set = Scenario::load("ar-glasses").context("loading the model set")?;
     let sessions = classes[&Kind::Llm].max_concurrent.clamp(1, 16);
-    eprintln!("loading models ({sessions} text session(s))");
+    eprintln!("loading models ({sessions} text place(s))");
     let mut engines = Engines::load_with(&model_set, WORKERS, sessions, |name| {
         eprintln!("  loading {name}")
     })?;
+    if a.text_batch
+        && let Some(pool) = &engines.llm
+    {
+        let batched = pool
+            .to_batched()
+            .context("loading the text batch decoder")?;
+        engines.memory_bytes = engines
+            .memory_bytes
+            .saturating_sub(pool.memory_bytes())
+            .saturating_add(batched.memory_bytes());
+        engines.llm = Some(batched);
+    }
     engines.warm_up()?;
     std::fs::create_dir_all(&a.report).with_context(|| {
         format!(

@@ -26,6 +26,11 @@ struct Key {
     what: &'static str,
 }
 
+/// The rows of a `decode-N` step label (a call decoding N text requests together).
+fn rows_of(what: &str) -> Option<u64> {
+    what.strip_prefix("decode-")?.parse().ok()
+}
+
 /// The label of a whole job's cost.
 const JOB: &str = "job";
 
@@ -66,7 +71,14 @@ impl Costs {
             (Some(r), step) => r.step(step).map(|s| s.stats.p99_nanos),
             (None, _) => None,
         };
-        measured.unwrap_or(self.fallback[key.kind.index()])
+        let one = self.fallback[key.kind.index()];
+        measured.unwrap_or_else(|| match rows_of(key.what) {
+            // A call decoding N requests' tokens together, until measured: a guess on the
+            // safe side, half a lone step more for each further row (one call reads the
+            // weights once for all its rows, so it costs less than that).
+            Some(rows) => one.saturating_mul(rows + 1) / 2,
+            None => one,
+        })
     }
 
     fn id(&mut self, key: Key) -> ClassId {

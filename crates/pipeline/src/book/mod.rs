@@ -11,8 +11,10 @@
 //! sink ([`crate::request::Update`]).
 //!
 //! Files: `mod.rs` the book and booking, `steps.rs` what the end of a step does,
-//! `text.rs` a text request's progress and figures.
+//! `text.rs` a text request's progress and figures, `batch.rs` how many text requests a
+//! decoding step serves.
 
+mod batch;
 mod costs;
 mod record;
 mod rungs;
@@ -422,7 +424,14 @@ impl Book {
     }
 
     /// Submits `tag`'s next step.
-    fn submit_step(&mut self, exec: &mut dyn Executor, now: Nanos, tag: u64, work: Box<dyn Work>) {
+    fn submit_step(
+        &mut self,
+        exec: &mut dyn Executor,
+        now: Nanos,
+        tag: u64,
+        mut work: Box<dyn Work>,
+    ) {
+        self.limit_batch(now, tag, work.as_mut());
         if let Some(info) = self.task_info(now, tag, work.next_step()) {
             exec.submit(now, Task { info, work });
         }

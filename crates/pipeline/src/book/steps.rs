@@ -38,15 +38,21 @@ impl Book {
                 if !self.jobs.contains_key(&tag) {
                     return;
                 }
+                let output = self.outputs.remove(&tag);
                 if !self.warm.insert((info.class, worker)) {
                     let cost = ended_nanos.saturating_sub(started_nanos);
                     if let Some(j) = self.jobs.get(&tag) {
                         let rung = j.rung.as_ref().map_or("", |r| r.name()).to_string();
+                        // A text step's kind is known once it ran (how many requests its
+                        // call served), not when it was submitted.
+                        let kind_of_step = match &output {
+                            Some(Output::Llm { step, .. }) => *step,
+                            _ => j.running,
+                        };
                         self.costs
-                            .record_step(j.kind, &rung, j.running, cost, ended_nanos);
+                            .record_step(j.kind, &rung, kind_of_step, cost, ended_nanos);
                     }
                 }
-                let output = self.outputs.remove(&tag);
                 let trace_id = self.trace_step(
                     job.0,
                     worker,
@@ -198,8 +204,9 @@ impl Book {
         };
         self.release(job.kind);
         let end = step.ended;
-        if job.running.is_some() {
-            // A job of several kinds of step: its whole cost, for choosing rungs.
+        if job.running.is_some() && job.kind != Kind::Llm {
+            // A job of several kinds of step: its whole cost, for choosing rungs (a text
+            // request's `job` key is its one-token step's cost, and it has no rungs).
             let rung = job.rung.as_ref().map_or("", |r| r.name()).to_string();
             self.costs.record_job(job.kind, &rung, job.work, end);
         }

@@ -30,7 +30,9 @@ use crate::engines::{Shared, lock};
 use crate::request::Finish;
 
 pub use speech::{ASR_LAYERS_PER_STEP, asr};
-pub use text::{ALONE_PREFILL_CHUNK_TOKENS, SHARED_PREFILL_CHUNK_TOKENS, llm};
+pub use text::{
+    ALONE_PREFILL_CHUNK_TOKENS, DECODE_AHEAD, SHARED_PREFILL_CHUNK_TOKENS, decode_label, llm,
+};
 pub use vision::{OCR_LINES_PER_STEP, vision};
 
 /// What a finished step produced.
@@ -78,6 +80,11 @@ pub enum Output {
         finish: Option<Finish>,
         /// Stage timing inside the model (KV cache, attention, rest).
         stages: StepStages,
+        /// The kind of step it turned out to be, the key its cost is learned under
+        /// ([`decode_label`]: `decode-N` for a call serving N requests, `decode-ahead` for a
+        /// token another request's call decoded; `None` for a prefill chunk, a call of its
+        /// own, or a whole request in one step).
+        step: Option<&'static str>,
         /// Wall time of the step.
         nanos: Nanos,
     },

@@ -2,7 +2,6 @@
 
 use std::sync::mpsc::Sender;
 
-use mmsched_backends::Backend;
 use mmsched_backends::llm::StepStages;
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
@@ -59,6 +58,7 @@ pub fn llm(
         prompt_done: false,
         produced: 0,
         granted: 1,
+        rows: 1,
     })
 }
 
@@ -78,7 +78,26 @@ struct LlmWork {
     produced: u32,
     /// Intra-op threads granted for the next step.
     granted: usize,
+    /// Most requests the next decoding step may serve (in a shared batch).
+    rows: usize,
 }
+
+/// The step label of a token another request's step decoded (no model call).
+pub const DECODE_AHEAD: &str = "decode-ahead";
+/// The step label of a decoding step serving `rows` requests together: none for one (the
+/// label of every text step of a session of its own).
+pub fn decode_label(rows: usize) -> Option<&'static str> {
+    match rows {
+        0 => Some(DECODE_AHEAD),
+        1 => None,
+        n => Some(DECODE_ROWS[n.min(DECODE_ROWS.len() + 1) - 2]),
+    }
+}
+
+/// Step labels of a decoding step serving 2 to 8 requests together (more count as 8).
+const DECODE_ROWS: [&str; 7] = [
+    "decode-2", "decode-3", "decode-4", "decode-5", "decode-6", "decode-7", "decode-8",
+];
 
 /// What one forward pass left: the token's text and whether generation ended.
 struct Advance {
@@ -86,6 +105,9 @@ struct Advance {
     token: bool,
     finish: Option<Finish>,
     stages: StepStages,
+    /// The kind of step it was (see [`decode_label`]; `None`: a prefill chunk or a
+    /// request's own decoding call).
+    step: Option<&'static str>,
 }
 
 impl LlmWork {
@@ -99,74 +121,81 @@ impl LlmWork {
         }
     }
 
-    /// Leases a session and starts the sequence (first step only).
+    /// Leases a place and starts the sequence (first step only).
     fn start(&mut self) -> Result<(), WorkError> {
         if self.session.is_some() {
             return Ok(());
         }
-        let lease = self.pool.lease().ok_or(WorkError::Engine {
-            model: "text generation",
-            source: "every text-generation session is in use (the book admits at most one request per session)".into(),
-        })?;
-        let mut s = lease.lock();
-        s.set_sampling(self.prompt.sampling.temperature, self.prompt.sampling.seed);
-        s.start(&self.prompt.text)
-            .map_err(|e| work_error("text generation", e))?;
-        drop(s);
+        let lease = self
+            .pool
+            .lease(&self.prompt.text, self.prompt.sampling, &self.cancel)
+            .map_err(|e| work_error("text generation", e))?
+            .ok_or(WorkError::Engine {
+                model: "text generation",
+                source: "every text-generation place is in use (the book admits at most one request per place)".into(),
+            })?;
         self.session = Some(lease);
         Ok(())
     }
 
-    /// One forward pass: a prefill chunk or a decoding step.
+    /// One forward pass: a prefill chunk or a decoding step (or a token another request's
+    /// step decoded for this one).
     fn advance(&mut self) -> Result<Advance, WorkError> {
         let chunk = self.chunk();
-        let Some(lease) = &self.session else {
+        let Some(lease) = &mut self.session else {
             return Err(WorkError::Cancelled {
                 why: "the request has no session",
             });
         };
-        let mut session = lease.lock();
-        // An engine with a fixed thread count ignores the grant.
-        let _ = session.grant_threads(self.granted);
+        let mut step = None;
         let token = if self.prompt_done {
-            session.step().map(Some)
+            lease.decode(self.granted, self.rows).map(|d| {
+                let mut t = d.token;
+                if d.rows == 0 {
+                    // Decoded by another request's step: this step ran no model.
+                    t.stages = StepStages::default();
+                }
+                step = decode_label(d.rows);
+                Some(t)
+            })
         } else {
-            session.prefill_chunk(chunk)
+            lease.prefill(chunk, self.granted)
         }
         .map_err(|e| work_error("text generation", e))?;
-        drop(session);
         let Some(t) = token else {
             return Ok(Advance {
                 text: String::new(),
                 token: false,
                 finish: None,
                 stages: StepStages::default(),
+                step,
             });
         };
         self.prompt_done = true;
-        if t.stop {
-            return Ok(Advance {
-                text: self.filter.flush(),
-                token: true,
-                finish: Some(Finish::Stop),
-                stages: t.stages,
-            });
-        }
-        self.produced += 1;
-        let (mut text, stopped) = self.filter.push(&t.text);
-        let finish = if stopped {
-            Some(Finish::Stop)
-        } else if self.produced >= self.prompt.max_tokens {
-            text.push_str(&self.filter.flush());
-            Some(Finish::Length)
+        let (text, finish) = if t.stop {
+            (self.filter.flush(), Some(Finish::Stop))
         } else {
-            None
+            self.produced += 1;
+            let (mut text, stopped) = self.filter.push(&t.text);
+            let finish = if stopped {
+                Some(Finish::Stop)
+            } else if self.produced >= self.prompt.max_tokens {
+                text.push_str(&self.filter.flush());
+                Some(Finish::Length)
+            } else {
+                None
+            };
+            (text, finish)
         };
+        if finish.is_none() {
+            lease.want_next();
+        }
         Ok(Advance {
             text,
             token: true,
             finish,
             stages: t.stages,
+            step,
         })
     }
 }
@@ -176,6 +205,32 @@ impl Work for LlmWork {
         self.granted = threads.max(1);
     }
 
+    /// In a shared batch: `decode-ahead` when another request's step has decoded this
+    /// one's token (the step takes it without the model), `decode-N` for a decoding step
+    /// of N requests together; otherwise (a prefill, a session of its own, one request)
+    /// no label, as every text step had before batching.
+    fn next_step(&self) -> Option<&'static str> {
+        if !self.prompt_done || !self.preemptible {
+            return None;
+        }
+        let lease = self.session.as_ref()?;
+        if lease.decoded_ahead() {
+            return Some(DECODE_AHEAD);
+        }
+        decode_label(lease.decoding().min(self.rows))
+    }
+
+    fn batchable(&self) -> usize {
+        match (&self.session, self.prompt_done && self.preemptible) {
+            (Some(lease), true) if !lease.decoded_ahead() => lease.decoding(),
+            _ => 1,
+        }
+    }
+
+    fn limit_batch(&mut self, rows: usize) {
+        self.rows = rows.max(1);
+    }
+
     fn step(&mut self) -> Result<StepOutcome, WorkError> {
         let clock = MonotonicClock::new();
         let t0 = clock.now_nanos();
@@ -183,6 +238,7 @@ impl Work for LlmWork {
         let mut first_token_after_nanos = 0;
         let mut text = String::new();
         let mut stages = StepStages::default();
+        let mut step = None;
         let finish = if self.cancel.is_cancelled() {
             // The client has gone: stop spending the device on it.
             Some(Finish::Cancelled)
@@ -198,6 +254,9 @@ impl Work for LlmWork {
                     stages = a.stages;
                 }
                 text.push_str(&a.text);
+                if self.preemptible {
+                    step = a.step;
+                }
                 if a.finish.is_some() || self.preemptible || self.cancel.is_cancelled() {
                     break a.finish;
                 }
@@ -210,6 +269,7 @@ impl Work for LlmWork {
             first_token_after_nanos,
             finish,
             stages,
+            step,
             nanos: clock.now_nanos().saturating_sub(t0),
         });
         Ok(if finish.is_some() {

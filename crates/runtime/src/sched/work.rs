@@ -110,6 +110,20 @@ pub trait Work: Send {
     fn next_step(&self) -> Option<&'static str> {
         None
     }
+
+    /// How many requests the next step could serve at once (a text step that decodes the
+    /// next token of several in-flight requests in one batch); 1 for work that does not
+    /// batch (the default).
+    fn batchable(&self) -> usize {
+        1
+    }
+
+    /// The scheduler lets the next step serve at most `rows` requests (at least 1), so it
+    /// fits the time other due work leaves. Work that does not batch ignores it (the
+    /// default).
+    fn limit_batch(&mut self, rows: usize) {
+        let _ = rows;
+    }
 }
 
 impl<F> Work for F

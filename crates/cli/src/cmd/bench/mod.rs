@@ -12,6 +12,7 @@ mod models_llm_batch;
 mod models_ocr_batch;
 mod models_summary;
 pub mod policy;
+pub mod serve;
 mod trace;
 
 use std::process::ExitCode;
@@ -40,6 +41,11 @@ pub enum BenchCommand {
     /// Policy hot reload: PUT → long-polling client's on_update latency, and the cost of an
     /// unchanged poll (GET → 304) against a server on 127.0.0.1.
     Policy(policy::PolicyBenchArgs),
+    /// Concurrent text requests over HTTP (`serve --models --text-batch` in this process): greedy
+    /// completions one after another against all at once, aggregate tokens/s, speedup and
+    /// whether the answers at once equal the lone ones; `--compare-sessions` also runs a
+    /// server with a session per request (no batching). Build with --release.
+    Serve(serve::ServeBenchArgs),
     /// Trace recorder: worker-side ns/event (P50/P99) and drops at a sustained event rate.
     Trace(trace::TraceBenchArgs),
     /// The main job under all four schedulers (mmsched, os-threads, fifo,
@@ -53,6 +59,7 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Core(args) => self::core::run(args),
         BenchCommand::Models(a) => models::run(a),
         BenchCommand::Policy(a) => policy::run(a),
+        BenchCommand::Serve(a) => serve::run(a),
         BenchCommand::Trace(a) => trace::run(a),
         BenchCommand::E2e(a) => e2e::run(a),
     }
