@@ -179,4 +179,40 @@ mod tests {
         let once = SpeechScript::recording(100, "once", 50, false);
         assert_eq!(once.truth(150, 260), Truth::Transcript(String::new()));
     }
+
+    fn passes_in(script: &SpeechScript, start: u64, end: u64) -> usize {
+        match script.truth(start, end) {
+            Truth::Transcript(t) => t.split_whitespace().count(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    proptest::proptest! {
+        /// However the stream is cut into utterances, each pass's words go to at most one
+        /// of them, and to exactly one when a cut holds all of the pass.
+        #[test]
+        fn a_pass_is_never_heard_twice(
+            len in 1u64..500,
+            pause in 0u64..500,
+            cuts in proptest::collection::vec(1u64..400, 1..30),
+        ) {
+            let script = SpeechScript::recording(len, "w", pause, true);
+            let period = len + pause;
+            let mut at = 0;
+            let mut heard = 0;
+            for c in &cuts {
+                let n = passes_in(&script, at, at + c);
+                // Every pass wholly inside the cut.
+                let first_whole = at.div_ceil(period);
+                let whole = (first_whole..)
+                    .take_while(|k| k * period + len <= at + c)
+                    .count();
+                proptest::prop_assert!(n >= whole, "{n} < {whole} in [{at}, {})", at + c);
+                heard += n;
+                at += c;
+            }
+            let one_cut = passes_in(&script, 0, at);
+            proptest::prop_assert!(heard <= one_cut, "{heard} > {one_cut}");
+        }
+    }
 }
