@@ -130,6 +130,7 @@ pub fn build(
                 offset_ms: e.offset_nanos / 1e6,
                 drift_ppm: e.drift_ppm,
                 residual_p99_ms: ms(i.residual_quantile_nanos(0.99)),
+                source: e.source.as_str().to_string(),
             }
         })
         .collect();

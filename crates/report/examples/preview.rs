@@ -123,6 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         offset_ms: 12.3,
         drift_ppm: 41.0,
         residual_p99_ms: 0.7,
+        source: "stamp".into(),
     }];
     summary.alignment.residual_p99_ms = 0.7;
     summary.utility = summary.compute_utility();

@@ -415,6 +415,10 @@ pub struct StreamAlignment {
     /// 99th-percentile residual alignment error (ms).
     #[serde(deserialize_with = "de_f64")]
     pub residual_p99_ms: f64,
+    /// The source of timing that placed the stream's events at the end of the run:
+    /// `arrival` (the link jitters no more than the stamps are noisy) or `stamp` (the
+    /// stream's own stamp mapped onto the device clock); empty in older summaries.
+    pub source: String,
 }
 
 /// Audio delivery: packet loss, concealment, the jitter buffer.

@@ -76,6 +76,7 @@ pub(crate) fn sample() -> RunSummary {
                 offset_ms: 12.0,
                 drift_ppm: 40.0,
                 residual_p99_ms: 0.8,
+                source: "stamp".into(),
             }],
         },
         audio: AudioSummary {

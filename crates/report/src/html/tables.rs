@@ -195,16 +195,17 @@ pub fn alignment_table(summary: &RunSummary) -> String {
     }
     let mut out = String::from(
         "<table><thead><tr><th>stream</th><th>offset ms</th><th>drift ppm</th>\
-         <th>residual P99 ms</th></tr></thead><tbody>",
+         <th>residual P99 ms</th><th>placed by</th></tr></thead><tbody>",
     );
     for s in streams {
         let _ = write!(
             out,
-            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&s.name),
             escape(&fixed(s.offset_ms, 2)),
             escape(&fixed(s.drift_ppm, 1)),
-            escape(&ms(s.residual_p99_ms))
+            escape(&ms(s.residual_p99_ms)),
+            escape(&s.source)
         );
     }
     out.push_str("</tbody></table>");
