@@ -60,7 +60,10 @@ fn mmsched_runs_every_modality_and_the_simulator_replays_its_decisions() {
         s.scheduler_overhead_pct
     );
     // The trace holds job spans.
-    let trace = out.trace_file.expect("trace written");
+    let trace = out
+        .trace_file
+        .expect("trace written")
+        .expect("a trace was asked for");
     let text = std::fs::read_to_string(trace).expect("readable");
     assert!(text.lines().count() > 100);
     // Shared code: the simulator's replay of the recorded calls decides identically.

@@ -7,6 +7,7 @@
 //! fail, naming the fix, when they are missing.
 
 mod audio;
+mod disk;
 mod frames;
 mod pipes;
 mod rtp;

@@ -51,6 +51,8 @@ use std::time::Duration;
 use mmsched_core::scheduler::LogEntry;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_report::RunSeries;
+
+use crate::config::RunError;
 use mmsched_runtime::ingest::StreamIngest;
 use mmsched_runtime::sched::{Executor, SchedulerKind};
 use mmsched_runtime::source::Source;
@@ -99,8 +101,10 @@ pub struct RunOutcome {
     pub step_log: Vec<LogEntry>,
     /// Every job that ended, in the order they ended (what `bench e2e --bound` reads).
     pub jobs: Vec<crate::book::JobRecord>,
-    /// The trace file written, if any.
-    pub trace_file: Option<std::path::PathBuf>,
+    /// The trace file written, if any, or why it could not be written. A trace that fails
+    /// (a full disk) does not stop the run or lose its figures: the error comes with them,
+    /// for the caller to report after them.
+    pub trace_file: Result<Option<std::path::PathBuf>, RunError>,
 }
 
 /// The state of one run on device clock `C`.

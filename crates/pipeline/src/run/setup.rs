@@ -367,7 +367,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         series.thin_ldti(20_000);
         let Run { book, exec, .. } = self;
         drop(exec);
-        let trace_file = book.trace.finish()?;
+        let trace_file = book.trace.finish();
         Ok(RunOutcome {
             summary,
             series,

@@ -181,7 +181,11 @@ pub fn run_one(
     server: Option<ServerFeed>,
     adjust: &dyn Fn(&mut RunConfig),
 ) -> Result<RunOutcome> {
-    let (outcome, _) = run_one_with(p, a, kind, report_dir, policy_updates, server, adjust, None)?;
+    let (mut outcome, _) =
+        run_one_with(p, a, kind, report_dir, policy_updates, server, adjust, None)?;
+    // Callers other than `run` have no table to print first: a trace that could not be
+    // written fails them here.
+    outcome.trace_file = Ok(std::mem::replace(&mut outcome.trace_file, Ok(None))?);
     Ok(outcome)
 }
 
@@ -352,7 +356,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         .as_deref()
         .map(|path| ResultsOut::open(path, interrupt::stop_flag()?))
         .transpose()?;
-    let (outcome, results) = run_one_with(
+    let (mut outcome, results) = run_one_with(
         &p,
         &a.scenario,
         kind,
@@ -383,7 +387,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
             say(format!("report: {}", files.report_html.display()));
             say(format!("summary: {}", files.summary_json.display()));
         }
-        if let Some(t) = &outcome.trace_file {
+        if let Ok(Some(t)) = &outcome.trace_file {
             say(format!(
                 "trace: {} (mmsched trace view {})",
                 t.display(),
@@ -395,9 +399,20 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(s) = feeds.server {
         s.stop();
     }
+    let trace = std::mem::replace(&mut outcome.trace_file, Ok(None));
+    if let (Err(_), Err(e)) = (&written, &trace) {
+        // Both failed, most likely for one cause; the report's error ends the command.
+        eprintln!("the trace could not be written either: {e:#}");
+    }
     written.with_context(|| {
         format!(
             "the run ended, but its report could not be written to {} (the table above has its figures): free space there or pass --report another directory",
+            a.report.display()
+        )
+    })?;
+    trace.with_context(|| {
+        format!(
+            "the run ended and its report is in {}, but its trace could not be written: free space there or pass --report another directory",
             a.report.display()
         )
     })?;
