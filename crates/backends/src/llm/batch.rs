@@ -689,11 +689,13 @@ impl BatchDecoder {
     }
 }
 
-/// Rows one graph decodes at most, where llama.cpp is compiled in.
+/// Rows one graph decodes at most, where llama.cpp is compiled in; also the longest prompt
+/// chunk a lone [`LlmSession`] may be fed for its tokens to equal a batched sequence's.
 #[cfg(feature = "llama")]
-const MAX_ROWS: usize = MAX_EXACT_ROWS;
+pub const MAX_ROWS: usize = MAX_EXACT_ROWS;
+/// Rows one graph decodes at most (one: no batching engine is compiled in).
 #[cfg(not(feature = "llama"))]
-const MAX_ROWS: usize = 1;
+pub const MAX_ROWS: usize = 1;
 
 /// Tokens of one sequence in one call.
 struct Part<'a> {

@@ -23,7 +23,7 @@ pub mod model;
 pub mod session;
 pub mod tokenizer;
 
-pub use batch::{BatchDecoder, BatchError, BatchOptions, Sampling, SeqId};
+pub use batch::{BatchDecoder, BatchError, BatchOptions, MAX_ROWS as EXACT_CHUNK, Sampling, SeqId};
 pub use engine::LlmEngine;
 pub use session::{Generation, LlmJob, LlmOptions, LlmSession, StepStages, Token, argmax};
 pub use tokenizer::GgufTokenizer;
