@@ -13,6 +13,9 @@ use std::process::{Child, Command, Stdio};
 struct Server {
     child: Child,
     url: String,
+    /// The server's working directory, where a run without `--report` writes its report
+    /// (`mmsched-report/serve`): not the source tree.
+    _cwd: tempfile::TempDir,
 }
 
 impl Drop for Server {
@@ -23,7 +26,9 @@ impl Drop for Server {
 }
 
 fn serve(extra: &[&str]) -> Server {
+    let cwd = tempfile::tempdir().expect("tempdir");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .current_dir(cwd.path())
         .args(["serve", "--models", "--addr", "127.0.0.1:0", "--json"])
         .args(extra)
         .stdout(Stdio::piped())
@@ -38,7 +43,11 @@ fn serve(extra: &[&str]) -> Server {
     let v: serde_json::Value = serde_json::from_str(&line)
         .unwrap_or_else(|e| panic!("startup line is not JSON ({e}): {line:?}"));
     let url = v["url"].as_str().expect("url").to_string();
-    Server { child, url }
+    Server {
+        child,
+        url,
+        _cwd: cwd,
+    }
 }
 
 fn python() -> PathBuf {

@@ -25,5 +25,7 @@ pub mod tokenizer;
 
 pub use batch::{BatchDecoder, BatchError, BatchOptions, MAX_ROWS as EXACT_CHUNK, Sampling, SeqId};
 pub use engine::LlmEngine;
-pub use session::{Generation, LlmJob, LlmOptions, LlmSession, StepStages, Token, argmax};
+pub use session::{
+    Generation, LlmJob, LlmOptions, LlmSession, StepStages, Token, TopTwo, argmax, top_two,
+};
 pub use tokenizer::GgufTokenizer;

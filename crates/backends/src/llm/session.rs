@@ -87,13 +87,46 @@ pub struct Token {
     pub nanos: Nanos,
 }
 
+/// How close a token's choice was: the second-highest logit of the step that produced it.
+/// Two builds whose kernels sum in different orders (x86 and Arm) may swap a greedy token
+/// only where this margin is within their rounding.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TopTwo {
+    /// The token with the second-highest logit.
+    pub runner_up: u32,
+    /// The highest logit minus the second-highest (0 or more).
+    pub margin: f32,
+}
+
+/// The two highest logits' token ids (first index on ties) and their difference; `None`
+/// for fewer than two logits or any that is not finite.
+pub fn top_two(logits: &[f32]) -> Option<TopTwo> {
+    if logits.len() < 2 || logits.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let best = argmax(logits) as usize;
+    let (second, value) = logits.iter().enumerate().filter(|&(i, _)| i != best).fold(
+        (usize::MAX, f32::NEG_INFINITY),
+        |acc, (i, &x)| {
+            if x > acc.1 { (i, x) } else { acc }
+        },
+    );
+    Some(TopTwo {
+        runner_up: u32::try_from(second).ok()?,
+        margin: logits[best] - value,
+    })
+}
+
 /// A whole generation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Generation {
     /// Generated text (prompt excluded).
     pub text: String,
     /// Generated token ids (a final stop token included).
     pub tokens: Vec<u32>,
+    /// Each token's step's top two logits, in the order of `tokens` (empty where the
+    /// logits were not finite).
+    pub top_two: Vec<Option<TopTwo>>,
     /// Number of prompt tokens (with the beginning-of-sequence token).
     pub prompt_tokens: usize,
     /// Time to first token: all prefill chunks plus sampling the first token.
@@ -122,6 +155,8 @@ pub struct LlmSession {
     /// Time and stages of the most recent forward pass.
     last_chunk_nanos: Nanos,
     last_chunk_stages: StepStages,
+    /// The top two logits of the last token produced.
+    last_top_two: Option<TopTwo>,
     weight_bytes: u64,
 }
 
@@ -220,6 +255,7 @@ impl LlmSession {
             last: None,
             last_chunk_nanos: 0,
             last_chunk_stages: StepStages::default(),
+            last_top_two: None,
             weight_bytes,
         })
     }
@@ -239,6 +275,7 @@ impl LlmSession {
             last: None,
             last_chunk_nanos: 0,
             last_chunk_stages: StepStages::default(),
+            last_top_two: None,
             weight_bytes: self.weight_bytes,
         })
     }
@@ -439,6 +476,7 @@ impl LlmSession {
             .is_some_and(|t| t > 0.0)
             .then_some(&mut self.sampler);
         let id = pick(logits, sampler)?;
+        self.last_top_two = top_two(logits);
         let sample_nanos = self.clock.now_nanos() - t0;
         stages.rest_nanos += sample_nanos;
         self.last = Some(id);
@@ -470,7 +508,8 @@ impl LlmSession {
         Ok(g)
     }
 
-    /// Continues a prefilled sequence whose first token is `first` (text left empty).
+    /// Continues a prefilled sequence whose first token is `first`, the last one sampled
+    /// (text left empty).
     fn decode_from(
         &mut self,
         first: Token,
@@ -480,6 +519,7 @@ impl LlmSession {
         let ttft_nanos = first.nanos;
         let prefill_stages = first.stages;
         let mut tokens = vec![first.id];
+        let mut top_two = vec![self.last_top_two];
         let mut stop = first.stop;
         let mut step_stages = Vec::new();
         let mut decode_nanos = 0;
@@ -488,12 +528,14 @@ impl LlmSession {
             decode_nanos += t.nanos;
             step_stages.push(t.stages);
             tokens.push(t.id);
+            top_two.push(self.last_top_two);
             stop = t.stop;
         }
         let steps = step_stages.len() as u64;
         Ok(Generation {
             text: String::new(),
             tokens,
+            top_two,
             prompt_tokens,
             ttft_nanos,
             tpot_nanos: decode_nanos.checked_div(steps).unwrap_or(0),
@@ -589,5 +631,33 @@ impl Backend for LlmSession {
 
     fn grant_threads(&mut self, threads: usize) -> Option<usize> {
         self.model.grant_threads(threads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_two_names_the_runner_up_and_how_far_below_it_is() {
+        let t = top_two(&[0.5, 3.0, 2.75, -1.0]).expect("four logits");
+        assert_eq!(t.runner_up, 2);
+        assert_eq!(t.margin, 0.25);
+    }
+
+    #[test]
+    fn top_two_of_a_tie_is_the_later_index_at_margin_zero() {
+        // argmax takes the first highest, so the runner-up is the other one.
+        let t = top_two(&[1.0, 4.0, 4.0]).expect("three logits");
+        assert_eq!(
+            (argmax(&[1.0, 4.0, 4.0]), t.runner_up, t.margin),
+            (1, 2, 0.0)
+        );
+    }
+
+    #[test]
+    fn top_two_needs_two_finite_logits() {
+        assert_eq!(top_two(&[1.0]), None);
+        assert_eq!(top_two(&[1.0, f32::NAN, 0.0]), None);
     }
 }

@@ -569,6 +569,16 @@ mod tests {
             "looked at again shortly"
         );
         assert!(cam.take_unread().is_empty(), "still in time");
+        // The reader thread names the file it reads just after it sent frame 0: until it
+        // has, the message would name frame 0's (under emulation this took milliseconds).
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while cam.reading.lock().unwrap().as_deref() != Some("1.png") {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "the reader never started frame 1"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         // Past the deadline: tick 1 is unread, naming the file; so is every tick after it,
         // each at its own deadline, since the reader is stuck for good.
         device.set(NANOS_PER_SEC * 3 / 2 + READ_DEADLINE_NANOS);

@@ -37,7 +37,7 @@ pub struct LlmArgs {
     /// The engine: `llama` (llama.cpp, the default where compiled in) or `candle`.
     #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
     engine: Option<LlmEngine>,
-    /// Print {"engine","threads","text","tokens","ttft_ms","tpot_ms","timing_ms":{"pre","exec","post"},
+    /// Print {"engine","threads","text","tokens","token_ids","top_two":[{"runner_up","margin"}],"ttft_ms","tpot_ms","timing_ms":{"pre","exec","post"},
     /// "steps":[{"kv_cache_ms","attention_ms","rest_ms"}],"memory_bytes","peak_rss_bytes","load_ms"} as JSON
     /// (times in milliseconds).
     #[arg(long)]
@@ -109,6 +109,7 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
             "text": g.text,
             "tokens": g.tokens.len(),
             "token_ids": g.tokens,
+            "top_two": g.top_two,
             "prompt_tokens": g.prompt_tokens,
             "load_ms": ms(load_nanos),
             "ttft_ms": ms(g.ttft_nanos),
