@@ -13,7 +13,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles, read_wav};
+use mmsched_backends::asr::{AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::audio::{AudioClip, SAMPLE_RATE_HZ, read_wav, resample};
 use mmsched_backends::ocr::{OcrConfig, OcrPipeline};
 use mmsched_backends::profile::DeviceProfile;
 use mmsched_backends::rung_profile::{
@@ -109,7 +110,7 @@ pub fn sign_samples() -> Result<Vec<SignSample>> {
 /// note, when `espeak-ng` cannot run).
 fn speech_samples(paths: &ModelPaths, dir: &Path) -> Result<(Vec<SpeechSample>, Option<String>)> {
     let mut samples = vec![SpeechSample {
-        clip: read_wav(&paths.require(Artifact::Beckett)?)?,
+        clip: at_16k(read_wav(&paths.require(Artifact::Beckett)?)?),
         text: mmsched_models::BECKETT_TRANSCRIPT.to_string(),
     }];
     for (i, sentence) in SENTENCES.iter().enumerate() {
@@ -121,7 +122,7 @@ fn speech_samples(paths: &ModelPaths, dir: &Path) -> Result<(Vec<SpeechSample>, 
             .status();
         match status {
             Ok(s) if s.success() => samples.push(SpeechSample {
-                clip: read_wav(&wav)?,
+                clip: at_16k(read_wav(&wav)?),
                 text: sentence.to_string(),
             }),
             Ok(s) => anyhow::bail!("espeak-ng failed ({s}) speaking {sentence:?}"),
@@ -136,6 +137,16 @@ fn speech_samples(paths: &ModelPaths, dir: &Path) -> Result<(Vec<SpeechSample>, 
         }
     }
     Ok((samples, None))
+}
+
+/// `clip` at Whisper's 16 kHz, as a run's microphone delivers it: timed at another rate
+/// (espeak-ng speaks at 22.05 kHz), the `mel` step would include a resampling that no step
+/// of a run does.
+fn at_16k(clip: AudioClip) -> AudioClip {
+    AudioClip {
+        samples: resample(&clip.samples, clip.sample_rate_hz, SAMPLE_RATE_HZ),
+        sample_rate_hz: SAMPLE_RATE_HZ,
+    }
 }
 
 /// A scratch directory for the spoken sentences, removed when dropped.

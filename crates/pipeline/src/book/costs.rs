@@ -4,10 +4,13 @@
 //! at each rung (for choosing rungs). Each key learns from the steps and jobs that ran
 //! (a high percentile of the recent ones, trusted for [`super::COST_MAX_AGE_NANOS`]); until
 //! it has, the device profile's figure stands in (the rung's measured step or job cost,
-//! else the kind's one-job cost).
+//! else the kind's one-job cost); once its figures are older than that, the lower of the
+//! two.
 
 use std::collections::HashMap;
 
+use mmsched_backends::asr::AsrStepKind;
+use mmsched_backends::ocr::OcrStepKind;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::cost::CostModel;
@@ -33,6 +36,14 @@ fn rows_of(what: &str) -> Option<u64> {
 
 /// The label of a whole job's cost.
 const JOB: &str = "job";
+
+/// The label the jobs give a kind of step named `name` in a profile (steps are keyed by
+/// the jobs' own `&'static str` labels).
+fn step_label(name: &str) -> Option<&'static str> {
+    let asr = AsrStepKind::ALL.iter().map(|k| k.as_str());
+    let ocr = [OcrStepKind::Detect, OcrStepKind::Recognize].map(OcrStepKind::as_str);
+    asr.chain(ocr).find(|&label| label == name)
+}
 
 /// Step and job costs by key.
 pub(super) struct Costs {
@@ -132,6 +143,22 @@ impl Costs {
     pub(super) fn job(&mut self, kind: Kind, rung: &str, now: Nanos) -> Nanos {
         let id = self.id(Self::key(kind, rung, JOB));
         self.model.predict(id, now)
+    }
+
+    /// The predicted cost of the dearest step of a `kind` job at `rung`, over the kinds of
+    /// step the profile measured for that rung (0 when it measured none).
+    pub(super) fn largest_step(&mut self, kind: Kind, rung: &str, now: Nanos) -> Nanos {
+        let labels: Vec<&'static str> = self
+            .profile
+            .doc
+            .rung(kind.as_str(), rung)
+            .map(|r| r.steps.keys().filter_map(|k| step_label(k)).collect())
+            .unwrap_or_default();
+        labels
+            .into_iter()
+            .map(|what| self.step(kind, rung, Some(what), now))
+            .max()
+            .unwrap_or(0)
     }
 
     /// A whole `kind` job at `rung` took `cost` of work and ended at `at` (a job of one

@@ -42,7 +42,7 @@ use crate::trace_out::TraceOut;
 
 use costs::Costs;
 pub use record::{JobEnd, JobRecord};
-pub use rungs::RungMode;
+pub use rungs::{RungMode, Standing};
 pub use text::TextFigures;
 use text::TextProgress;
 
@@ -198,6 +198,9 @@ pub struct Book {
     /// OCR runs its steps back to back in one dispatch (while the camera holds a standing
     /// reservation, whose occurrence is booked for a whole frame).
     fuse_vision: bool,
+    /// The camera's standing reservation, if one is booked: its frames take the general
+    /// lanes' time between a job's start and its deadline.
+    standing: Option<Standing>,
     /// (class, lane) pairs that have run a step: a model's first step on a lane is not a
     /// cost to predict from.
     warm: HashSet<(ClassId, usize)>,
@@ -269,6 +272,7 @@ impl Book {
             classes,
             general_lanes,
             fuse_vision: false,
+            standing: None,
             warm: HashSet::new(),
             events: Vec::new(),
             rules: Rules {
@@ -300,6 +304,11 @@ impl Book {
     /// standing reservation booked for whole frames) or one at a time.
     pub fn fuse_vision(&mut self, on: bool) {
         self.fuse_vision = on;
+    }
+
+    /// The camera's standing reservation as booked now (`None`: none is).
+    pub fn set_standing(&mut self, standing: Option<Standing>) {
+        self.standing = standing;
     }
 
     /// Uses `policy`'s class importance from the next step on (hot reload).

@@ -130,9 +130,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 continue;
             }
             let budget = transcript_budget_nanos(u.end_nanos.saturating_sub(u.start_nanos));
-            // A known recording: the words of the passes the utterance holds.
+            // A known recording: the words of the passes the utterance holds (none when it
+            // holds part of one).
             let truth = match (&self.inputs.speech_script, &self.speech.audio) {
-                (Some(script), Some(a)) => a.sample_span(&u).map(|(s, e)| script.truth(s, e)),
+                (Some(script), Some(a)) => a.sample_span(&u).and_then(|(s, e)| script.truth(s, e)),
                 _ => None,
             };
             let input = Input::Utterance(u.samples);

@@ -10,7 +10,7 @@ use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
 use mmsched_trace::record::stage;
 
 use super::{Run, ThreadCpu, arrived};
-use crate::book::Reply;
+use crate::book::{Reply, Standing};
 use crate::jobs::Output;
 use crate::request::{Input, Origin};
 use crate::results::{ResultRecord, Times};
@@ -184,6 +184,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         };
         m.cancel_stream(class);
         let booked = m.reserve_stream(class, Modality::Image, first, period, cost, Some(due_after));
+        let standing = Standing {
+            first,
+            period,
+            cost,
+        };
+        self.book.set_standing(booked.is_ok().then_some(standing));
         if let Err(e) = booked {
             let n = self.vision.refused.as_ref().map_or(0, |r| r.0);
             self.vision.refused = Some((n + 1, e.to_string()));

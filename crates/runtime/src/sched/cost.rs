@@ -12,10 +12,14 @@ use mmsched_core::time::Nanos;
 /// Why a high percentile and not the mean: admission asks "does the predicted demand fit
 /// before the deadlines"; predicting with the mean admits work that misses half the time.
 ///
-/// Measurements older than `max_age_nanos` are forgotten. Without that, one slow burst
-/// could make a class look too expensive to ever admit again: its jobs would all be shed,
-/// no new measurement would come, and the prediction would never recover. Once the
-/// window empties the prior applies again and the class gets its chance.
+/// Measurements older than `max_age_nanos` are no longer trusted. Without that, one slow
+/// burst could make a class look too expensive to ever admit again: its jobs would all be
+/// shed, no new measurement would come, and the prediction would never recover. Once the
+/// fresh measurements are too few, the prediction is the lower of the prior and the P95
+/// of the stale ones: a class never looks dearer than its prior for want of fresh
+/// figures, and one measured cheaper than its prior (a profile taken under load) is not
+/// priced at the prior again because it ran seldom (a transcription every few seconds
+/// would otherwise be priced at a pessimistic prior most of the time).
 #[derive(Debug, Clone)]
 pub struct CostModel {
     window: usize,
@@ -74,15 +78,25 @@ impl CostModel {
         };
         let fresh =
             |&&(at, _): &&(Nanos, Nanos)| at.saturating_add(self.max_age_nanos) >= now_nanos;
-        if e.recent.iter().filter(fresh).count() < self.min_samples {
-            return e.prior_nanos;
+        if e.recent.iter().filter(fresh).count() >= self.min_samples {
+            return p95(e.recent.iter().filter(fresh).map(|r| r.1));
         }
-        let mut sorted: Vec<Nanos> = e.recent.iter().filter(fresh).map(|r| r.1).collect();
-        sorted.sort_unstable();
-        // Nearest-rank P95.
-        let rank = (sorted.len() * 95).div_ceil(100).max(1);
-        sorted[rank - 1]
+        if e.recent.len() >= self.min_samples {
+            return e.prior_nanos.min(p95(e.recent.iter().map(|r| r.1)));
+        }
+        e.prior_nanos
     }
+}
+
+/// The nearest-rank 95th percentile of `costs` (0 for none).
+fn p95(costs: impl Iterator<Item = Nanos>) -> Nanos {
+    let mut sorted: Vec<Nanos> = costs.collect();
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted.sort_unstable();
+    let rank = (sorted.len() * 95).div_ceil(100).max(1);
+    sorted[rank - 1]
 }
 
 #[cfg(test)]
@@ -106,7 +120,31 @@ mod tests {
         }
         // Window holds 21..=40: P95 (nearest rank 19 of 20) is 39.
         assert_eq!(m.predict(c, 10), 39);
-        // Long after the last measurement, the prior applies again.
-        assert_eq!(m.predict(c, 2_000), 12_000_000);
+        // Long after the last measurement: the stale P95, being below the prior.
+        assert_eq!(m.predict(c, 2_000), 39);
+    }
+
+    #[test]
+    fn stale_measurements_never_price_a_class_above_its_prior() {
+        let mut m = CostModel::new(8, 3, 1_000);
+        let c = ClassId(0);
+        m.set_prior(c, 100);
+        for at in 0..4 {
+            m.record(c, 500, at);
+        }
+        assert_eq!(m.predict(c, 10), 500, "fresh: what was measured");
+        assert_eq!(m.predict(c, 5_000), 100, "stale and dearer: the prior");
+        let mut cheap = CostModel::new(8, 3, 1_000);
+        cheap.set_prior(c, 100);
+        for at in 0..2 {
+            cheap.record(c, 20, at);
+        }
+        assert_eq!(
+            cheap.predict(c, 5_000),
+            100,
+            "too few stale figures: the prior"
+        );
+        cheap.record(c, 30, 2);
+        assert_eq!(cheap.predict(c, 5_000), 30, "stale and cheaper: their P95");
     }
 }
