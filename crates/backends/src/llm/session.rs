@@ -33,6 +33,9 @@ pub struct LlmOptions {
     pub seed: u64,
     /// Prompt tokens per prefill chunk in [`Backend::execute`].
     pub prefill_chunk: usize,
+    /// Record each token's top two logits ([`Generation::top_two`]): a pass over the
+    /// vocabulary per token that only a comparison of builds needs (`infer llm --json`).
+    pub top_two: bool,
 }
 
 impl Default for LlmOptions {
@@ -44,6 +47,7 @@ impl Default for LlmOptions {
             temperature: None,
             seed: 0,
             prefill_chunk: 64,
+            top_two: false,
         }
     }
 }
@@ -98,22 +102,28 @@ pub struct TopTwo {
     pub margin: f32,
 }
 
-/// The two highest logits' token ids (first index on ties) and their difference; `None`
-/// for fewer than two logits or any that is not finite.
+/// The two highest logits' token ids (the first index of a tie ranks first, as [`argmax`]
+/// picks it) and their difference, in one pass; `None` for fewer than two logits or any
+/// that is not finite.
 pub fn top_two(logits: &[f32]) -> Option<TopTwo> {
     if logits.len() < 2 || logits.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let best = argmax(logits) as usize;
-    let (second, value) = logits.iter().enumerate().filter(|&(i, _)| i != best).fold(
-        (usize::MAX, f32::NEG_INFINITY),
-        |acc, (i, &x)| {
-            if x > acc.1 { (i, x) } else { acc }
-        },
-    );
+    let (mut best, mut second) = ((0, logits[0]), (1, logits[1]));
+    if second.1 > best.1 {
+        std::mem::swap(&mut best, &mut second);
+    }
+    for (i, &x) in logits.iter().enumerate().skip(2) {
+        if x > best.1 {
+            second = best;
+            best = (i, x);
+        } else if x > second.1 {
+            second = (i, x);
+        }
+    }
     Some(TopTwo {
-        runner_up: u32::try_from(second).ok()?,
-        margin: logits[best] - value,
+        runner_up: u32::try_from(second.0).ok()?,
+        margin: best.1 - second.1,
     })
 }
 
@@ -124,8 +134,8 @@ pub struct Generation {
     pub text: String,
     /// Generated token ids (a final stop token included).
     pub tokens: Vec<u32>,
-    /// Each token's step's top two logits, in the order of `tokens` (empty where the
-    /// logits were not finite).
+    /// Each token's step's top two logits, in the order of `tokens` (`None` where the
+    /// logits were not finite); empty unless [`LlmOptions::top_two`] asked for them.
     pub top_two: Vec<Option<TopTwo>>,
     /// Number of prompt tokens (with the beginning-of-sequence token).
     pub prompt_tokens: usize,
@@ -476,7 +486,9 @@ impl LlmSession {
             .is_some_and(|t| t > 0.0)
             .then_some(&mut self.sampler);
         let id = pick(logits, sampler)?;
-        self.last_top_two = top_two(logits);
+        if self.options.top_two {
+            self.last_top_two = top_two(logits);
+        }
         let sample_nanos = self.clock.now_nanos() - t0;
         stages.rest_nanos += sample_nanos;
         self.last = Some(id);
@@ -519,7 +531,8 @@ impl LlmSession {
         let ttft_nanos = first.nanos;
         let prefill_stages = first.stages;
         let mut tokens = vec![first.id];
-        let mut top_two = vec![self.last_top_two];
+        let keep = self.options.top_two;
+        let mut top_two: Vec<_> = keep.then_some(self.last_top_two).into_iter().collect();
         let mut stop = first.stop;
         let mut step_stages = Vec::new();
         let mut decode_nanos = 0;
@@ -528,7 +541,9 @@ impl LlmSession {
             decode_nanos += t.nanos;
             step_stages.push(t.stages);
             tokens.push(t.id);
-            top_two.push(self.last_top_two);
+            if keep {
+                top_two.push(self.last_top_two);
+            }
             stop = t.stop;
         }
         let steps = step_stages.len() as u64;

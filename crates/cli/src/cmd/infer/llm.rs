@@ -81,6 +81,7 @@ pub fn run(a: LlmArgs) -> Result<ExitCode> {
         temperature: (a.temperature > 0.0).then_some(a.temperature),
         seed: a.seed,
         prefill_chunk: a.prefill_chunk,
+        top_two: true,
         ..LlmOptions::default()
     };
     let mut session = LlmSession::load(&path, options, clock.clone()).context("loading Gemma-3")?;
