@@ -26,14 +26,49 @@ pub enum KeysError {
         #[source]
         source: std::io::Error,
     },
-    /// A line is wrong (the message names it and the fix).
-    #[error("{path}: {reason}")]
+    /// A line is wrong (the cause names it and the fix).
+    #[error("{path}")]
     Line {
         /// The file.
         path: String,
         /// Which line, what is wrong and the fix.
-        reason: String,
+        #[source]
+        reason: KeyLineError,
     },
+}
+
+/// What is wrong in the text of a keys file: the line and the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KeyLineError {
+    /// A line without `=`.
+    #[error("line {line}: write KEY=IMPORTANCE, e.g. sk-dashcam=0.9")]
+    NoEquals {
+        /// The line number, from 1.
+        line: usize,
+    },
+    /// An empty key, or one with spaces or control characters.
+    #[error("line {line}: the key must be non-empty, without spaces or control characters")]
+    BadKey {
+        /// The line number, from 1.
+        line: usize,
+    },
+    /// An importance that is not a number in [0, 1].
+    #[error("line {line}: the importance must be a number from 0 to 1, not {value:?}")]
+    BadImportance {
+        /// The line number, from 1.
+        line: usize,
+        /// The value given.
+        value: String,
+    },
+    /// A key listed twice.
+    #[error("line {line}: this key is already listed above")]
+    Duplicate {
+        /// The line number, from 1.
+        line: usize,
+    },
+    /// No key at all.
+    #[error("no keys: add at least one KEY=IMPORTANCE line")]
+    NoKeys,
 }
 
 /// A key and the importance of its requests.
@@ -62,7 +97,7 @@ impl ApiKeys {
     }
 
     /// Parses `KEY=IMPORTANCE` lines; the error names the line and the fix.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, KeyLineError> {
         let mut keys: Vec<Key> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
@@ -71,15 +106,11 @@ impl ApiKeys {
                 continue;
             }
             let Some((key, importance)) = line.rsplit_once('=') else {
-                return Err(format!(
-                    "line {n}: write KEY=IMPORTANCE, e.g. sk-dashcam=0.9"
-                ));
+                return Err(KeyLineError::NoEquals { line: n });
             };
             let key = key.trim();
             if key.is_empty() || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(format!(
-                    "line {n}: the key must be non-empty, without spaces or control characters"
-                ));
+                return Err(KeyLineError::BadKey { line: n });
             }
             let Some(importance) = importance
                 .trim()
@@ -87,13 +118,13 @@ impl ApiKeys {
                 .ok()
                 .filter(|v| (0.0..=1.0).contains(v))
             else {
-                return Err(format!(
-                    "line {n}: the importance must be a number from 0 to 1, not {:?}",
-                    importance.trim()
-                ));
+                return Err(KeyLineError::BadImportance {
+                    line: n,
+                    value: importance.trim().to_string(),
+                });
             };
             if keys.iter().any(|k| k.key == key) {
-                return Err(format!("line {n}: this key is already listed above"));
+                return Err(KeyLineError::Duplicate { line: n });
             }
             keys.push(Key {
                 key: key.to_string(),
@@ -101,7 +132,7 @@ impl ApiKeys {
             });
         }
         if keys.is_empty() {
-            return Err("no keys: add at least one KEY=IMPORTANCE line".into());
+            return Err(KeyLineError::NoKeys);
         }
         Ok(Self(keys))
     }
@@ -190,7 +221,7 @@ mod tests {
             ("a=0.1\na=0.2", "line 2: this key is already listed"),
             ("# nothing\n", "no keys"),
         ] {
-            let e = ApiKeys::parse(text).expect_err(text);
+            let e = ApiKeys::parse(text).expect_err(text).to_string();
             assert!(e.starts_with(says), "{text:?}: {e}");
         }
     }

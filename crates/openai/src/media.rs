@@ -208,10 +208,49 @@ fn reserve(api: &Arc<OpenAi>, kind: Kind, bytes: u64) -> Result<Reserved, Respon
 
 /// Any audio ffmpeg reads, as 16 kHz mono WAV bytes.
 fn ffmpeg_to_wav(data: &[u8], name: &str) -> Result<Vec<u8>, Response> {
-    ffmpeg_output(data, name).map_err(|why| unsupported_media(why, Some("file")))
+    ffmpeg_output(data, name).map_err(|why| unsupported_media(chain(&why), Some("file")))
 }
 
-fn ffmpeg_output(data: &[u8], name: &str) -> Result<Vec<u8>, String> {
+/// The error and its causes on one line, for an error body.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        next = e.source();
+    }
+    out
+}
+
+/// Why ffmpeg did not turn an upload into WAV.
+#[derive(Debug, thiserror::Error)]
+enum FfmpegError {
+    /// ffmpeg could not be started.
+    #[error(
+        "{name} is not a WAV file, and ffmpeg, which decodes other formats, cannot run: send 16 kHz mono WAV, or install ffmpeg"
+    )]
+    Spawn {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// ffmpeg started without a pipe for its input.
+    #[error("ffmpeg has no input")]
+    NoInput,
+    /// Waiting for ffmpeg failed.
+    #[error("ffmpeg failed on {name}")]
+    Wait {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// ffmpeg ran and refused the upload.
+    #[error("{name} is not audio ffmpeg can decode: {stderr}")]
+    Decode { name: String, stderr: String },
+}
+
+fn ffmpeg_output(data: &[u8], name: &str) -> Result<Vec<u8>, FfmpegError> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let mut child = Command::new("ffmpeg")
@@ -222,21 +261,25 @@ fn ffmpeg_output(data: &[u8], name: &str) -> Result<Vec<u8>, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| {
-            format!("{name} is not a WAV file, and ffmpeg, which decodes other formats, cannot run ({e}): send 16 kHz mono WAV, or install ffmpeg")
+        .map_err(|source| FfmpegError::Spawn {
+            name: name.to_string(),
+            source,
         })?;
-    let mut stdin = child.stdin.take().ok_or("ffmpeg has no input")?;
+    let mut stdin = child.stdin.take().ok_or(FfmpegError::NoInput)?;
     let input = data.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let out = child
         .wait_with_output()
-        .map_err(|e| format!("ffmpeg failed on {name}: {e}"))?;
+        .map_err(|source| FfmpegError::Wait {
+            name: name.to_string(),
+            source,
+        })?;
     let _ = writer.join();
     if !out.status.success() {
-        return Err(format!(
-            "{name} is not audio ffmpeg can decode: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(FfmpegError::Decode {
+            name: name.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(out.stdout)
 }

@@ -264,9 +264,44 @@ pub enum RunError {
         /// What is wrong and how to fix it.
         reason: String,
     },
+    /// A stream's source could not be opened.
+    #[error("scenario {scenario}: stream {stream}")]
+    Source {
+        /// The scenario's name.
+        scenario: String,
+        /// The stream's name.
+        stream: String,
+        /// What could not be opened, and why (boxed: the sources' errors are large).
+        #[source]
+        source: Box<crate::source_error::SourceError>,
+    },
     /// The scheduler could not be set up.
-    #[error("cannot set up the scheduler: {0}")]
-    Scheduler(String),
+    #[error("cannot set up the scheduler")]
+    Scheduler {
+        /// What the scheduling core refused.
+        #[source]
+        source: mmsched_core::scheduler::SchedulerError,
+    },
+    /// The policy with the router's gates off (`--no-routing`) does not validate.
+    #[error("cannot turn the router's gates off in the policy")]
+    RoutingOff {
+        /// The policy's fields that do not validate.
+        #[source]
+        source: mmsched_core::policy::PolicyErrors,
+    },
+    /// The runtime's own thread could not be started.
+    #[error("cannot start the runtime's thread: free some memory or raise the thread limit")]
+    Thread {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The runtime's thread panicked: its run has no outcome.
+    #[error("the runtime's thread stopped with a panic: its message is on stderr")]
+    Panicked,
+    /// The runtime was stopped before.
+    #[error("the runtime was already stopped")]
+    Stopped,
     /// The device latency profile could not be read.
     #[error("cannot use the device latency profile: {source}")]
     Profile {

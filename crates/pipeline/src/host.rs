@@ -65,7 +65,7 @@ impl Host {
         let thread = std::thread::Builder::new()
             .name("mmsched-runtime".into())
             .spawn(move || crate::run::run(config, &mut *observer))
-            .map_err(|e| RunError::Scheduler(format!("cannot start the runtime's thread: {e}")))?;
+            .map_err(|source| RunError::Thread { source })?;
         Ok(Self {
             client,
             stop,
@@ -90,7 +90,7 @@ impl Host {
         let thread = std::thread::Builder::new()
             .name("mmsched-runtime".into())
             .spawn(move || crate::run::run_with(config, parts, &mut *observer))
-            .map_err(|e| RunError::Scheduler(format!("cannot start the runtime's thread: {e}")))?;
+            .map_err(|source| RunError::Thread { source })?;
         Ok(Self {
             client,
             stop,
@@ -109,12 +109,8 @@ impl Host {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(outcome)) => outcome,
-            Some(Err(_)) => Err(RunError::Scheduler(
-                "the runtime's thread stopped with a panic".into(),
-            )),
-            None => Err(RunError::Scheduler(
-                "the runtime was already stopped".into(),
-            )),
+            Some(Err(_)) => Err(RunError::Panicked),
+            None => Err(RunError::Stopped),
         }
     }
 }

@@ -25,6 +25,7 @@ use mmsched_scenario::{EpisodeKind, Scenario, SourceKind, SourceSpec, Stream, St
 use mmsched_sim::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
+use crate::source_error::SourceError;
 use crate::stats::Kind;
 use crate::truth::SpeechScript;
 
@@ -153,8 +154,8 @@ fn camera_episodes(scenario: &Scenario, stream: &str) -> Vec<CameraEpisode> {
 fn speech(notes: &mut Vec<String>) -> (AudioInput, Option<SpeechScript>) {
     match ModelPaths::from_env()
         .require(Artifact::Beckett)
-        .map_err(|e| e.to_string())
-        .and_then(|p| read_wav_16k(&p).map_err(|e| e.to_string()))
+        .map_err(SourceError::Clip)
+        .and_then(|p| read_wav_16k(&p).map_err(SourceError::Wav))
     {
         Ok(audio) => {
             let mut samples = audio.samples;
@@ -176,7 +177,8 @@ fn speech(notes: &mut Vec<String>) -> (AudioInput, Option<SpeechScript>) {
         }
         Err(e) => {
             notes.push(format!(
-                "microphone: recorded speech unavailable ({e}); using generated talk spurts"
+                "microphone: recorded speech unavailable ({}); using generated talk spurts",
+                mmsched_runtime::chain::chain(&e)
             ));
             (AudioInput::Generated(GeneratedSpeech::default()), None)
         }
@@ -196,7 +198,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
     device: &C,
     start_nanos: Nanos,
     notes: &mut Vec<String>,
-) -> Result<BoxedSource<Frame>, String> {
+) -> Result<BoxedSource<Frame>, SourceError> {
     let fps = s.fps.unwrap_or(5.0);
     let src = match &s.source {
         Some(src) if src.kind != SourceKind::Generated => src,
@@ -218,7 +220,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
                 },
                 device.clone(),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(SourceError::Camera)?;
             return Ok(Box::new(cam));
         }
     };
@@ -235,9 +237,13 @@ fn camera<C: Clock + Clone + Send + 'static>(
         width: FRAME_SIZE.0,
         height: FRAME_SIZE.1,
     };
+    let frames = |source| SourceError::Frames {
+        kind: src.kind.as_str(),
+        source,
+    };
     let (reader, pace): (Box<dyn FrameReader>, Pace) = match src.kind {
         SourceKind::Frames => (
-            Box::new(FolderReader::open(&path_of(src), src.looped()).map_err(|e| e.to_string())?),
+            Box::new(FolderReader::open(&path_of(src), src.looped()).map_err(frames)?),
             Pace::Replay,
         ),
         SourceKind::Video => (
@@ -246,7 +252,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
                     path: path_of(src),
                     looped: src.looped(),
                 }))
-                .map_err(|e| e.to_string())?,
+                .map_err(frames)?,
             ),
             Pace::Replay,
         ),
@@ -255,7 +261,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
                 VideoReader::open(&video(VideoInput::V4l2 {
                     device: path_of(src),
                 }))
-                .map_err(|e| e.to_string())?,
+                .map_err(frames)?,
             ),
             Pace::Live,
         ),
@@ -277,28 +283,27 @@ fn microphone<C: Clock + Clone + Send + 'static>(
     device: &C,
     start_nanos: Nanos,
     notes: &mut Vec<String>,
-) -> Result<(BoxedSource<AudioPacket>, Option<SpeechScript>), String> {
+) -> Result<(BoxedSource<AudioPacket>, Option<SpeechScript>), SourceError> {
     let packet_ms = s.packet_ms.unwrap_or(20.0).round().clamp(10.0, 60.0) as u32;
     let input = match &s.source {
         Some(src) if src.kind == SourceKind::Rtp => {
-            let ip: IpAddr = src
-                .bind
-                .as_deref()
-                .unwrap_or("127.0.0.1")
-                .parse()
-                .map_err(|e| format!("source.bind: {e}"))?;
+            let bind = src.bind.as_deref().unwrap_or("127.0.0.1");
+            let ip: IpAddr = bind.parse().map_err(|source| SourceError::Bind {
+                value: bind.to_string(),
+                source,
+            })?;
             let format = L16Format::of(
                 src.payload_type.unwrap_or(96),
                 src.sample_rate_hz.unwrap_or(16_000),
                 src.channels.unwrap_or(1),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(SourceError::Rtp)?;
             let config = RtpConfig {
                 bind: SocketAddr::new(ip, src.port.unwrap_or(0)),
                 format,
                 packet_ms,
             };
-            let rtp = RtpMicrophone::new(config, device.clone()).map_err(|e| e.to_string())?;
+            let rtp = RtpMicrophone::new(config, device.clone()).map_err(SourceError::Rtp)?;
             notes.push(format!(
                 "stream {}: receiving RTP (L16, payload type {}, {} Hz) on udp://{}",
                 s.name,
@@ -309,7 +314,7 @@ fn microphone<C: Clock + Clone + Send + 'static>(
             return Ok((Box::new(rtp), None));
         }
         Some(src) if src.kind == SourceKind::Wav => {
-            let audio = read_wav_16k(&path_of(src)).map_err(|e| e.to_string())?;
+            let audio = read_wav_16k(&path_of(src)).map_err(SourceError::Wav)?;
             let script = src.truth.as_ref().map(|words| {
                 SpeechScript::recording(audio.samples.len() as u64, words, 0, src.looped())
             });
@@ -364,9 +369,10 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
             seen.push(s.kind);
             let stream_no = i as u64 + 1;
             let inj = injector(s, scenario)?;
-            let bad = |reason: String| RunError::Scenario {
+            let bad = |source: SourceError| RunError::Source {
                 scenario: scenario.name().to_string(),
-                reason: format!("stream {}: {reason}", s.name),
+                stream: s.name.clone(),
+                source: Box::new(source),
             };
             match s.kind {
                 StreamKind::Camera => {
@@ -408,8 +414,8 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                     }
                     let (prompts, as_written, limit) = match &s.source {
                         Some(src) if src.kind == SourceKind::Prompts => {
-                            let prompts =
-                                read_prompts(&path_of(src)).map_err(|e| bad(e.to_string()))?;
+                            let prompts = read_prompts(&path_of(src))
+                                .map_err(|e| bad(SourceError::Prompts(e)))?;
                             let limit = (!src.looped()).then_some(prompts.len() as u64);
                             (prompts, true, limit)
                         }
@@ -432,7 +438,7 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                         },
                         device.clone(),
                     )
-                    .map_err(|e| bad(e.to_string()))?;
+                    .map_err(|e| bad(SourceError::Text(e)))?;
                     inputs.text = Some((
                         Delivered::new(text, device.clone(), inj, seed, stream_no),
                         s.clone(),

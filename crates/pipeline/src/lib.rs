@@ -20,7 +20,7 @@
 //! - [`client`]: submitting to a running runtime; [`host`]: a runtime on its own thread;
 //! - [`api`]: the runtime as a library, one call per input (frame, audio, prompt);
 //! - [`book`]: the one book of jobs;
-//! - [`config`]: what to run;
+//! - [`config`]: what to run; [`source_error`]: why a stream's source did not open;
 //! - [`engines`]: the loaded models; [`sessions`]: the text sessions, one per request;
 //! - [`jobs`]: the one job factory, each model's work as the workers run it;
 //! - [`stop`]: stop sequences of a text request;
@@ -55,6 +55,7 @@ pub mod results;
 pub mod rtp_record;
 pub mod run;
 pub mod sessions;
+pub mod source_error;
 pub mod stats;
 pub mod stop;
 pub mod summary;

@@ -122,7 +122,7 @@ pub fn executor(
                     #[cfg(target_os = "linux")]
                     cgroups,
                 )
-                .map_err(|e| RunError::Scheduler(e.to_string()))?,
+                .map_err(|source| RunError::Scheduler { source })?,
             )
         }
         SchedulerKind::OsThreads => Box::new(ThreadPerModel::new(

@@ -16,6 +16,11 @@ fn scenario(dir: &Path, streams: &str) -> Scenario {
     Scenario::from_toml_in(&text, "t.toml", Some(dir)).expect("valid scenario")
 }
 
+/// The error and its causes, as the command line prints them.
+fn chain(e: &mmsched_pipeline::RunError) -> String {
+    mmsched_runtime::chain::chain(e)
+}
+
 fn build(s: &Scenario) -> Result<Inputs, mmsched_pipeline::RunError> {
     let device = Device::new();
     let start = device.now_nanos() - 30_000_000_000;
@@ -104,7 +109,7 @@ fn rtp_binds_its_port_and_a_camera_device_that_cannot_open_is_explained() {
              source = {{ kind = \"rtp\", port = {busy}, payload_type = 96 }}\n"
         ),
     );
-    let e = build(&s).expect_err("port in use").to_string();
+    let e = chain(&build(&s).expect_err("port in use"));
     assert!(
         e.contains(&format!("127.0.0.1:{busy}")) && e.contains("choose a free port"),
         "{e}"
@@ -134,7 +139,7 @@ fn rtp_binds_its_port_and_a_camera_device_that_cannot_open_is_explained() {
         "[[streams]]\nname = \"cam\"\nkind = \"camera\"\nfps = 5\nsla_ms = 100\nimportance = 0.5\n\
          source = { kind = \"v4l2\", path = \"/nonexistent/video7\" }\n",
     );
-    let e = build(&s).expect_err("no such device").to_string();
+    let e = chain(&build(&s).expect_err("no such device"));
     assert!(
         e.contains("stream cam") && e.contains("/nonexistent/video7"),
         "{e}"

@@ -2,6 +2,7 @@
 //!
 //! The std side of mmsched: everything that touches the operating system or real time.
 //!
+//! - [`chain`]: an error and its causes on one line;
 //! - [`ingest`]: every event placed on the one device timeline by online clock alignment
 //!   (S5), with the residual alignment error tracked;
 //! - [`platform`]: Linux integration (S11) — a cgroup per scheduler class, real-time
@@ -18,6 +19,7 @@
 //! tests drive time with [`mmsched_core::time::ManualClock`].
 #![deny(missing_docs)]
 
+pub mod chain;
 pub mod ingest;
 pub mod platform;
 pub mod router;

@@ -14,21 +14,51 @@ pub const TRACE_FILE_CAP: u64 = 1 << 30;
 /// Reads one line of at most [`MAX_LINE_BYTES`] into `buf` (cleared first): `Ok(0)` at the
 /// end of input. A longer line, or one that is not UTF-8, is an error, so `/dev/zero` or a
 /// binary file fails at its first line instead of filling memory.
-fn read_bounded_line(input: &mut impl BufRead, buf: &mut String) -> Result<usize, String> {
+fn read_bounded_line(input: &mut impl BufRead, buf: &mut String) -> Result<usize, LineError> {
     buf.clear();
     let mut bytes = Vec::new();
     let n = std::io::Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1)
         .read_until(b'\n', &mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(LineError::Read)?;
     if n > MAX_LINE_BYTES {
-        return Err(format!(
-            "the line is longer than {} MiB: this is not an mmtrace file (one JSON object per line)",
-            MAX_LINE_BYTES >> 20
-        ));
+        return Err(LineError::TooLong);
     }
-    *buf = String::from_utf8(bytes)
-        .map_err(|_| "the line is not UTF-8 text: this is not an mmtrace file".to_string())?;
+    *buf = String::from_utf8(bytes).map_err(|_| LineError::NotUtf8)?;
     Ok(n)
+}
+
+/// What is wrong with one line; [`ReadError`] keeps it as text with the line's number.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("cannot read")]
+    Read(#[source] std::io::Error),
+    #[error(
+        "the line is longer than {} MiB: this is not an mmtrace file (one JSON object per line)",
+        MAX_LINE_BYTES >> 20
+    )]
+    TooLong,
+    #[error("the line is not UTF-8 text: this is not an mmtrace file")]
+    NotUtf8,
+    #[error(transparent)]
+    Json(serde_json::Error),
+    #[error(transparent)]
+    Record(crate::record::RecordError),
+    #[error("clock domain {clock:?} is not declared in the header (declared: {declared})")]
+    UndeclaredClock { clock: String, declared: String },
+}
+
+impl LineError {
+    /// At `line`: the message with its causes, `: `-joined.
+    fn at(self, line: usize) -> ReadError {
+        let mut message = self.to_string();
+        let mut next = std::error::Error::source(&self);
+        while let Some(e) = next {
+            message.push_str(": ");
+            message.push_str(&e.to_string());
+            next = e.source();
+        }
+        ReadError { line, message }
+    }
 }
 
 /// A problem at one line of a trace file.
@@ -99,8 +129,7 @@ impl<R: BufRead> Reader<R> {
         let mut line = 0;
         loop {
             line += 1;
-            let n = read_bounded_line(&mut input, &mut buf)
-                .map_err(|message| ReadError { line, message })?;
+            let n = read_bounded_line(&mut input, &mut buf).map_err(|e| e.at(line))?;
             if n == 0 {
                 return Err(ReadError {
                     line,
@@ -159,17 +188,16 @@ impl<R: BufRead> Reader<R> {
         self.line
     }
 
-    fn parse(&self, text: &str) -> Result<Record, String> {
-        let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        record.check().map_err(|e| e.to_string())?;
+    fn parse(&self, text: &str) -> Result<Record, LineError> {
+        let record: Record = serde_json::from_str(text).map_err(LineError::Json)?;
+        record.check().map_err(LineError::Record)?;
         if !self.clocks.contains(&record.clock) {
             let mut known: Vec<_> = self.clocks.iter().map(String::as_str).collect();
             known.sort_unstable();
-            return Err(format!(
-                "clock domain {:?} is not declared in the header (declared: {})",
-                record.clock,
-                known.join(", ")
-            ));
+            return Err(LineError::UndeclaredClock {
+                clock: record.clock.clone(),
+                declared: known.join(", "),
+            });
         }
         Ok(record)
     }
@@ -187,22 +215,16 @@ impl<R: BufRead> Iterator for Reader<R> {
             match read_bounded_line(&mut self.input, &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(message) => {
+                Err(e) => {
                     self.ended = true;
-                    return Some(Err(ReadError {
-                        line: self.line,
-                        message,
-                    }));
+                    return Some(Err(e.at(self.line)));
                 }
             }
             let text = self.buf.trim();
             if text.is_empty() {
                 continue;
             }
-            return Some(self.parse(text).map_err(|message| ReadError {
-                line: self.line,
-                message,
-            }));
+            return Some(self.parse(text).map_err(|e| e.at(self.line)));
         }
     }
 }

@@ -263,12 +263,13 @@ impl Engine {
     }
 
     /// Frees `slot`'s cache, then moves the sequence in slot `from` (if any) there.
-    fn clear_and_fill(&mut self, slot: usize, from: Option<usize>) -> Result<(), String> {
+    fn clear_and_fill(&mut self, slot: usize, from: Option<usize>) -> Result<(), BackendError> {
         match self {
             #[cfg(feature = "llama")]
             Engine::Llama(e) => {
                 e.clear(slot);
                 from.map_or(Ok(()), |from| e.relocate(from, slot))
+                    .map_err(|e| BackendError::engine("llama.cpp", e))
             }
             #[cfg(not(feature = "llama"))]
             Engine::Never(never) => match *never {},
@@ -630,10 +631,9 @@ impl BatchDecoder {
             if let Err(e) = result {
                 // The moved sequence's cache is not where the decoder looks for it.
                 let moved_id = self.slots[slot].as_ref().map(|s| s.id);
-                let error = BackendError::engine("llama.cpp", e);
                 return Err(match moved_id {
-                    Some(id) => self.fail_ids(&[id], error),
-                    None => BatchError::Engine(error),
+                    Some(id) => self.fail_ids(&[id], e),
+                    None => BatchError::Engine(e),
                 });
             }
         }

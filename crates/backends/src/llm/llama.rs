@@ -37,6 +37,8 @@ use std::sync::{Arc, Mutex, Once};
 
 use llama_cpp_sys_2 as sys;
 
+pub use crate::llm::llama_error::LlamaError;
+
 /// The last error llama.cpp logged, for the error message of the call that failed.
 static LAST_ERROR: Mutex<String> = Mutex::new(String::new());
 static INIT: Once = Once::new();
@@ -160,10 +162,10 @@ impl Drop for LlamaGemma {
 
 impl LlamaGemma {
     /// Loads `path` with room for `max_seq_len` tokens, running on `threads` threads.
-    pub fn load(path: &Path, max_seq_len: usize, threads: usize) -> Result<Self, String> {
+    pub fn load(path: &Path, max_seq_len: usize, threads: usize) -> Result<Self, LlamaError> {
         init_backend();
-        let c_path = CString::new(path.to_string_lossy().as_bytes())
-            .map_err(|_| "the path contains a NUL byte".to_string())?;
+        let c_path =
+            CString::new(path.to_string_lossy().as_bytes()).map_err(|_| LlamaError::NulInPath)?;
         // SAFETY: plain value-returning calls; the path is a valid C string for the call.
         let model = unsafe {
             let mut params = sys::llama_model_default_params();
@@ -172,20 +174,14 @@ impl LlamaGemma {
             params.use_extra_bufts = false;
             sys::llama_model_load_from_file(c_path.as_ptr(), params)
         };
-        let model = NonNull::new(model).ok_or_else(|| {
-            let e = last_error();
-            if e.is_empty() {
-                "llama.cpp could not load the model".to_string()
-            } else {
-                e
-            }
-        })?;
+        let model =
+            NonNull::new(model).ok_or_else(|| LlamaError::LoadModel { log: last_error() })?;
         let weights = Arc::new(Weights(model));
         Self::with_weights(weights, max_seq_len, threads)
     }
 
     /// A second context on the same weights (its own KV cache), like the first one.
-    pub fn fork(&self) -> Result<Self, String> {
+    pub fn fork(&self) -> Result<Self, LlamaError> {
         Self::with_weights(self.weights.clone(), self.max_seq_len, self.threads())
     }
 
@@ -193,8 +189,10 @@ impl LlamaGemma {
         weights: Arc<Weights>,
         max_seq_len: usize,
         threads: usize,
-    ) -> Result<Self, String> {
-        let n_ctx = u32::try_from(max_seq_len).map_err(|_| "max_seq_len is too large")?;
+    ) -> Result<Self, LlamaError> {
+        let n_ctx = u32::try_from(max_seq_len).map_err(|_| LlamaError::TooLarge {
+            what: format!("{max_seq_len} tokens"),
+        })?;
         // Prompts are fed in chunks no larger than the whole sequence.
         let max_batch = max_seq_len;
         let p = context_params(n_ctx, n_ctx, 1, threads);
@@ -209,11 +207,9 @@ impl LlamaGemma {
                 sys::llama_model_size(weights.0.as_ptr()),
             )
         };
-        let ctx = NonNull::new(ctx).ok_or_else(|| {
-            format!(
-                "llama.cpp could not create a context of {max_seq_len} tokens: {}",
-                last_error()
-            )
+        let ctx = NonNull::new(ctx).ok_or_else(|| LlamaError::Context {
+            what: format!("{max_seq_len} tokens"),
+            log: last_error(),
         })?;
         Ok(Self {
             ctx,
@@ -275,13 +271,12 @@ impl LlamaGemma {
 
     /// Appends `ids` to the sequence (positions follow the cache) and returns the logits
     /// of the last one.
-    pub fn forward(&mut self, ids: &[u32]) -> Result<&[f32], String> {
+    pub fn forward(&mut self, ids: &[u32]) -> Result<&[f32], LlamaError> {
         if ids.is_empty() || ids.len() > self.max_batch {
-            return Err(format!(
-                "a call takes 1 to {} tokens, not {}",
-                self.max_batch,
-                ids.len()
-            ));
+            return Err(LlamaError::CallSize {
+                max: self.max_batch,
+                got: ids.len(),
+            });
         }
         let mut tokens: Vec<sys::llama_token> = ids
             .iter()
@@ -296,11 +291,14 @@ impl LlamaGemma {
             let batch = sys::llama_batch_get_one(tokens.as_mut_ptr(), n);
             let rc = sys::llama_decode(self.ctx.as_ptr(), batch);
             if rc != 0 {
-                return Err(format!("llama_decode failed ({rc}): {}", last_error()));
+                return Err(LlamaError::Decode {
+                    code: rc,
+                    log: last_error(),
+                });
             }
             let logits = sys::llama_get_logits_ith(self.ctx.as_ptr(), -1);
             if logits.is_null() {
-                return Err("llama.cpp returned no logits".to_string());
+                return Err(LlamaError::NoLogits { token: None });
             }
             Ok(std::slice::from_raw_parts(logits, self.n_vocab))
         }

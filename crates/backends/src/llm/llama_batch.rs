@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use llama_cpp_sys_2 as sys;
 
-use crate::llm::llama::{LlamaGemma, Weights, context_params, last_error};
+use crate::llm::llama::{LlamaError, LlamaGemma, Weights, context_params, last_error};
 
 /// Tokens of one sequence in one decode call: `tokens` go to positions `pos..` of slot
 /// `slot`, and the logits of the last one are returned.
@@ -68,11 +68,13 @@ impl LlamaMultiSeq {
         slots: usize,
         slot_tokens: usize,
         threads: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LlamaError> {
         if slots == 0 || slot_tokens == 0 {
-            return Err("a batch needs at least one sequence of at least one token".into());
+            return Err(LlamaError::EmptyBatch);
         }
-        let too_large = || format!("{slots} sequences of {slot_tokens} tokens are too many");
+        let too_large = || LlamaError::TooLarge {
+            what: format!("{slots} sequences of {slot_tokens} tokens"),
+        };
         let n_seq = u32::try_from(slots).map_err(|_| too_large())?;
         let per_seq = u32::try_from(slot_tokens.next_multiple_of(256)).map_err(|_| too_large())?;
         let n_ctx = per_seq.checked_mul(n_seq).ok_or_else(too_large)?;
@@ -87,11 +89,9 @@ impl LlamaMultiSeq {
             let vocab = sys::llama_model_get_vocab(weights.as_ptr());
             (ctx, sys::llama_vocab_n_tokens(vocab))
         };
-        let ctx = NonNull::new(ctx).ok_or_else(|| {
-            format!(
-                "llama.cpp could not create a context of {slots} sequences × {per_seq} tokens: {}",
-                last_error()
-            )
+        let ctx = NonNull::new(ctx).ok_or_else(|| LlamaError::Context {
+            what: format!("{slots} sequences × {per_seq} tokens"),
+            log: last_error(),
         })?;
         // SAFETY: reads plain values of the live context.
         let (slot_tokens, got_slots) = unsafe {
@@ -109,10 +109,10 @@ impl LlamaMultiSeq {
             max_call_tokens: n_batch as usize,
         };
         if this.slots != slots {
-            return Err(format!(
-                "llama.cpp made a context of {} sequences, not {slots}",
-                this.slots
-            ));
+            return Err(LlamaError::SlotCount {
+                asked: slots,
+                got: this.slots,
+            });
         }
         Ok(this)
     }
@@ -180,15 +180,16 @@ impl LlamaMultiSeq {
     /// Moves the sequence in slot `from` to the empty slot `to`: the cells and their
     /// layout are copied as they are (llama.cpp copies the stream's buffer at the start
     /// of the next decode), so the sequence continues exactly as it would have in `from`.
-    pub fn relocate(&mut self, from: usize, to: usize) -> Result<(), String> {
+    pub fn relocate(&mut self, from: usize, to: usize) -> Result<(), LlamaError> {
         if from >= self.slots || to >= self.slots || from == to {
-            return Err(format!(
-                "cannot move slot {from} to slot {to} of {}",
-                self.slots
-            ));
+            return Err(LlamaError::BadMove {
+                from,
+                to,
+                slots: self.slots,
+            });
         }
         if self.cached(to) != 0 {
-            return Err(format!("slot {to} is not empty"));
+            return Err(LlamaError::SlotTaken { slot: to });
         }
         let (src, dst) = (from as sys::llama_seq_id, to as sys::llama_seq_id);
         // SAFETY: both ids are below the context's sequence count; whole-sequence copies
@@ -203,40 +204,40 @@ impl LlamaMultiSeq {
     /// One `llama_decode` over every part's tokens; returns each part's last-token logits,
     /// in the order of `parts`. Parts must name distinct slots; each part's `pos` must be
     /// the slot's cached count (checked), and its tokens must fit the slot (checked).
-    pub fn decode(&mut self, parts: &[SlotTokens<'_>]) -> Result<Vec<&[f32]>, String> {
+    pub fn decode(&mut self, parts: &[SlotTokens<'_>]) -> Result<Vec<&[f32]>, LlamaError> {
         let total: usize = parts.iter().map(|p| p.tokens.len()).sum();
         if parts.is_empty() || total > self.max_call_tokens {
-            return Err(format!(
-                "a call takes 1 to {} tokens, not {total}",
-                self.max_call_tokens
-            ));
+            return Err(LlamaError::CallSize {
+                max: self.max_call_tokens,
+                got: total,
+            });
         }
         let mut seen = vec![false; self.slots];
         for p in parts {
             if p.slot >= self.slots || std::mem::replace(&mut seen[p.slot], true) {
-                return Err(format!(
-                    "slot {} is outside 0..{} or named twice",
-                    p.slot, self.slots
-                ));
+                return Err(LlamaError::BadSlot {
+                    slot: p.slot,
+                    slots: self.slots,
+                });
             }
             if p.tokens.is_empty() {
-                return Err(format!("slot {}: no tokens", p.slot));
+                return Err(LlamaError::NoTokens { slot: p.slot });
             }
             let cached = self.cached(p.slot);
             if p.pos != cached {
-                return Err(format!(
-                    "slot {}: tokens at position {} but the cache holds {cached}",
-                    p.slot, p.pos
-                ));
+                return Err(LlamaError::Position {
+                    slot: p.slot,
+                    pos: p.pos,
+                    cached,
+                });
             }
             if p.pos + p.tokens.len() > self.slot_tokens {
-                return Err(format!(
-                    "slot {}: {} + {} tokens exceed its {} cells",
-                    p.slot,
-                    p.pos,
-                    p.tokens.len(),
-                    self.slot_tokens
-                ));
+                return Err(LlamaError::SlotFull {
+                    slot: p.slot,
+                    pos: p.pos,
+                    tokens: p.tokens.len(),
+                    cells: self.slot_tokens,
+                });
             }
         }
         let mut batch = BatchArrays::with_capacity(total);
@@ -255,17 +256,20 @@ impl LlamaMultiSeq {
         // holds `n_tokens` entries; each `seq_id` entry points to one id in `batch.ids`.
         let rc = unsafe { sys::llama_decode(self.ctx.as_ptr(), raw) };
         if rc != 0 {
-            return Err(format!("llama_decode failed ({rc}): {}", last_error()));
+            return Err(LlamaError::Decode {
+                code: rc,
+                log: last_error(),
+            });
         }
         let mut rows = Vec::with_capacity(outputs.len());
         for i in outputs {
-            let i = i32::try_from(i).map_err(|_| "batch index overflow".to_string())?;
+            let i = i32::try_from(i).map_err(|_| LlamaError::IndexOverflow { index: i })?;
             // SAFETY: token `i` asked for logits; llama.cpp returns `n_vocab` floats owned
             // by the context, valid until the next decode (tied to `&mut self`).
             let row = unsafe {
                 let p = sys::llama_get_logits_ith(self.ctx.as_ptr(), i);
                 if p.is_null() {
-                    return Err(format!("llama.cpp returned no logits for batch token {i}"));
+                    return Err(LlamaError::NoLogits { token: Some(i) });
                 }
                 std::slice::from_raw_parts(p, self.n_vocab)
             };

@@ -3,7 +3,7 @@
 //! - [`engine`]: which engine runs the model ([`LlmEngine`]: llama.cpp by default where
 //!   compiled in, candle otherwise or on request);
 //! - `llama`: the llama.cpp engine (cargo feature `llama`), and `llama_batch`, one
-//!   llama.cpp context holding several sequences;
+//!   llama.cpp context holding several sequences, with `llama_error` their one error type;
 //! - [`model`]: the forward pass (an adapted copy of candle-transformers'
 //!   `quantized_gemma3`: 4096-token default maximum, shared rotary tables, correct chunked
 //!   prefill masks, per-stage timing);
@@ -19,6 +19,8 @@ pub mod engine;
 pub mod llama;
 #[cfg(feature = "llama")]
 pub mod llama_batch;
+#[cfg(feature = "llama")]
+pub mod llama_error;
 pub mod model;
 pub mod session;
 pub mod tokenizer;

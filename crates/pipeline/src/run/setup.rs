@@ -129,7 +129,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         let mut spec = config.policy.to_spec();
         spec.routing.enabled = Some(false);
         config.policy = mmsched_core::policy::Policy::try_from(spec)
-            .map_err(|e| RunError::Scheduler(e.to_string()))?;
+            .map_err(|source| RunError::RoutingOff { source })?;
     }
     let RunParts {
         clock,

@@ -217,12 +217,13 @@ pub enum CgroupError {
     #[error("the resource groups were already removed")]
     Closed,
     /// `/proc/self/cgroup` (or the injected copy) could not be understood.
-    #[error("cannot parse {}: {reason}", path.display())]
+    #[error("cannot parse {}", path.display())]
     BadProcFile {
         /// The file.
         path: PathBuf,
         /// What was wrong.
-        reason: String,
+        #[source]
+        reason: BadMembershipLine,
     },
 }
 
@@ -513,8 +514,18 @@ struct Membership {
     v2: Option<String>,
 }
 
+/// A line of `/proc/self/cgroup` that is not `id:controllers:/path`.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: expected `id:controllers:/path`, got {text:?}")]
+pub struct BadMembershipLine {
+    /// The line number, from 1.
+    pub line: usize,
+    /// The line.
+    pub text: String,
+}
+
 /// Parses `/proc/self/cgroup`: lines of `id:controller,list:/path`.
-fn parse_membership(text: &str) -> Result<Membership, String> {
+fn parse_membership(text: &str) -> Result<Membership, BadMembershipLine> {
     let mut m = Membership::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -523,10 +534,10 @@ fn parse_membership(text: &str) -> Result<Membership, String> {
         let mut parts = line.splitn(3, ':');
         let (Some(_id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!(
-                "line {}: expected `id:controllers:/path`, got {line:?}",
-                i + 1
-            ));
+            return Err(BadMembershipLine {
+                line: i + 1,
+                text: line.to_string(),
+            });
         };
         if ctrls.is_empty() {
             m.v2 = Some(path.to_string());

@@ -120,16 +120,30 @@ pub trait PowerControl {
 /// Something that can lift a CPU throttle for the power path (the resource groups).
 pub trait ThrottleRelease: Send {
     /// Lifts the throttle; returns what changed.
-    fn release(&mut self) -> Result<String, String>;
+    fn release(&mut self) -> Result<String, ReleaseError>;
+}
+
+/// Why a CPU throttle could not be lifted.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot lift the CPU quota of scheduler class {class:?}")]
+pub struct ReleaseError {
+    /// The class whose quota stayed.
+    pub class: String,
+    /// The platform's error.
+    #[source]
+    pub source: crate::chain::Cause,
 }
 
 #[cfg(target_os = "linux")]
 impl ThrottleRelease for (crate::platform::cgroup::CgroupHandle, Vec<String>) {
-    fn release(&mut self) -> Result<String, String> {
+    fn release(&mut self) -> Result<String, ReleaseError> {
         for class in &self.1 {
             self.0
                 .set_cpu_quota(class, None)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| ReleaseError {
+                    class: class.clone(),
+                    source: Box::new(e),
+                })?;
         }
         Ok(format!("cpu quota lifted on {}", self.1.join(", ")))
     }
@@ -311,7 +325,7 @@ impl<C: Clock> PowerControl for LinuxPower<C> {
         if let Some(t) = self.throttle.as_mut() {
             match t.release() {
                 Ok(d) => parts.push(d),
-                Err(e) => failed = Some(e),
+                Err(e) => failed = Some(crate::chain::chain(&e)),
             }
         }
         let effect = match (failed, parts.is_empty()) {
@@ -355,7 +369,7 @@ mod tests {
     }
     struct SlowRelease(SharedClock, Nanos);
     impl ThrottleRelease for SlowRelease {
-        fn release(&mut self) -> Result<String, String> {
+        fn release(&mut self) -> Result<String, ReleaseError> {
             self.0.0.fetch_add(self.1, Ordering::SeqCst);
             Ok("lifted".to_string())
         }

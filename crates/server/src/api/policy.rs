@@ -61,8 +61,18 @@ fn not_modified(s: &PolicySnapshot) -> Response {
         .into_response()
 }
 
+/// A `?wait=` that is not a whole number of seconds within the server's limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("wait={value} is not allowed: give a whole number of seconds from 0 to {max}")]
+struct BadWait {
+    /// The value given.
+    value: String,
+    /// The longest wait the server allows.
+    max: u64,
+}
+
 /// Parses `?wait=SECS` (whole seconds, at most `max`); other parameters are ignored.
-fn parse_wait(query: Option<&str>, max: u64) -> Result<Duration, String> {
+fn parse_wait(query: Option<&str>, max: u64) -> Result<Duration, BadWait> {
     let Some(q) = query else {
         return Ok(Duration::ZERO);
     };
@@ -71,9 +81,10 @@ fn parse_wait(query: Option<&str>, max: u64) -> Result<Duration, String> {
         if k == "wait" {
             return match v.parse::<u64>() {
                 Ok(secs) if secs <= max => Ok(Duration::from_secs(secs)),
-                _ => Err(format!(
-                    "wait={v} is not allowed: give a whole number of seconds from 0 to {max}"
-                )),
+                _ => Err(BadWait {
+                    value: v.to_string(),
+                    max,
+                }),
             };
         }
     }
@@ -90,7 +101,7 @@ pub(crate) async fn get_policy(
 ) -> Response {
     let wait = match parse_wait(query.as_deref(), st.config.max_wait_secs) {
         Ok(w) => w,
-        Err(msg) => return error(StatusCode::BAD_REQUEST, msg),
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
     // Subscribe before reading so that a change between the read and the wait is not missed.
     let mut sub = st.shared.store.subscribe();
@@ -277,6 +288,7 @@ mod tests {
         assert!(
             parse_wait(Some("wait=61"), 60)
                 .unwrap_err()
+                .to_string()
                 .contains("0 to 60")
         );
         assert!(parse_wait(Some("wait=-1"), 60).is_err());

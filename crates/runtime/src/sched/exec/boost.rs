@@ -6,7 +6,18 @@
 use std::fmt;
 
 /// Sets a resource group's CPU weight (`None`: back to the weight it was created with).
-pub type SetWeight = Box<dyn FnMut(&str, Option<u32>) -> Result<(), String> + Send>;
+pub type SetWeight = Box<dyn FnMut(&str, Option<u32>) -> Result<(), WeightError> + Send>;
+
+/// Why the OS refused a resource group's CPU weight.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set the CPU weight of resource group {group:?}")]
+pub struct WeightError {
+    /// The group.
+    pub group: String,
+    /// The platform's error.
+    #[source]
+    pub source: crate::chain::Cause,
+}
 
 /// Raised CPU weights of the workers' groups while steps at risk run on them.
 pub struct RiskBoost {
@@ -89,7 +100,7 @@ impl RiskBoost {
     fn set(&mut self, group: &str, weight: Option<u32>) {
         if let Err(e) = (self.set_weight)(group, weight) {
             let n = self.refused.as_ref().map_or(0, |r| r.0);
-            self.refused = Some((n + 1, e));
+            self.refused = Some((n + 1, crate::chain::chain(&e)));
         }
     }
 
@@ -155,13 +166,18 @@ mod tests {
 
     #[test]
     fn a_refusal_is_reported_not_dropped() {
-        let set: SetWeight = Box::new(|_: &str, _: Option<u32>| Err("permission denied".into()));
+        let set: SetWeight = Box::new(|group: &str, _: Option<u32>| {
+            Err(WeightError {
+                group: group.to_string(),
+                source: "permission denied".into(),
+            })
+        });
         let mut b = RiskBoost::new(400, vec![Some("general".into())], set);
         b.start(0);
         b.end(0);
         assert!(
             b.note()
-                .ends_with("the OS refused 2 weight change(s), last: permission denied"),
+                .ends_with("the OS refused 2 weight change(s), last: cannot set the CPU weight of resource group \"general\": permission denied"),
             "{}",
             b.note()
         );

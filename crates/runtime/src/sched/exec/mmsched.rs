@@ -12,7 +12,7 @@ use mmsched_core::time::{Clock, NANOS_PER_MICRO, Nanos};
 
 use super::boost::RiskBoost;
 #[cfg(target_os = "linux")]
-use super::boost::SetWeight;
+use super::boost::{SetWeight, WeightError};
 use super::grant::GrantWithdrawal;
 use super::steps::{StepLanes, ThreadLanes};
 use super::{
@@ -115,7 +115,10 @@ impl<C: Clock + Clone + Send + 'static> MmschedExecutor<C> {
                 let set: SetWeight = Box::new(move |group: &str, weight: Option<u32>| {
                     handle
                         .set_cpu_weight(group, weight)
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| WeightError {
+                            group: group.to_string(),
+                            source: Box::new(e),
+                        })
                 });
                 Some(RiskBoost::new(weight, groups, set))
             }

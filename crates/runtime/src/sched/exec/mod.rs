@@ -33,7 +33,7 @@ use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::SchedulerError;
 use mmsched_core::time::Nanos;
 
-pub use boost::{RiskBoost, SetWeight};
+pub use boost::{RiskBoost, SetWeight, WeightError};
 pub use grant::GrantWithdrawal;
 pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
