@@ -477,6 +477,207 @@ impl Checker {
     }
 }
 
+impl Checker {
+    /// The arbiter's weights and thresholds.
+    fn arbiter(&mut self, a: &ArbiterSpec) -> ArbiterPolicy {
+        let arbiter = ArbiterPolicy {
+            weight_deadline: self.unit_range(
+                "arbiter.weight_deadline",
+                a.weight_deadline,
+                0.45,
+                0.0,
+                1.0,
+            ),
+            weight_importance: self.unit_range(
+                "arbiter.weight_importance",
+                a.weight_importance,
+                0.35,
+                0.0,
+                1.0,
+            ),
+            weight_battery: self.unit_range(
+                "arbiter.weight_battery",
+                a.weight_battery,
+                0.20,
+                0.0,
+                1.0,
+            ),
+            battery_saver_below: self.unit_range(
+                "arbiter.battery_saver_below",
+                a.battery_saver_below,
+                0.15,
+                0.0,
+                1.0,
+            ),
+            risk_boost_above: self.unit_range(
+                "arbiter.risk_boost_above",
+                a.risk_boost_above,
+                0.8,
+                0.0,
+                1.0,
+            ),
+            risk_boost_deadline_weight: self.unit_range(
+                "arbiter.risk_boost_deadline_weight",
+                a.risk_boost_deadline_weight,
+                0.6,
+                0.0,
+                1.0,
+            ),
+            dispatch: a.dispatch.unwrap_or_default(),
+            heavy_classes: a
+                .heavy_classes
+                .clone()
+                .unwrap_or_else(|| alloc::vec!["llm".to_string()]),
+        };
+        self.weights_sum(
+            "arbiter.weight_deadline + weight_importance + weight_battery",
+            &[
+                arbiter.weight_deadline,
+                arbiter.weight_importance,
+                arbiter.weight_battery,
+            ],
+        );
+        for (i, class) in arbiter.heavy_classes.iter().enumerate() {
+            if class.trim().is_empty() {
+                self.fail(
+                    &format!("arbiter.heavy_classes[{i}]"),
+                    "\"\"",
+                    "a class name must not be empty",
+                );
+            }
+        }
+        arbiter
+    }
+
+    /// The importance of each class (the document's over the reference ones) and the
+    /// default for classes without one.
+    fn importance(&mut self, spec: &BTreeMap<String, f64>) -> (BTreeMap<String, f64>, f64) {
+        // Reference importances (S2 examples: an AR annotation frame 0.92); the document's
+        // entries override them.
+        let mut importance: BTreeMap<String, f64> = DEFAULT_IMPORTANCE
+            .iter()
+            .map(|&(class, v)| (class.to_string(), v))
+            .collect();
+        let mut default_importance = 0.5;
+        for (class, &v) in spec {
+            let field = format!("importance.{}", crate::text::shorten(class, 40));
+            let v = self.unit_range(&field, Some(v), 0.5, 0.0, 1.0);
+            if class == "default" {
+                default_importance = v;
+            } else {
+                importance.insert(class.clone(), v);
+            }
+        }
+        (importance, default_importance)
+    }
+
+    /// The slot table's geometry.
+    fn slots(&mut self, s: &SlotsSpec) -> SlotsPolicy {
+        SlotsPolicy {
+            slot_len_micros: self.int_range(
+                "slots.slot_len_micros",
+                s.slot_len_micros,
+                1000,
+                10,
+                1_000_000,
+            ),
+            horizon_slots: self.int_range(
+                "slots.horizon_slots",
+                s.horizon_slots,
+                65_536,
+                16,
+                1 << 24,
+            ),
+        }
+    }
+
+    /// The LDTI's weights, thresholds, adaptation and actions.
+    fn ldti(&mut self, l: &LdtiSpec) -> LdtiPolicy {
+        let weights = LdtiWeights {
+            alpha: self.unit_range("ldti.alpha", l.alpha, 0.4, 0.0, 1.0),
+            beta: self.unit_range("ldti.beta", l.beta, 0.35, 0.0, 1.0),
+            gamma: self.unit_range("ldti.gamma", l.gamma, 0.25, 0.0, 1.0),
+        };
+        self.weights_sum(
+            "ldti.alpha + beta + gamma",
+            &[weights.alpha, weights.beta, weights.gamma],
+        );
+        let thresholds = LevelThresholds {
+            degraded_at: self.unit_range("ldti.degraded_at", l.degraded_at, 0.25, 0.0, 1.0),
+            critical_at: self.unit_range("ldti.critical_at", l.critical_at, 0.6, 0.0, 1.0),
+        };
+        if thresholds.degraded_at >= thresholds.critical_at {
+            self.fail(
+                "ldti.degraded_at",
+                thresholds.degraded_at,
+                format!(
+                    "must be below ldti.critical_at ({})",
+                    thresholds.critical_at
+                ),
+            );
+        }
+        let d = ActionSwitches::default();
+        LdtiPolicy {
+            weights,
+            thresholds,
+            evaluate_hz: self.int_range("ldti.evaluate_hz", l.evaluate_hz, 120, 1, 10_000),
+            adaptive_enabled: l.adaptive.enabled.unwrap_or(true),
+            adaptive_window: self.int_range(
+                "ldti.adaptive.window",
+                l.adaptive.window,
+                120,
+                2,
+                100_000,
+            ),
+            adaptive_smoothing: match l.adaptive.smoothing {
+                Some(x) if !(x.is_finite() && (0.0..1.0).contains(&x)) => {
+                    self.fail(
+                        "ldti.adaptive.smoothing",
+                        x,
+                        "must be a number from 0 up to (not including) 1",
+                    );
+                    0.25
+                }
+                x => x.unwrap_or(0.25),
+            },
+            actions: ActionSwitches {
+                scale_frequency: l.actions.scale_frequency.unwrap_or(d.scale_frequency),
+                retransmit: l.actions.retransmit.unwrap_or(d.retransmit),
+                circuit_break: l.actions.circuit_break.unwrap_or(d.circuit_break),
+                use_cache: l.actions.use_cache.unwrap_or(d.use_cache),
+            },
+        }
+    }
+
+    /// The router's information gates.
+    fn routing(&mut self, r: &RoutingSpec) -> RoutingPolicy {
+        RoutingPolicy {
+            enabled: r.enabled.unwrap_or(true),
+            blur_min_laplacian_var: self.unit_range(
+                "routing.blur_min_laplacian_var",
+                r.blur_min_laplacian_var,
+                30.0,
+                0.0,
+                1e9,
+            ),
+            dark_max_mean_luma: self.unit_range(
+                "routing.dark_max_mean_luma",
+                r.dark_max_mean_luma,
+                20.0,
+                0.0,
+                255.0,
+            ),
+            vad_speech_threshold: self.unit_range(
+                "routing.vad_speech_threshold",
+                r.vad_speech_threshold,
+                0.5,
+                0.0,
+                1.0,
+            ),
+        }
+    }
+}
+
 impl TryFrom<PolicySpec> for Policy {
     type Error = PolicyErrors;
 
@@ -492,184 +693,11 @@ impl TryFrom<PolicySpec> for Policy {
             );
         }
 
-        let a = &spec.arbiter;
-        let arbiter = ArbiterPolicy {
-            weight_deadline: c.unit_range(
-                "arbiter.weight_deadline",
-                a.weight_deadline,
-                0.45,
-                0.0,
-                1.0,
-            ),
-            weight_importance: c.unit_range(
-                "arbiter.weight_importance",
-                a.weight_importance,
-                0.35,
-                0.0,
-                1.0,
-            ),
-            weight_battery: c.unit_range(
-                "arbiter.weight_battery",
-                a.weight_battery,
-                0.20,
-                0.0,
-                1.0,
-            ),
-            battery_saver_below: c.unit_range(
-                "arbiter.battery_saver_below",
-                a.battery_saver_below,
-                0.15,
-                0.0,
-                1.0,
-            ),
-            risk_boost_above: c.unit_range(
-                "arbiter.risk_boost_above",
-                a.risk_boost_above,
-                0.8,
-                0.0,
-                1.0,
-            ),
-            risk_boost_deadline_weight: c.unit_range(
-                "arbiter.risk_boost_deadline_weight",
-                a.risk_boost_deadline_weight,
-                0.6,
-                0.0,
-                1.0,
-            ),
-            dispatch: a.dispatch.unwrap_or_default(),
-            heavy_classes: a
-                .heavy_classes
-                .clone()
-                .unwrap_or_else(|| alloc::vec!["llm".to_string()]),
-        };
-        c.weights_sum(
-            "arbiter.weight_deadline + weight_importance + weight_battery",
-            &[
-                arbiter.weight_deadline,
-                arbiter.weight_importance,
-                arbiter.weight_battery,
-            ],
-        );
-        for (i, class) in arbiter.heavy_classes.iter().enumerate() {
-            if class.trim().is_empty() {
-                c.fail(
-                    &format!("arbiter.heavy_classes[{i}]"),
-                    "\"\"",
-                    "a class name must not be empty",
-                );
-            }
-        }
-
-        // Reference importances (S2 examples: an AR annotation frame 0.92); the document's
-        // entries override them.
-        let mut importance: BTreeMap<String, f64> = DEFAULT_IMPORTANCE
-            .iter()
-            .map(|&(class, v)| (class.to_string(), v))
-            .collect();
-        let mut default_importance = 0.5;
-        for (class, &v) in &spec.importance {
-            let field = format!("importance.{}", crate::text::shorten(class, 40));
-            let v = c.unit_range(&field, Some(v), 0.5, 0.0, 1.0);
-            if class == "default" {
-                default_importance = v;
-            } else {
-                importance.insert(class.clone(), v);
-            }
-        }
-
-        let s = &spec.slots;
-        let slots = SlotsPolicy {
-            slot_len_micros: c.int_range(
-                "slots.slot_len_micros",
-                s.slot_len_micros,
-                1000,
-                10,
-                1_000_000,
-            ),
-            horizon_slots: c.int_range("slots.horizon_slots", s.horizon_slots, 65_536, 16, 1 << 24),
-        };
-
-        let l = &spec.ldti;
-        let weights = LdtiWeights {
-            alpha: c.unit_range("ldti.alpha", l.alpha, 0.4, 0.0, 1.0),
-            beta: c.unit_range("ldti.beta", l.beta, 0.35, 0.0, 1.0),
-            gamma: c.unit_range("ldti.gamma", l.gamma, 0.25, 0.0, 1.0),
-        };
-        c.weights_sum(
-            "ldti.alpha + beta + gamma",
-            &[weights.alpha, weights.beta, weights.gamma],
-        );
-        let thresholds = LevelThresholds {
-            degraded_at: c.unit_range("ldti.degraded_at", l.degraded_at, 0.25, 0.0, 1.0),
-            critical_at: c.unit_range("ldti.critical_at", l.critical_at, 0.6, 0.0, 1.0),
-        };
-        if thresholds.degraded_at >= thresholds.critical_at {
-            c.fail(
-                "ldti.degraded_at",
-                thresholds.degraded_at,
-                format!(
-                    "must be below ldti.critical_at ({})",
-                    thresholds.critical_at
-                ),
-            );
-        }
-        let d = ActionSwitches::default();
-        let ldti = LdtiPolicy {
-            weights,
-            thresholds,
-            evaluate_hz: c.int_range("ldti.evaluate_hz", l.evaluate_hz, 120, 1, 10_000),
-            adaptive_enabled: l.adaptive.enabled.unwrap_or(true),
-            adaptive_window: c.int_range(
-                "ldti.adaptive.window",
-                l.adaptive.window,
-                120,
-                2,
-                100_000,
-            ),
-            adaptive_smoothing: match l.adaptive.smoothing {
-                Some(x) if !(x.is_finite() && (0.0..1.0).contains(&x)) => {
-                    c.fail(
-                        "ldti.adaptive.smoothing",
-                        x,
-                        "must be a number from 0 up to (not including) 1",
-                    );
-                    0.25
-                }
-                x => x.unwrap_or(0.25),
-            },
-            actions: ActionSwitches {
-                scale_frequency: l.actions.scale_frequency.unwrap_or(d.scale_frequency),
-                retransmit: l.actions.retransmit.unwrap_or(d.retransmit),
-                circuit_break: l.actions.circuit_break.unwrap_or(d.circuit_break),
-                use_cache: l.actions.use_cache.unwrap_or(d.use_cache),
-            },
-        };
-
-        let r = &spec.routing;
-        let routing = RoutingPolicy {
-            enabled: r.enabled.unwrap_or(true),
-            blur_min_laplacian_var: c.unit_range(
-                "routing.blur_min_laplacian_var",
-                r.blur_min_laplacian_var,
-                30.0,
-                0.0,
-                1e9,
-            ),
-            dark_max_mean_luma: c.unit_range(
-                "routing.dark_max_mean_luma",
-                r.dark_max_mean_luma,
-                20.0,
-                0.0,
-                255.0,
-            ),
-            vad_speech_threshold: c.unit_range(
-                "routing.vad_speech_threshold",
-                r.vad_speech_threshold,
-                0.5,
-                0.0,
-                1.0,
-            ),
-        };
+        let arbiter = c.arbiter(&spec.arbiter);
+        let (importance, default_importance) = c.importance(&spec.importance);
+        let slots = c.slots(&spec.slots);
+        let ldti = c.ldti(&spec.ldti);
+        let routing = c.routing(&spec.routing);
 
         let rungs = Rungs::check(&spec.rungs, &mut c.errors);
 

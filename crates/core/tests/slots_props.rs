@@ -112,6 +112,122 @@ fn pick(m: &Model, i: usize) -> Option<ModelRes> {
     (!m.live.is_empty()).then(|| m.live[i % m.live.len()])
 }
 
+/// `Op::Reserve`: the first fit from `offset`, on both.
+fn reserve(
+    t: &mut SlotTable,
+    m: &mut Model,
+    horizon: u32,
+    offset: u64,
+    len: u32,
+    modality: usize,
+) -> Result<(), TestCaseError> {
+    let len = len.min(horizon);
+    let from = m.base + offset;
+    let got = t.reserve(Modality::ALL[modality], from, len);
+    if from >= m.end() {
+        let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
+        prop_assert!(outside);
+        return Ok(());
+    }
+    match (got, m.first_fit(from, u64::from(len))) {
+        (Ok(r), Some(want)) => {
+            prop_assert_eq!(r.start_slot, want, "reserve finds the first fit");
+            prop_assert_eq!(r.modality, Modality::ALL[modality]);
+            m.live.push(ModelRes {
+                id: r.id,
+                start: want,
+                len: u64::from(len),
+                active: false,
+            });
+        }
+        (Err(SlotError::Conflict(c)), None) => {
+            prop_assert_eq!(c.fit_slot, m.first_fit(m.base, u64::from(len)));
+            let want_blocker = (from..(from + u64::from(len)).min(m.end()))
+                .find_map(|s| m.holder(s).map(|r| (s, r.id)));
+            prop_assert_eq!(c.blocker.map(|b| (b.slot, b.reservation)), want_blocker);
+        }
+        (got, want) => prop_assert!(false, "table {:?}, model {:?}", got, want),
+    }
+    Ok(())
+}
+
+/// `Op::ReserveAt`: exactly at `offset`, or the conflict, on both.
+fn reserve_at(
+    t: &mut SlotTable,
+    m: &mut Model,
+    horizon: u32,
+    offset: u64,
+    len: u32,
+) -> Result<(), TestCaseError> {
+    let len = len.min(horizon);
+    let start = m.base + offset;
+    let got = t.reserve_at(Modality::Text, start, len);
+    if start >= m.end() {
+        let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
+        prop_assert!(outside);
+        return Ok(());
+    }
+    match got {
+        Ok(r) => {
+            prop_assert!(m.free(start, u64::from(len)));
+            m.live.push(ModelRes {
+                id: r.id,
+                start,
+                len: u64::from(len),
+                active: false,
+            });
+        }
+        Err(SlotError::Conflict(c)) => {
+            prop_assert!(!m.free(start, u64::from(len)));
+            prop_assert_eq!(c.fit_slot, m.first_fit(start, u64::from(len)));
+        }
+        Err(e) => prop_assert!(false, "{}", e),
+    }
+    Ok(())
+}
+
+/// `Op::Advance`: the horizon moves; what expired and what overran agree.
+fn advance(t: &mut SlotTable, m: &mut Model, delta: u64) -> Result<(), TestCaseError> {
+    let to = m.base + delta;
+    let mut events = vec![];
+    t.advance_to(to, |e| events.push(e));
+    let mut expired = vec![];
+    let mut overran = vec![];
+    for r in m.live.clone() {
+        if !r.active && r.start < to {
+            expired.push(m.take(r.id).id);
+        } else if r.active && r.start + r.len <= to {
+            overran.push(m.take(r.id).id);
+        } else if r.active && r.start < to {
+            let x = m.live.iter_mut().find(|x| x.id == r.id).unwrap();
+            x.len = r.start + r.len - to;
+            x.start = to;
+        }
+    }
+    m.base = m.base.max(to);
+    let mut got_expired: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            HorizonEvent::Expired(r) => Some(r.id),
+            _ => None,
+        })
+        .collect();
+    let mut got_overran: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            HorizonEvent::Overran(r) => Some(r.id),
+            _ => None,
+        })
+        .collect();
+    expired.sort();
+    overran.sort();
+    got_expired.sort();
+    got_overran.sort();
+    prop_assert_eq!(got_expired, expired);
+    prop_assert_eq!(got_overran, overran);
+    Ok(())
+}
+
 /// Replays `ops` on a table and on the naive model, checking they agree after each one.
 fn replay(horizon: u32, base: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let config = SlotTableConfig {
@@ -133,61 +249,8 @@ fn replay(horizon: u32, base: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 offset,
                 len,
                 modality,
-            } => {
-                let len = len.min(horizon);
-                let from = m.base + offset;
-                let got = t.reserve(Modality::ALL[modality], from, len);
-                if from >= m.end() {
-                    let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
-                    prop_assert!(outside);
-                    continue;
-                }
-                match (got, m.first_fit(from, u64::from(len))) {
-                    (Ok(r), Some(want)) => {
-                        prop_assert_eq!(r.start_slot, want, "reserve finds the first fit");
-                        prop_assert_eq!(r.modality, Modality::ALL[modality]);
-                        m.live.push(ModelRes {
-                            id: r.id,
-                            start: want,
-                            len: u64::from(len),
-                            active: false,
-                        });
-                    }
-                    (Err(SlotError::Conflict(c)), None) => {
-                        prop_assert_eq!(c.fit_slot, m.first_fit(m.base, u64::from(len)));
-                        let want_blocker = (from..(from + u64::from(len)).min(m.end()))
-                            .find_map(|s| m.holder(s).map(|r| (s, r.id)));
-                        prop_assert_eq!(c.blocker.map(|b| (b.slot, b.reservation)), want_blocker);
-                    }
-                    (got, want) => prop_assert!(false, "table {:?}, model {:?}", got, want),
-                }
-            }
-            Op::ReserveAt { offset, len } => {
-                let len = len.min(horizon);
-                let start = m.base + offset;
-                let got = t.reserve_at(Modality::Text, start, len);
-                if start >= m.end() {
-                    let outside = matches!(got, Err(SlotError::OutsideHorizon { .. }));
-                    prop_assert!(outside);
-                    continue;
-                }
-                match got {
-                    Ok(r) => {
-                        prop_assert!(m.free(start, u64::from(len)));
-                        m.live.push(ModelRes {
-                            id: r.id,
-                            start,
-                            len: u64::from(len),
-                            active: false,
-                        });
-                    }
-                    Err(SlotError::Conflict(c)) => {
-                        prop_assert!(!m.free(start, u64::from(len)));
-                        prop_assert_eq!(c.fit_slot, m.first_fit(start, u64::from(len)));
-                    }
-                    Err(e) => prop_assert!(false, "{}", e),
-                }
-            }
+            } => reserve(&mut t, &mut m, horizon, offset, len, modality)?,
+            Op::ReserveAt { offset, len } => reserve_at(&mut t, &mut m, horizon, offset, len)?,
             Op::Release(i) => {
                 if let Some(r) = pick(&m, i) {
                     let got = t.release(r.id);
@@ -232,45 +295,7 @@ fn replay(horizon: u32, base: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     prop_assert_eq!(t.complete(id), Err(SlotError::NotLive(id)));
                 }
             }
-            Op::Advance(delta) => {
-                let to = m.base + delta;
-                let mut events = vec![];
-                t.advance_to(to, |e| events.push(e));
-                let mut expired = vec![];
-                let mut overran = vec![];
-                for r in m.live.clone() {
-                    if !r.active && r.start < to {
-                        expired.push(m.take(r.id).id);
-                    } else if r.active && r.start + r.len <= to {
-                        overran.push(m.take(r.id).id);
-                    } else if r.active && r.start < to {
-                        let x = m.live.iter_mut().find(|x| x.id == r.id).unwrap();
-                        x.len = r.start + r.len - to;
-                        x.start = to;
-                    }
-                }
-                m.base = m.base.max(to);
-                let mut got_expired: Vec<_> = events
-                    .iter()
-                    .filter_map(|e| match e {
-                        HorizonEvent::Expired(r) => Some(r.id),
-                        _ => None,
-                    })
-                    .collect();
-                let mut got_overran: Vec<_> = events
-                    .iter()
-                    .filter_map(|e| match e {
-                        HorizonEvent::Overran(r) => Some(r.id),
-                        _ => None,
-                    })
-                    .collect();
-                expired.sort();
-                overran.sort();
-                got_expired.sort();
-                got_overran.sort();
-                prop_assert_eq!(got_expired, expired);
-                prop_assert_eq!(got_overran, overran);
-            }
+            Op::Advance(delta) => advance(&mut t, &mut m, delta)?,
         }
         check_agree(&t, &m)?;
     }

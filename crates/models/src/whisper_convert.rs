@@ -106,25 +106,9 @@ fn scalar_int(m: &Ct2Model, name: &str) -> Result<usize, ConvertError> {
     usize::try_from(value).map_err(|_| ConvertError::Layout(format!("{name} is negative")))
 }
 
-/// The full tensor mapping for `m`, in output order.
-pub fn mapping(m: &Ct2Model) -> Result<Vec<Mapped>, ConvertError> {
-    let d = var(m, "decoder/embeddings/weight")?
-        .dims
-        .get(1)
-        .copied()
-        .ok_or_else(|| ConvertError::Layout("embeddings are not 2-D".into()))?;
-    let mut out = Vec::new();
-    let mut push = |name: String, source: String, rows: Range<usize>| {
-        out.push(Mapped { name, source, rows });
-    };
-    let rows_of = |src: &str| -> Result<usize, ConvertError> {
-        var(m, src)?
-            .dims
-            .first()
-            .copied()
-            .ok_or_else(|| ConvertError::Layout(format!("{src} is a scalar")))
-    };
-    // Whole tensors: (CTranslate2 name, Hugging Face name).
+/// The tensors copied whole: (CTranslate2 name, Hugging Face name), the model's own first,
+/// then each layer's of the encoder and the decoder.
+fn whole_tensors(m: &Ct2Model) -> Vec<(String, String)> {
     let mut whole: Vec<(String, String)> = vec![
         (
             "encoder/conv1/weight".into(),
@@ -216,7 +200,28 @@ pub fn mapping(m: &Ct2Model) -> Result<Vec<Mapped>, ConvertError> {
             );
         }
     }
-    for (src, name) in whole {
+    whole
+}
+
+/// The full tensor mapping for `m`, in output order.
+pub fn mapping(m: &Ct2Model) -> Result<Vec<Mapped>, ConvertError> {
+    let d = var(m, "decoder/embeddings/weight")?
+        .dims
+        .get(1)
+        .copied()
+        .ok_or_else(|| ConvertError::Layout("embeddings are not 2-D".into()))?;
+    let mut out = Vec::new();
+    let mut push = |name: String, source: String, rows: Range<usize>| {
+        out.push(Mapped { name, source, rows });
+    };
+    let rows_of = |src: &str| -> Result<usize, ConvertError> {
+        var(m, src)?
+            .dims
+            .first()
+            .copied()
+            .ok_or_else(|| ConvertError::Layout(format!("{src} is a scalar")))
+    };
+    for (src, name) in whole_tensors(m) {
         let rows = rows_of(&src)?;
         push(name, src, 0..rows);
     }

@@ -28,6 +28,17 @@ pub fn render_table(summary: &RunSummary) -> String {
         fixed(summary.utility, 3),
         fixed(summary.utility_correct, 3)
     );
+    modality_rows(&mut out, summary);
+    modality_notes(&mut out, summary);
+    run_lines(&mut out, summary);
+    for note in &summary.platform {
+        let _ = writeln!(out, "platform   {}", printable(note));
+    }
+    out
+}
+
+/// The header and one row per modality, accounting for every input.
+fn modality_rows(out: &mut String, summary: &RunSummary) {
     let _ = writeln!(
         out,
         "{:<9}{:>8}{:>8}{:>6}{:>6}{:>8}{:>8}{:>7}{:>7}{:>10}{:>9}{:>9}{:>8}",
@@ -68,6 +79,10 @@ pub fn render_table(summary: &RunSummary) -> String {
             }
         );
     }
+}
+
+/// Per modality: what each health action dropped, its deadline rule, its commonest failures.
+fn modality_notes(out: &mut String, summary: &RunSummary) {
     for (name, m) in summary.modalities() {
         if !m.dropped_by.is_empty() {
             let by: Vec<String> = m
@@ -98,6 +113,11 @@ pub fn render_table(summary: &RunSummary) -> String {
             );
         }
     }
+}
+
+/// One line each for the LLM, the LDTI, alignment, audio, routing, health and the
+/// scheduler overhead.
+fn run_lines(out: &mut String, summary: &RunSummary) {
     let llm = &summary.llm;
     let _ = writeln!(
         out,
@@ -167,10 +187,6 @@ pub fn render_table(summary: &RunSummary) -> String {
         "scheduler  overhead {} % of CPU",
         fixed(summary.scheduler_overhead_pct, 2)
     );
-    for note in &summary.platform {
-        let _ = writeln!(out, "platform   {}", printable(note));
-    }
-    out
 }
 
 /// `text` cut to `max` characters, with `…` where it was cut.

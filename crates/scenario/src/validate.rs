@@ -245,32 +245,55 @@ fn check_stream(
     }
     c.range(at, f("loss_pct"), s.loss_pct, 0.0, 100.0, "a percentage")?;
     if let Some(j) = &s.jitter {
-        c.range(at, f("jitter.shape"), j.shape, 0.1, 100.0, "a Gamma shape")?;
-        match (j.scale_ms, j.p99_ms) {
-            (Some(_), Some(_)) | (None, None) => {
-                let shown = |v: Option<f64>| v.map_or_else(|| "(missing)".to_string(), number);
-                return Err(c.err(
-                    at,
-                    f("jitter"),
-                    format!(
-                        "scale_ms = {}, p99_ms = {}",
-                        shown(j.scale_ms),
-                        shown(j.p99_ms)
-                    ),
-                    "give exactly one of scale_ms or p99_ms",
-                ));
-            }
-            (Some(v), None) => c.range(
-                at,
-                f("jitter.scale_ms"),
-                v,
-                0.0,
-                10_000.0,
-                "a Gamma scale in ms",
-            )?,
-            (None, Some(v)) => c.range(at, f("jitter.p99_ms"), v, 0.0, 60_000.0, "a P99 in ms")?,
-        }
+        stream_jitter(c, at, &f, j)?;
     }
+    stream_models(c, at, &f, s, models)?;
+    Ok(())
+}
+
+/// A stream's jitter: a Gamma shape, and exactly one of its scale or its P99.
+fn stream_jitter(
+    c: &Checker,
+    at: usize,
+    f: &dyn Fn(&str) -> String,
+    j: &crate::model::JitterSettings,
+) -> Result<(), ScenarioError> {
+    c.range(at, f("jitter.shape"), j.shape, 0.1, 100.0, "a Gamma shape")?;
+    match (j.scale_ms, j.p99_ms) {
+        (Some(_), Some(_)) | (None, None) => {
+            let shown = |v: Option<f64>| v.map_or_else(|| "(missing)".to_string(), number);
+            return Err(c.err(
+                at,
+                f("jitter"),
+                format!(
+                    "scale_ms = {}, p99_ms = {}",
+                    shown(j.scale_ms),
+                    shown(j.p99_ms)
+                ),
+                "give exactly one of scale_ms or p99_ms",
+            ));
+        }
+        (Some(v), None) => c.range(
+            at,
+            f("jitter.scale_ms"),
+            v,
+            0.0,
+            10_000.0,
+            "a Gamma scale in ms",
+        )?,
+        (None, Some(v)) => c.range(at, f("jitter.p99_ms"), v, 0.0, 60_000.0, "a P99 in ms")?,
+    }
+    Ok(())
+}
+
+/// Every model a stream names is one of the scenario's.
+fn stream_models(
+    c: &Checker,
+    at: usize,
+    f: &dyn Fn(&str) -> String,
+    s: &Stream,
+    models: &HashSet<&str>,
+) -> Result<(), ScenarioError> {
     for (k, m) in s.models.iter().enumerate() {
         if !models.contains(m.as_str()) {
             let mut known: Vec<&str> = models.iter().copied().collect();
@@ -365,6 +388,18 @@ fn check_episode(
         }
         _ => {}
     }
+    episode_ranges(c, at, &f, e)?;
+    episode_needs(c, at, &f, &kind, e)?;
+    Ok(())
+}
+
+/// Each of an episode's numbers, when given, within its range.
+fn episode_ranges(
+    c: &Checker,
+    at: usize,
+    f: &dyn Fn(&str) -> String,
+    e: &Episode,
+) -> Result<(), ScenarioError> {
     c.opt_range(
         at,
         f("fraction"),
@@ -450,9 +485,21 @@ fn check_episode(
         50.0,
         "an acceleration in g",
     )?;
+    Ok(())
+}
+
+/// The fields an episode of each kind cannot do without, and how they go together.
+fn episode_needs(
+    c: &Checker,
+    at: usize,
+    f: &dyn Fn(&str) -> String,
+    kind: &str,
+    e: &Episode,
+) -> Result<(), ScenarioError> {
+    use EpisodeKind as K;
     match e.kind {
         K::Jitter => {
-            c.need(at, f("p99_ms"), &e.p99_ms, &kind)?;
+            c.need(at, f("p99_ms"), &e.p99_ms, kind)?;
             if e.burst_every_ms.is_some() != e.burst_ms.is_some() {
                 return Err(c.err(
                     at,
@@ -463,9 +510,9 @@ fn check_episode(
             }
         }
         K::Temperature => {
-            c.need(at, f("temp_min_c"), &e.temp_min_c, &kind)?;
-            c.need(at, f("temp_max_c"), &e.temp_max_c, &kind)?;
-            c.need(at, f("cycle_h"), &e.cycle_h, &kind)?;
+            c.need(at, f("temp_min_c"), &e.temp_min_c, kind)?;
+            c.need(at, f("temp_max_c"), &e.temp_max_c, kind)?;
+            c.need(at, f("cycle_h"), &e.cycle_h, kind)?;
             if e.temp_min_c > e.temp_max_c {
                 return Err(c.err(
                     at,
@@ -475,14 +522,14 @@ fn check_episode(
                 ));
             }
         }
-        K::PacketLoss => c.need(at, f("loss_pct"), &e.loss_pct, &kind)?,
-        K::WifiSwitching => c.need(at, f("switches_per_min"), &e.switches_per_min, &kind)?,
+        K::PacketLoss => c.need(at, f("loss_pct"), &e.loss_pct, kind)?,
+        K::WifiSwitching => c.need(at, f("switches_per_min"), &e.switches_per_min, kind)?,
         K::LoadSpike => {
-            c.need(at, f("every_ms"), &e.every_ms, &kind)?;
-            c.need(at, f("spike_ms"), &e.spike_ms, &kind)?;
-            c.need(at, f("load_pct"), &e.load_pct, &kind)?;
+            c.need(at, f("every_ms"), &e.every_ms, kind)?;
+            c.need(at, f("spike_ms"), &e.spike_ms, kind)?;
+            c.need(at, f("load_pct"), &e.load_pct, kind)?;
         }
-        K::Vibration => c.need(at, f("amplitude_g"), &e.amplitude_g, &kind)?,
+        K::Vibration => c.need(at, f("amplitude_g"), &e.amplitude_g, kind)?,
         K::Blur | K::Dark => {}
     }
     Ok(())

@@ -293,33 +293,8 @@ pub fn generate(cfg: DemoConfig) -> Trace {
             );
             next_policy += 15_000 * MS + g.rng.range_ns(0.0, 5_000.0);
         } else if t == next_cam {
-            let offset = 35 + (secs * 0.4) as i64; // camera clock drifts against the device
-            let ctx = g.new_job(
-                Modality::Image,
-                Some("ppocr-v4"),
-                "worker-vision",
-                "camera0",
-                offset,
-            );
-            let deadline = t + cam_period;
-            if g.rng.unit() < 0.06 {
-                g.rec(&ctx, RecordKind::Instant, stage::SKIP, t, 0);
-                g.attr(attr::REASON, json!("dark frame: text-only path"));
-            } else if wave > 0.85 && g.rng.unit() < 0.3 {
-                g.rec(&ctx, RecordKind::Instant, stage::SHED, t, 0);
-                g.attr(
-                    attr::REASON,
-                    json!("overload: priority below admission cut"),
-                );
-                g.queue_depth += 1;
-            } else {
-                let slow = if g.llm_busy_until > t { 1.6 } else { 1.0 } * (1.0 + 0.6 * wave);
-                let exec = (g.rng.range_ns(11.0, 17.0) as f64 * slow) as u64;
-                let (_, end) = g.pipeline(&ctx, t, (1.5, 2.5), exec, (0.8, 1.6));
-                g.root(&ctx, t, end, deadline);
-                if end > deadline {
-                    recent_misses += 1.0;
-                }
+            if camera_frame(&mut g, t, secs, wave, t + cam_period) {
+                recent_misses += 1.0;
             }
             next_cam += cam_period;
         } else if t == next_mic {
@@ -380,37 +355,73 @@ pub fn generate(cfg: DemoConfig) -> Trace {
         }
     }
     g.out.sort_by_key(|r| r.ts_ns);
+    Trace {
+        header: demo_header(cfg.seed),
+        records: g.out,
+    }
+}
+
+/// A camera frame at `t`: skipped (dark), shed (overload), or run through OCR; whether its
+/// result missed `deadline`.
+fn camera_frame(g: &mut Gen, t: u64, secs: f64, wave: f64, deadline: u64) -> bool {
+    let offset = 35 + (secs * 0.4) as i64; // camera clock drifts against the device
+    let ctx = g.new_job(
+        Modality::Image,
+        Some("ppocr-v4"),
+        "worker-vision",
+        "camera0",
+        offset,
+    );
+    if g.rng.unit() < 0.06 {
+        g.rec(&ctx, RecordKind::Instant, stage::SKIP, t, 0);
+        g.attr(attr::REASON, json!("dark frame: text-only path"));
+    } else if wave > 0.85 && g.rng.unit() < 0.3 {
+        g.rec(&ctx, RecordKind::Instant, stage::SHED, t, 0);
+        g.attr(
+            attr::REASON,
+            json!("overload: priority below admission cut"),
+        );
+        g.queue_depth += 1;
+    } else {
+        let slow = if g.llm_busy_until > t { 1.6 } else { 1.0 } * (1.0 + 0.6 * wave);
+        let exec = (g.rng.range_ns(11.0, 17.0) as f64 * slow) as u64;
+        let (_, end) = g.pipeline(&ctx, t, (1.5, 2.5), exec, (0.8, 1.6));
+        g.root(&ctx, t, end, deadline);
+        return end > deadline;
+    }
+    false
+}
+
+/// The demo's header: its clock domains and a fixed start.
+fn demo_header(seed: u64) -> Header {
     let mut metadata = BTreeMap::new();
     metadata.insert("generator".into(), json!("mmsched trace demo"));
     metadata.insert("demo".into(), json!(true));
-    metadata.insert("seed".into(), json!(cfg.seed));
+    metadata.insert("seed".into(), json!(seed));
     metadata.insert("policy_etag".into(), json!("\"p-1\""));
-    Trace {
-        header: Header {
-            mmtrace: FORMAT_VERSION,
-            clocks: vec![
-                ClockDomain {
-                    name: "device".into(),
-                    description: "scheduler monotonic timeline".into(),
-                },
-                ClockDomain {
-                    name: "camera0".into(),
-                    description: "camera sensor clock".into(),
-                },
-                ClockDomain {
-                    name: "mic0".into(),
-                    description: "microphone codec clock".into(),
-                },
-                ClockDomain {
-                    name: "imu0".into(),
-                    description: "IMU sample clock".into(),
-                },
-            ],
-            // 2026-01-01T00:00:00Z: a fixed start keeps the demo reproducible.
-            start_unix_nanos: 1_767_225_600_000_000_000,
-            metadata,
-        },
-        records: g.out,
+    Header {
+        mmtrace: FORMAT_VERSION,
+        clocks: vec![
+            ClockDomain {
+                name: "device".into(),
+                description: "scheduler monotonic timeline".into(),
+            },
+            ClockDomain {
+                name: "camera0".into(),
+                description: "camera sensor clock".into(),
+            },
+            ClockDomain {
+                name: "mic0".into(),
+                description: "microphone codec clock".into(),
+            },
+            ClockDomain {
+                name: "imu0".into(),
+                description: "IMU sample clock".into(),
+            },
+        ],
+        // 2026-01-01T00:00:00Z: a fixed start keeps the demo reproducible.
+        start_unix_nanos: 1_767_225_600_000_000_000,
+        metadata,
     }
 }
 

@@ -89,6 +89,101 @@ fn on_thread(r: &Record) -> bool {
     r.kind == RecordKind::Span && r.name != stage::JOB && r.name != stage::QUEUED
 }
 
+/// Flow arrows, one per (cause, caused job): from the middle of the cause's slice to the
+/// first thread slice of the job it caused.
+fn push_flows(
+    out: &mut Out,
+    trace: &Trace,
+    placed: &HashMap<SpanId, (u32, u64, u64)>,
+    first_thread_slice: &HashMap<u64, (u32, u64)>,
+) {
+    let mut flows: BTreeSet<(SpanId, u64)> = BTreeSet::new();
+    for r in &trace.records {
+        if let (Some(cause), Some(job)) = (r.caused_by(), r.job) {
+            flows.insert((cause, job));
+        }
+    }
+    for (flow_id, (cause, job)) in flows.iter().enumerate() {
+        let (Some(&(src_tid, src_ts, src_dur)), Some(&(dst_tid, dst_ts))) =
+            (placed.get(cause), first_thread_slice.get(job))
+        else {
+            continue;
+        };
+        // Bind inside the slices: the middle of the cause, the start of the effect.
+        let s_ts = src_ts + src_dur / 2;
+        out.push(
+            s_ts,
+            3,
+            0,
+            json!({"ph": "s", "cat": "flow", "name": "caused_by", "id": flow_id + 1,
+                   "pid": PID_COMPUTE, "tid": src_tid, "ts": us(s_ts)}),
+        );
+        out.push(
+            dst_ts,
+            3,
+            0,
+            json!({"ph": "f", "bp": "e", "cat": "flow", "name": "caused_by", "id": flow_id + 1,
+                   "pid": PID_COMPUTE, "tid": dst_tid, "ts": us(dst_ts)}),
+        );
+    }
+}
+
+/// The processes' and threads' names and sort order.
+fn metadata_events(
+    track_tids: &BTreeMap<String, u32>,
+    modality_pids: &BTreeMap<u32, String>,
+) -> Vec<Value> {
+    let mut events = Vec::with_capacity(track_tids.len() + 2 * modality_pids.len() + 4);
+    let meta = |pid: u32, tid: u32, name: &str, arg: Value| json!({"ph": "M", "pid": pid, "tid": tid, "name": name, "args": arg});
+    events.push(meta(
+        PID_COMPUTE,
+        0,
+        "process_name",
+        json!({"name": "compute tracks"}),
+    ));
+    events.push(meta(
+        PID_COMPUTE,
+        0,
+        "process_sort_index",
+        json!({"sort_index": 1}),
+    ));
+    events.push(meta(
+        PID_HEALTH,
+        0,
+        "process_name",
+        json!({"name": "health"}),
+    ));
+    events.push(meta(
+        PID_HEALTH,
+        0,
+        "process_sort_index",
+        json!({"sort_index": 0}),
+    ));
+    for (track, tid) in track_tids {
+        events.push(meta(
+            PID_COMPUTE,
+            *tid,
+            "thread_name",
+            json!({"name": track}),
+        ));
+    }
+    for (pid, name) in modality_pids {
+        events.push(meta(
+            *pid,
+            *pid,
+            "process_name",
+            json!({"name": format!("{name} jobs")}),
+        ));
+        events.push(meta(
+            *pid,
+            *pid,
+            "process_sort_index",
+            json!({"sort_index": pid}),
+        ));
+    }
+    events
+}
+
 /// Converts a trace to a Chrome trace-event JSON document (`{"traceEvents": [...]}`).
 pub fn to_chrome_json(trace: &Trace) -> Value {
     let mut out = Out { events: Vec::new() };
@@ -185,86 +280,10 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
         }
     }
 
-    // Flow arrows: one per (cause, caused job).
-    let mut flows: BTreeSet<(SpanId, u64)> = BTreeSet::new();
-    for r in &trace.records {
-        if let (Some(cause), Some(job)) = (r.caused_by(), r.job) {
-            flows.insert((cause, job));
-        }
-    }
-    for (flow_id, (cause, job)) in flows.iter().enumerate() {
-        let (Some(&(src_tid, src_ts, src_dur)), Some(&(dst_tid, dst_ts))) =
-            (placed.get(cause), first_thread_slice.get(job))
-        else {
-            continue;
-        };
-        // Bind inside the slices: the middle of the cause, the start of the effect.
-        let s_ts = src_ts + src_dur / 2;
-        out.push(
-            s_ts,
-            3,
-            0,
-            json!({"ph": "s", "cat": "flow", "name": "caused_by", "id": flow_id + 1,
-                   "pid": PID_COMPUTE, "tid": src_tid, "ts": us(s_ts)}),
-        );
-        out.push(
-            dst_ts,
-            3,
-            0,
-            json!({"ph": "f", "bp": "e", "cat": "flow", "name": "caused_by", "id": flow_id + 1,
-                   "pid": PID_COMPUTE, "tid": dst_tid, "ts": us(dst_ts)}),
-        );
-    }
-
+    push_flows(&mut out, trace, &placed, &first_thread_slice);
     out.events.sort_by_key(|(k, _)| *k);
     let mut events: Vec<Value> = Vec::with_capacity(out.events.len() + 16);
-    let meta = |pid: u32, tid: u32, name: &str, arg: Value| json!({"ph": "M", "pid": pid, "tid": tid, "name": name, "args": arg});
-    events.push(meta(
-        PID_COMPUTE,
-        0,
-        "process_name",
-        json!({"name": "compute tracks"}),
-    ));
-    events.push(meta(
-        PID_COMPUTE,
-        0,
-        "process_sort_index",
-        json!({"sort_index": 1}),
-    ));
-    events.push(meta(
-        PID_HEALTH,
-        0,
-        "process_name",
-        json!({"name": "health"}),
-    ));
-    events.push(meta(
-        PID_HEALTH,
-        0,
-        "process_sort_index",
-        json!({"sort_index": 0}),
-    ));
-    for (track, tid) in &track_tids {
-        events.push(meta(
-            PID_COMPUTE,
-            *tid,
-            "thread_name",
-            json!({"name": track}),
-        ));
-    }
-    for (pid, name) in &modality_pids {
-        events.push(meta(
-            *pid,
-            *pid,
-            "process_name",
-            json!({"name": format!("{name} jobs")}),
-        ));
-        events.push(meta(
-            *pid,
-            *pid,
-            "process_sort_index",
-            json!({"sort_index": pid}),
-        ));
-    }
+    events.extend(metadata_events(&track_tids, &modality_pids));
     events.extend(out.events.into_iter().map(|(_, v)| v));
     let mut meta_obj = Map::new();
     meta_obj.insert("source".into(), json!("mmsched"));

@@ -102,45 +102,7 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
     let mut figures = Vec::new();
 
     progress(args.json, "decision steps (Scheduler::step)");
-    let mut step = Vec::new();
-    for (n, key, unit) in [
-        (10, "step_p99_ns_10", "ns, 10 queued"),
-        (100, "step_p99_ns_100", "ns, 100 queued"),
-        (1_000, "step_p99_ns_1k", "ns, 1k queued"),
-        (10_000, "step_p99_ns_10k", "ns, 10k queued"),
-    ] {
-        let iterations = (2_000_000 / n).clamp(2_000, 100_000) / scale;
-        let p99 = step_p99_ns(&clock, &policy, n, iterations.max(100))?;
-        step.push(p99 as f64);
-        figures.push(Figure {
-            key,
-            label: "decision step, P99 (1 arrival + 1 finish)",
-            value: p99 as f64,
-            unit,
-            goal: (n == 1_000).then_some(Goal::AtMost(2_000.0)),
-        });
-    }
-    figures.push(Figure {
-        key: "arbitrate_p99_ns_1k",
-        label: "arbitration decision (= decision step), P99",
-        value: step[2],
-        unit: "ns, 1k queued",
-        goal: Some(Goal::AtMost(2_000.0)),
-    });
-    figures.push(Figure {
-        key: "arbitrate_p99_ns_10k",
-        label: "arbitration decision (= decision step), P99",
-        value: step[3],
-        unit: "ns, 10k queued",
-        goal: None,
-    });
-    figures.push(Figure {
-        key: "step_growth_1k_to_10k",
-        label: "decision step P99, 10k queued over 1k queued",
-        value: (step[3] / step[2].max(1.0) * 100.0).round() / 100.0,
-        unit: "×",
-        goal: Some(Goal::AtMost(3.0)),
-    });
+    figures.extend(step_figures(&clock, &policy, scale)?);
 
     progress(args.json, "ready-queue operations");
     for (n, key, key_score) in [
@@ -221,7 +183,61 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
     });
 
     progress(args.json, "EDF against score dispatch");
-    let d = dispatch_comparison(&policy, 1_000 / scale as u64);
+    figures.extend(dispatch_figures(&policy, scale));
+
+    print_figures(&figures, args.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The decision step's P99 at 10 to 10k queued jobs, and how it grows.
+fn step_figures(clock: &MonotonicClock, policy: &Policy, scale: usize) -> Result<Vec<Figure>> {
+    let mut figures = Vec::new();
+    let mut step = Vec::new();
+    for (n, key, unit) in [
+        (10, "step_p99_ns_10", "ns, 10 queued"),
+        (100, "step_p99_ns_100", "ns, 100 queued"),
+        (1_000, "step_p99_ns_1k", "ns, 1k queued"),
+        (10_000, "step_p99_ns_10k", "ns, 10k queued"),
+    ] {
+        let iterations = (2_000_000 / n).clamp(2_000, 100_000) / scale;
+        let p99 = step_p99_ns(clock, policy, n, iterations.max(100))?;
+        step.push(p99 as f64);
+        figures.push(Figure {
+            key,
+            label: "decision step, P99 (1 arrival + 1 finish)",
+            value: p99 as f64,
+            unit,
+            goal: (n == 1_000).then_some(Goal::AtMost(2_000.0)),
+        });
+    }
+    figures.push(Figure {
+        key: "arbitrate_p99_ns_1k",
+        label: "arbitration decision (= decision step), P99",
+        value: step[2],
+        unit: "ns, 1k queued",
+        goal: Some(Goal::AtMost(2_000.0)),
+    });
+    figures.push(Figure {
+        key: "arbitrate_p99_ns_10k",
+        label: "arbitration decision (= decision step), P99",
+        value: step[3],
+        unit: "ns, 10k queued",
+        goal: None,
+    });
+    figures.push(Figure {
+        key: "step_growth_1k_to_10k",
+        label: "decision step P99, 10k queued over 1k queued",
+        value: (step[3] / step[2].max(1.0) * 100.0).round() / 100.0,
+        unit: "×",
+        goal: Some(Goal::AtMost(3.0)),
+    });
+    Ok(figures)
+}
+
+/// Deadline misses of EDF and of score dispatch on random task sets.
+fn dispatch_figures(policy: &Policy, scale: usize) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    let d = dispatch_comparison(policy, 1_000 / scale as u64);
     for (key, label, value) in [
         (
             "dispatch_task_sets",
@@ -249,10 +265,14 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
             goal: (key == "edf_missed_jobs").then_some(Goal::AtMost(0.0)),
         });
     }
+    figures
+}
 
-    if args.json {
+/// The figures as one JSON object, or as a table with what each measures.
+fn print_figures(figures: &[Figure], json: bool) {
+    if json {
         let mut obj = serde_json::Map::new();
-        for f in &figures {
+        for f in figures {
             let v = if f.value.fract() == 0.0 && f.value.abs() < 9e15 {
                 serde_json::json!(f.value as i64)
             } else {
@@ -269,7 +289,7 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
             "unit",
             "goal"
         );
-        for f in &figures {
+        for f in figures {
             let value = if f.value.fract() == 0.0 {
                 format!("{}", f.value as i64)
             } else {
@@ -300,7 +320,6 @@ pub fn run(args: CoreArgs) -> Result<ExitCode> {
              rolling one slot every 4 operations."
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn random_job(rng: &mut Rng, id: u64, now: Nanos, classes: &[ClassId]) -> Job {

@@ -207,7 +207,7 @@ impl LlamaDirect {
         self.model.clear();
         let mut first = None;
         for ids in prompt.chunks(self.chunk.max(1)) {
-            first = Some(argmax(self.model.forward(ids).map_err(anyhow::Error::msg)?));
+            first = Some(argmax(self.model.forward(ids)?));
         }
         let Some(first) = first else {
             bail!("empty prompt")
@@ -217,11 +217,7 @@ impl LlamaDirect {
     }
 
     fn step(&mut self) -> Result<u32> {
-        let next = argmax(
-            self.model
-                .forward(&[self.last])
-                .map_err(anyhow::Error::msg)?,
-        );
+        let next = argmax(self.model.forward(&[self.last])?);
         self.last = next;
         Ok(next)
     }
@@ -249,7 +245,7 @@ impl Direct {
         #[cfg(feature = "llama")]
         if let Some(model) = s.llama_model() {
             return Ok(Direct::Llama(LlamaDirect {
-                model: model.fork().map_err(anyhow::Error::msg)?,
+                model: model.fork()?,
                 chunk,
                 last: 0,
             }));
@@ -409,6 +405,46 @@ fn sweep_run(
     Ok(())
 }
 
+/// The thread sweep: one untimed round, then `runs` rounds of prefill and decoding on
+/// each of [`SWEEP_THREADS`], the order alternating between rounds.
+fn thread_sweep(
+    s: &mut LlmSession,
+    runs: u32,
+    long: &[u32],
+    prompt: &[u32],
+    n: usize,
+    clock: &MonotonicClock,
+) -> Result<Vec<SweepStats>> {
+    let mut st: Vec<SweepStats> = SWEEP_THREADS
+        .iter()
+        .map(|_| SweepStats {
+            prefill: hist(),
+            steps: hist(),
+            tokens: Vec::new(),
+        })
+        .collect();
+    // One untimed round, then `runs` rounds, the order alternating.
+    let mut scratch = SweepStats {
+        prefill: hist(),
+        steps: hist(),
+        tokens: Vec::new(),
+    };
+    for &t in &SWEEP_THREADS {
+        sweep_run(s, t, long, prompt, n, clock, &mut scratch)?;
+    }
+    for r in 0..runs as usize {
+        for k in 0..SWEEP_THREADS.len() {
+            let i = if r % 2 == 0 {
+                k
+            } else {
+                SWEEP_THREADS.len() - 1 - k
+            };
+            sweep_run(s, SWEEP_THREADS[i], long, prompt, n, clock, &mut st[i])?;
+        }
+    }
+    Ok(st)
+}
+
 /// Measures Gemma-3 on `engine`: `runs` layer/direct generation pairs of `n` tokens,
 /// then `runs` rounds of the thread sweep where the engine takes grants.
 pub(super) fn bench_llm(
@@ -456,41 +492,7 @@ pub(super) fn bench_llm(
     let long = s.tokenizer().encode(PREFILL_PROMPT);
     let sweep = if s.grant_threads(threads).is_some() {
         bar.set_message(format!("gemma3-270m [{engine}, 1 and 2 threads]"));
-        let mut st: Vec<SweepStats> = SWEEP_THREADS
-            .iter()
-            .map(|_| SweepStats {
-                prefill: hist(),
-                steps: hist(),
-                tokens: Vec::new(),
-            })
-            .collect();
-        // One untimed round, then `runs` rounds, the order alternating.
-        let mut scratch = SweepStats {
-            prefill: hist(),
-            steps: hist(),
-            tokens: Vec::new(),
-        };
-        for &t in &SWEEP_THREADS {
-            sweep_run(&mut s, t, &long, &prompt, n, clock, &mut scratch)?;
-        }
-        for r in 0..runs as usize {
-            for k in 0..SWEEP_THREADS.len() {
-                let i = if r % 2 == 0 {
-                    k
-                } else {
-                    SWEEP_THREADS.len() - 1 - k
-                };
-                sweep_run(
-                    &mut s,
-                    SWEEP_THREADS[i],
-                    &long,
-                    &prompt,
-                    n,
-                    clock,
-                    &mut st[i],
-                )?;
-            }
-        }
+        let st = thread_sweep(&mut s, runs, &long, &prompt, n, clock)?;
         s.grant_threads(threads);
         Some(st)
     } else {

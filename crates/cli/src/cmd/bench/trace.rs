@@ -84,23 +84,22 @@ fn progress(len: u64, quiet: bool, msg: &'static str) -> ProgressBar {
     pb
 }
 
-/// Runs the benchmark.
-pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
-    if a.threads == 0 || a.threads > 256 {
-        bail!("--threads must be between 1 and 256, got {}", a.threads);
-    }
-    if a.events < BATCH {
-        bail!("--events must be at least {BATCH}, got {}", a.events);
-    }
-    if a.rate == 0 || a.seconds == 0 {
-        bail!("--rate and --seconds must be greater than 0");
-    }
-    let clock = Arc::new(MonotonicClock::new());
+/// Phase 1's figures: the worker-side cost of recording an event.
+struct Overhead {
+    /// Nanoseconds per event, of the batches whose events all went into the ring.
+    hist: Histogram<u64>,
+    /// Events the consumer drained.
+    drained: u64,
+    /// Events dropped on a full ring.
+    dropped: u64,
+    /// Events the workers tried to record.
+    attempted: u64,
+}
 
-    // Phase 1: worker-side overhead under contention.
+/// Phase 1: worker-side overhead under contention, a consumer draining as fast as it can.
+fn overhead(a: &TraceBenchArgs, clock: &Arc<MonotonicClock>, ids: &Arc<IdGen>) -> Result<Overhead> {
     let (rec, mut drain) = recorder(a.capacity);
-    let ids = Arc::new(IdGen::from_seed(7));
-    let template = event_template(&rec, &ids)?;
+    let template = event_template(&rec, ids)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let consumer = {
         let stop = stop.clone();
@@ -114,6 +113,7 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
         })
     };
     let pb = progress(a.events * a.threads as u64, a.json, "overhead");
+    let events = a.events;
     let workers: Vec<_> = (0..a.threads)
         .map(|w| {
             let rec = rec.clone();
@@ -125,7 +125,7 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
                 let mut ev = template;
                 ev.job = Some(w as u64);
                 let mut done = 0;
-                while done < a.events {
+                while done < events {
                     let t0 = clock.now_nanos();
                     let mut all_accepted = true;
                     for i in 0..BATCH {
@@ -161,10 +161,34 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
         .map_err(|_| anyhow::anyhow!("the benchmark consumer panicked"))?;
     let overhead_dropped = rec.dropped();
     let attempted = (a.events / BATCH) * BATCH * a.threads as u64;
+    Ok(Overhead {
+        hist,
+        drained,
+        dropped: overhead_dropped,
+        attempted,
+    })
+}
 
-    // Phase 2: sustained rate with the real drain thread writing NDJSON.
+/// Phase 2's figures: a paced rate through the real drain thread.
+struct Sustained {
+    /// Events the workers recorded.
+    sent: u64,
+    /// Events per second achieved.
+    achieved: f64,
+    /// What the drain thread wrote and dropped.
+    stats: mmsched_trace::recorder::DrainStats,
+    /// The ring's size.
+    capacity: usize,
+}
+
+/// Phase 2: the sustained rate with the real drain thread writing NDJSON.
+fn sustained(
+    a: &TraceBenchArgs,
+    clock: &Arc<MonotonicClock>,
+    ids: &Arc<IdGen>,
+) -> Result<Sustained> {
     let (rec, drain) = recorder(a.capacity);
-    let template = event_template(&rec, &ids)?;
+    let template = event_template(&rec, ids)?;
     let writer = Writer::new(std::io::sink(), &Header::new(0)).context("writer")?;
     let drainer = DrainThread::spawn(drain, writer, Duration::from_millis(10))
         .context("cannot start the drain thread")?;
@@ -211,6 +235,40 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let stats = drainer.stop().context("drain thread")?;
     let achieved = sent as f64 / (elapsed_ns as f64 / 1e9);
+    Ok(Sustained {
+        sent,
+        achieved,
+        stats,
+        capacity: rec.capacity(),
+    })
+}
+
+/// Runs the benchmark.
+pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
+    if a.threads == 0 || a.threads > 256 {
+        bail!("--threads must be between 1 and 256, got {}", a.threads);
+    }
+    if a.events < BATCH {
+        bail!("--events must be at least {BATCH}, got {}", a.events);
+    }
+    if a.rate == 0 || a.seconds == 0 {
+        bail!("--rate and --seconds must be greater than 0");
+    }
+    let clock = Arc::new(MonotonicClock::new());
+
+    let ids = Arc::new(IdGen::from_seed(7));
+    let Overhead {
+        hist,
+        drained,
+        dropped: overhead_dropped,
+        attempted,
+    } = overhead(&a, &clock, &ids)?;
+    let Sustained {
+        sent,
+        achieved,
+        stats,
+        capacity,
+    } = sustained(&a, &clock, &ids)?;
 
     let timed_events = hist.len() * BATCH;
     let p50 = hist.value_at_quantile(0.5);
@@ -221,7 +279,7 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
             "{}",
             json!({
                 "threads": a.threads,
-                "capacity": rec.capacity(),
+                "capacity": capacity,
                 "overhead": {
                     "events": attempted,
                     "timed_events": timed_events,
@@ -245,7 +303,7 @@ pub fn run(a: TraceBenchArgs) -> Result<ExitCode> {
     } else {
         outln!(
             "trace recorder, ring of {} events, {} worker threads",
-            rec.capacity(),
+            capacity,
             a.threads
         );
         outln!(

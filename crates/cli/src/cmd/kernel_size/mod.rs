@@ -269,17 +269,8 @@ fn parse_log(text: &str) -> LogFigures {
     f
 }
 
-fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
-    let bytes = std::fs::read(elf_path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read the firmware ELF {} ({e}); build it first with \
-             `firmware/mcu-demo/run-qemu.sh` (or `cd firmware/mcu-demo && cargo build --release`), \
-             or pass --elf",
-            elf_path.display()
-        )
-    })?;
-    let elf = Elf::parse(bytes).with_context(|| format!("reading {}", elf_path.display()))?;
-
+/// The allocated sections with their ROM and RAM bytes, and the totals of each.
+fn section_rows(elf: &Elf) -> (Vec<SectionRow>, u64, u64) {
     let mut sections = Vec::new();
     let (mut rom_total, mut ram_total) = (0, 0);
     for s in &elf.sections {
@@ -297,6 +288,34 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
             ram_bytes: ram,
         });
     }
+    (sections, rom_total, ram_total)
+}
+
+/// Instruction counts of the context-switch paths, read from the code.
+fn switch_static(elf: &Elf) -> SwitchStatic {
+    SwitchStatic {
+        trap_entry_exit_instructions: instructions_of(elf, |_, s| s.name == "_mmk_trap"),
+        trap_interrupt_extra_instructions: instructions_of(elf, |_, s| s.name == "_mmk_trap_irq"),
+        yield_path_instructions: instructions_of(elf, |_, s| s.name == "mmk_yield_rust")
+            + instructions_of(elf, |w, _| has(w, "Kernel", "yield_switch")),
+        trap_handler_instructions: instructions_of(elf, |_, s| s.name == "mmk_trap_rust"),
+        schedule_instructions: instructions_of(elf, |w, _| has(w, "Kernel", "schedule")),
+        pop_highest_instructions: instructions_of(elf, |w, _| has(w, "ReadyQueue", "pop_highest")),
+    }
+}
+
+fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
+    let bytes = std::fs::read(elf_path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read the firmware ELF {} ({e}); build it first with \
+             `firmware/mcu-demo/run-qemu.sh` (or `cd firmware/mcu-demo && cargo build --release`), \
+             or pass --elf",
+            elf_path.display()
+        )
+    })?;
+    let elf = Elf::parse(bytes).with_context(|| format!("reading {}", elf_path.display()))?;
+
+    let (sections, rom_total, ram_total) = section_rows(&elf);
 
     let mut components: BTreeMap<&'static str, Usage> =
         COMPONENTS.iter().map(|c| (c.0, Usage::default())).collect();
@@ -386,15 +405,7 @@ fn analyse(elf_path: &Path, log: Option<&Path>) -> Result<Report> {
     let rom_kernel = kernel_keys.iter().map(|k| components[k].rom_bytes).sum();
     let ram_kernel = kernel_keys.iter().map(|k| components[k].ram_bytes).sum();
 
-    let switch_static = SwitchStatic {
-        trap_entry_exit_instructions: instructions_of(&elf, |_, s| s.name == "_mmk_trap"),
-        trap_interrupt_extra_instructions: instructions_of(&elf, |_, s| s.name == "_mmk_trap_irq"),
-        yield_path_instructions: instructions_of(&elf, |_, s| s.name == "mmk_yield_rust")
-            + instructions_of(&elf, |w, _| has(w, "Kernel", "yield_switch")),
-        trap_handler_instructions: instructions_of(&elf, |_, s| s.name == "mmk_trap_rust"),
-        schedule_instructions: instructions_of(&elf, |w, _| has(w, "Kernel", "schedule")),
-        pop_highest_instructions: instructions_of(&elf, |w, _| has(w, "ReadyQueue", "pop_highest")),
-    };
+    let switch_static = switch_static(&elf);
 
     let log_path = match log {
         Some(p) => Some(p.to_path_buf()),
