@@ -1,6 +1,6 @@
 //! Measuring device latency profiles (S8): P50/P95/P99 per stage, per model, input size and
 //! engine. The format itself (and what a scheduler or simulator reads from it) is
-//! [`mmsched_core::profile`]; files are read and written by `mmsched_sim::profile`.
+//! [`mmsched_core::profile`]; files are read and written by `mmsched_world::profile`.
 //!
 //! Measuring is generic over [`Backend`]: [`measure`] runs any backend through
 //! [`run_timed`], so every engine (tract, ONNX Runtime, candle) is profiled the same way.

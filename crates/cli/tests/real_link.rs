@@ -45,7 +45,7 @@ fn a_trace_recorded_behind_a_real_bottleneck_replays_in_sim_jitter() {
         out.status.code()
     );
     let text = std::fs::read_to_string(&trace).expect("trace written");
-    let packets = mmsched_sim::jitter::parse_trace(&text).expect("the format sim jitter reads");
+    let packets = mmsched_world::jitter::parse_trace(&text).expect("the format sim jitter reads");
     // 25 s of 20 ms packets, from the first to the last received.
     assert!(
         (1000..=1300).contains(&packets.len()),

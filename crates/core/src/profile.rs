@@ -38,7 +38,7 @@
 //! job kind, each quality rung the policy declares ([`crate::rungs`]), in the policy's order:
 //! the cost of one job at that rung, of each kind of step it runs in, and its accuracy on
 //! inputs whose truth is known. Only types and pure functions live here; reading and writing files is
-//! the simulator's (`mmsched_sim::profile`) and measuring is the backends'.
+//! the simulator's (`mmsched_world::profile`) and measuring is the backends'.
 
 use alloc::collections::BTreeMap;
 use alloc::format;

@@ -46,7 +46,7 @@ const FALLBACK_PRIOR_NANOS: [Nanos; 4] = [100_000_000, 1_000_000, 1_000_000_000,
 /// The cost of one step of each kind (in [`Kind::ALL`] order) to assume until the runtime
 /// has measured its own: the profile's P99, else a fallback of the order of this project's
 /// models on a 2-core machine.
-pub fn cost_priors(profile: &mmsched_sim::profile::Profile) -> [Nanos; 4] {
+pub fn cost_priors(profile: &mmsched_world::profile::Profile) -> [Nanos; 4] {
     std::array::from_fn(|i| {
         profile
             .latency(Kind::ALL[i].as_str())

@@ -15,7 +15,7 @@ use mmsched_core::policy::Policy;
 use mmsched_core::time::Nanos;
 use mmsched_runtime::router::GateCounts;
 use mmsched_runtime::router::speech::{SegmenterConfig, SpeechGate, Utterance};
-use mmsched_sim::mic;
+use mmsched_world::mic;
 
 use crate::config::RunError;
 use crate::rtp_record::RtpRecorder;
@@ -104,7 +104,7 @@ impl AudioPath {
         // An 800 ms hangover keeps the short pauses between sentences inside one
         // utterance: Whisper reads a fixed 30 s window, so every extra call costs almost a
         // full transcription.
-        // The simulator models the same gate (`mmsched_sim::mic`): one set of lengths.
+        // The simulator models the same gate (`mmsched_world::mic`): one set of lengths.
         let packets = |nanos: Nanos| per_20ms((nanos / 20_000_000) as usize);
         let segmenter = SegmenterConfig {
             preroll_packets: packets(mic::PREROLL_NANOS),

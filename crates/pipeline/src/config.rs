@@ -234,10 +234,10 @@ impl RunConfig {
     /// The device latency profile of this run: [`RunConfig::profile`], else the scenario's
     /// `[device] profile`, else `$MMSCHED_HOME/profile.json` if measured, else the shipped
     /// reference — the same choice `mmsched sim` makes.
-    pub fn resolve_profile(&self) -> Result<mmsched_sim::profile::Profile, RunError> {
+    pub fn resolve_profile(&self) -> Result<mmsched_world::profile::Profile, RunError> {
         let scenario_file = self.scenario.device().profile.as_deref().map(PathBuf::from);
         let explicit = self.profile.clone().or(scenario_file);
-        mmsched_sim::profile::Profile::resolve(
+        mmsched_world::profile::Profile::resolve(
             explicit.as_deref(),
             Some(&mmsched_backends::paths::mmsched_home()),
         )
@@ -307,7 +307,7 @@ pub enum RunError {
     Profile {
         /// Why.
         #[source]
-        source: mmsched_sim::profile::ProfileError,
+        source: mmsched_world::profile::ProfileError,
     },
     /// Writing the trace failed.
     #[error("cannot write the trace file {}", path.display())]

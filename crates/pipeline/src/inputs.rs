@@ -22,7 +22,7 @@ use mmsched_runtime::source::text::{Prompt, TextConfig, TextRequests, read_promp
 use mmsched_runtime::source::video::{VideoConfig, VideoInput, VideoReader};
 use mmsched_runtime::source::{BoxedSource, SourceClock};
 use mmsched_scenario::{EpisodeKind, Scenario, SourceKind, SourceSpec, Stream, StreamKind};
-use mmsched_sim::jitter::{GammaJitter, JitterInjector};
+use mmsched_world::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
 use crate::source_error::SourceError;
@@ -99,7 +99,7 @@ impl<C: Clock> std::fmt::Debug for Inputs<C> {
 }
 
 fn injector(s: &Stream, scenario: &Scenario) -> Result<JitterInjector, RunError> {
-    let bad = |e: mmsched_sim::jitter::JitterError| RunError::Scenario {
+    let bad = |e: mmsched_world::jitter::JitterError| RunError::Scenario {
         scenario: scenario.name().to_string(),
         reason: format!("stream {}: {e}", s.name),
     };
@@ -161,7 +161,8 @@ fn speech(notes: &mut Vec<String>) -> (AudioInput, Option<SpeechScript>) {
             let mut samples = audio.samples;
             // Silence after each pass, so the microphone carries talk spurts (the simulator
             // loops the same).
-            let pause = (mmsched_sim::mic::RECORDING_PAUSE_NANOS * 16_000 / 1_000_000_000) as usize;
+            let pause =
+                (mmsched_world::mic::RECORDING_PAUSE_NANOS * 16_000 / 1_000_000_000) as usize;
             let script = SpeechScript::recording(
                 samples.len() as u64,
                 BECKETT_TRANSCRIPT,

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mmsched_core::time::{Clock, Nanos};
-pub use mmsched_sim::load::LoadProfile;
+pub use mmsched_world::load::LoadProfile;
 
 const TICK_NANOS: Nanos = 5_000_000;
 

@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(r.recorded(), 4);
         r.finish().expect("written");
         let text = std::fs::read_to_string(&path).expect("read");
-        let trace = mmsched_sim::jitter::parse_trace(&text).expect("the format sim jitter reads");
+        let trace = mmsched_world::jitter::parse_trace(&text).expect("the format sim jitter reads");
         let got: Vec<(u64, i64, Option<i64>)> = trace
             .iter()
             .map(|p| {

@@ -430,7 +430,7 @@ pub fn quantile(v: &mut [f64], q: f64) -> f64 {
     if v.is_empty() {
         f64::NAN
     } else {
-        mmsched_sim::stats::quantile(v, q)
+        mmsched_world::stats::quantile(v, q)
     }
 }
 

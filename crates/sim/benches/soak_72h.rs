@@ -3,8 +3,8 @@
 
 use mmsched_core::policy::Policy;
 use mmsched_scenario::{BUILTIN, Scenario};
-use mmsched_sim::profile::Profile;
 use mmsched_sim::soak::{self, Arm, SoakConfig};
+use mmsched_world::profile::Profile;
 
 fn main() {
     let profile = Profile::reference();
@@ -26,7 +26,7 @@ fn main() {
             &profile,
             &policy,
             &SoakConfig::default(),
-            &mmsched_sim::mic::SpeechLoop::default(),
+            &mmsched_world::mic::SpeechLoop::default(),
             || {},
         )
         .expect("soak runs");

@@ -139,7 +139,7 @@ impl HealthLoop {
         for w in self.ratios.iter().filter(|w| !w.is_empty()) {
             self.scratch.clear();
             self.scratch.extend(w.iter().map(|s| s.1));
-            let p99 = crate::stats::quantile(&mut self.scratch, 0.99);
+            let p99 = mmsched_world::stats::quantile(&mut self.scratch, 0.99);
             latency_ratio = Some(latency_ratio.map_or(p99, |r| r.max(p99)));
         }
         let (n, ok) = self

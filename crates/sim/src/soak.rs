@@ -23,7 +23,7 @@
 //!   unimportant work when low;
 //! - *background load* (`[device] background_load_pct`) and *load spikes* (load-spike
 //!   episodes): a thread sharing the cores with the workers, as `mmsched run` burns it
-//!   (see [`crate::load::LoadProfile::stretch`]);
+//!   (see [`mmsched_world::load::LoadProfile::stretch`]);
 //! - *Wi-Fi outages* (Wi-Fi switching): the outage share of time is lost on every networked
 //!   link, unrecoverably; *Wi-Fi switch loss*: `loss_pct` during the 2 s after each switch,
 //!   recoverable by retransmission; *vibration*: +0.2 % loss per g; *jitter bursts*: the
@@ -51,8 +51,8 @@ use serde::Serialize;
 
 use crate::des::{Conditions, DesReport, Simulator};
 use crate::health_loop::HealthLoop;
-use crate::mic::SpeechLoop;
-use crate::profile::{Profile, ProfileError};
+use mmsched_world::mic::SpeechLoop;
+use mmsched_world::profile::{Profile, ProfileError};
 
 /// Settings of a soak.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -490,7 +490,7 @@ fn run_arm(
 
 fn summarize(points: &[SoakPoint], per_hour: usize) -> ArmSummary {
     let mean = |xs: &[SoakPoint], f: fn(&SoakPoint) -> f64| {
-        crate::stats::mean(&xs.iter().map(f).collect::<Vec<_>>())
+        mmsched_world::stats::mean(&xs.iter().map(f).collect::<Vec<_>>())
     };
     let n = points.len();
     let head = &points[..per_hour.min(n)];

@@ -8,7 +8,7 @@ use mmsched_core::policy::Policy;
 use mmsched_scenario::Scenario;
 use mmsched_sim::des::{Conditions, Simulator};
 use mmsched_sim::health_loop::HealthLoop;
-use mmsched_sim::profile::Profile;
+use mmsched_world::profile::Profile;
 
 #[test]
 fn seeded_simulation_matches_the_golden_trace() {

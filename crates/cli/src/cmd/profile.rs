@@ -303,7 +303,7 @@ fn measure_rungs(p: &mut Profiler, rungs: &Rungs, engine: EngineKind, runs: u32)
 /// `profile --rungs-only`: the rungs measured into the profile at `out` (or a new one).
 fn run_rungs_only(a: &ProfileArgs, rungs: &Rungs, out: &Path) -> Result<ExitCode> {
     let profile = if out.exists() {
-        mmsched_sim::profile::Profile::load(out)?.doc
+        mmsched_world::profile::Profile::load(out)?.doc
     } else {
         DeviceProfile::empty(this_device())
     };
@@ -413,7 +413,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
 
 /// Writes the profile to `out` and prints it (as JSON with `--json`).
 fn save_and_print(a: &ProfileArgs, profile: &DeviceProfile, out: &Path) -> Result<ExitCode> {
-    mmsched_sim::profile::Profile::save(profile, out)
+    mmsched_world::profile::Profile::save(profile, out)
         .with_context(|| format!("writing the profile to {}", out.display()))?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(profile)?);

@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use mmsched_sim::drift::{self, DriftConfig};
-use mmsched_sim::emodel::Codec;
-use mmsched_sim::jitter;
 use mmsched_sim::speech::{self, JitterRow, SpeechConfig};
+use mmsched_world::emodel::Codec;
+use mmsched_world::jitter;
 use serde_json::json;
 
 #[derive(Debug, Subcommand)]
@@ -209,10 +209,10 @@ fn hourly(a: &mmsched_sim::soak::SoakArm) -> Vec<serde_json::Value> {
 pub(crate) fn resolve_profile(
     explicit: Option<&Path>,
     scenario: &mmsched_scenario::Scenario,
-) -> Result<mmsched_sim::profile::Profile> {
+) -> Result<mmsched_world::profile::Profile> {
     let from_scenario = scenario.device().profile.as_deref().map(PathBuf::from);
     let chosen = explicit.map(Path::to_path_buf).or(from_scenario);
-    Ok(mmsched_sim::profile::Profile::resolve(
+    Ok(mmsched_world::profile::Profile::resolve(
         chosen.as_deref(),
         Some(&mmsched_backends::paths::mmsched_home()),
     )?)
@@ -505,7 +505,9 @@ fn jitter_json(rows: &[JitterRow], extra: serde_json::Value) -> serde_json::Valu
 }
 
 /// The traces to replay: `--trace` files, named after the file.
-fn load_traces(paths: &[PathBuf]) -> Result<Vec<(String, Vec<mmsched_sim::jitter::PacketRecord>)>> {
+fn load_traces(
+    paths: &[PathBuf],
+) -> Result<Vec<(String, Vec<mmsched_world::jitter::PacketRecord>)>> {
     paths
         .iter()
         .map(|p| {
@@ -827,9 +829,9 @@ fn print_drift_table(scenario: &str, result: &drift::DriftResult, a: &DriftArgs)
 /// generated spurts; with a line saying which.
 fn microphone_speech(
     scenario: &mmsched_scenario::Scenario,
-) -> (mmsched_sim::mic::SpeechLoop, String) {
+) -> (mmsched_world::mic::SpeechLoop, String) {
     use mmsched_scenario::{SourceKind, StreamKind};
-    use mmsched_sim::mic::{RECORDING_PAUSE_NANOS, SpeechLoop};
+    use mmsched_world::mic::{RECORDING_PAUSE_NANOS, SpeechLoop};
     let source = scenario
         .streams()
         .iter()

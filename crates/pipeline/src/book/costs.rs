@@ -14,7 +14,7 @@ use mmsched_backends::ocr::OcrStepKind;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::cost::CostModel;
-use mmsched_sim::profile::Profile;
+use mmsched_world::profile::Profile;
 
 use super::{COST_MAX_AGE_NANOS, COST_MIN_SAMPLES, COST_WINDOW};
 use crate::stats::Kind;

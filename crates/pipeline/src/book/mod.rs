@@ -249,7 +249,7 @@ impl Book {
     pub fn new(
         exec: &mut dyn Executor,
         models: &dyn Models,
-        profile: mmsched_sim::profile::Profile,
+        profile: mmsched_world::profile::Profile,
         policy: &Policy,
         mechanisms: Mechanisms,
         rungs: RungMode,

@@ -85,7 +85,7 @@ const START_LEAD_NANOS: Nanos = 200_000_000;
 /// Longest wait for jobs in flight after the inputs stop.
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript (shared with the simulator).
-pub(crate) use mmsched_sim::mic::{ASR_MIN_BUDGET_NANOS, transcript_budget_nanos};
+pub(crate) use mmsched_world::mic::{ASR_MIN_BUDGET_NANOS, transcript_budget_nanos};
 /// Longest wait of the loop: it also watches for Ctrl-C, policy updates and the inbox.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 

@@ -119,7 +119,7 @@ mod tests {
     use crate::source::delivery::Delivered;
     use crate::source::imu::{Imu, ImuConfig};
     use mmsched_core::time::{ManualClock, NANOS_PER_MILLI, NANOS_PER_SEC};
-    use mmsched_sim::jitter::{GammaJitter, JitterInjector};
+    use mmsched_world::jitter::{GammaJitter, JitterInjector};
 
     #[test]
     fn the_mean_signed_error_is_taken_per_window() {

@@ -1,13 +1,14 @@
 //! Delivery of a source's events through a transport with delay, jitter and loss (S6):
-//! the simulator's [`JitterInjector`], seeded, between capture and the receive queue.
+//! the world model's [`JitterInjector`] (the one the simulator uses too), seeded, between
+//! capture and the receive queue.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use mmsched_core::Modality;
 use mmsched_core::time::{Clock, Nanos};
-use mmsched_sim::jitter::JitterInjector;
-use mmsched_sim::rng::{SimRng, stream_rng};
+use mmsched_world::jitter::JitterInjector;
+use mmsched_world::rng::{SeededRng, stream_rng};
 
 use super::{Source, SourceEvent, Unread};
 
@@ -49,7 +50,7 @@ pub struct Delivered<S: Source, C: Clock> {
     inner: S,
     device: C,
     injector: JitterInjector,
-    rng: SimRng,
+    rng: SeededRng,
     queue: BinaryHeap<Reverse<Queued<S::Payload>>>,
     lost: u64,
     /// The sender's copies of lost events, newest last, for retransmission.
@@ -192,7 +193,7 @@ mod tests {
     use super::*;
     use crate::source::microphone::{Microphone, MicrophoneConfig};
     use mmsched_core::time::{ManualClock, NANOS_PER_MILLI};
-    use mmsched_sim::jitter::GammaJitter;
+    use mmsched_world::jitter::GammaJitter;
 
     fn arrivals(seed: u64, loss: f64) -> (Vec<(u64, Nanos, Nanos)>, u64) {
         let device = ManualClock::new(0);

@@ -56,9 +56,9 @@ use mmsched_core::time::Nanos;
 use mmsched_scenario::{ModelKind, Scenario, StreamKind};
 
 use crate::health_loop::HealthLoop;
-use crate::load::LoadProfile;
-use crate::mic::SpeechLoop;
-use crate::profile::{ModelLatency, Profile, ProfileError};
+use mmsched_world::load::LoadProfile;
+use mmsched_world::mic::SpeechLoop;
+use mmsched_world::profile::{ModelLatency, Profile, ProfileError};
 use setup::SimRun;
 
 /// Conditions of one simulated run (the soak changes them window by window).

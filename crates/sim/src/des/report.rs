@@ -84,9 +84,9 @@ impl ClassReport {
             0.0
         };
         let mut scratch = latencies_ms.to_vec();
-        self.p50_ms = crate::stats::quantile(&mut scratch, 0.5);
-        self.p99_ms = crate::stats::quantile(&mut scratch, 0.99);
-        self.mean_ms = crate::stats::mean(latencies_ms);
+        self.p50_ms = mmsched_world::stats::quantile(&mut scratch, 0.5);
+        self.p99_ms = mmsched_world::stats::quantile(&mut scratch, 0.99);
+        self.mean_ms = mmsched_world::stats::mean(latencies_ms);
     }
 }
 

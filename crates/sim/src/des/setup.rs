@@ -21,7 +21,7 @@ use super::streams::Lane;
 use super::{Conditions, Simulator};
 use crate::clock::VirtualClock;
 use crate::health_loop::HealthLoop;
-use crate::rng::{SimRng, stream_rng};
+use mmsched_world::rng::{SeededRng, stream_rng};
 
 /// Streams start at a random phase below this (or their period), so they do not all tick
 /// together.
@@ -48,7 +48,7 @@ pub(super) struct SimRun<'r, 'a> {
     pub(super) health: Option<&'r mut HealthLoop>,
     /// The golden-trace lines, if asked for.
     pub(super) trace: Option<&'r mut Vec<String>>,
-    pub(super) rng: SimRng,
+    pub(super) rng: SeededRng,
     pub(super) layout: Layout,
     pub(super) sched: Scheduler,
     /// The scheduler's class of each of the simulator's classes.

@@ -14,8 +14,8 @@ use rand::RngExt;
 use super::setup::SimRun;
 use super::{Conditions, Simulator};
 use crate::health_loop::HealthLoop;
-use crate::jitter::GammaJitter;
-use crate::mic::{VAD_CHUNK_NANOS, transcript_budget_nanos};
+use mmsched_world::jitter::GammaJitter;
+use mmsched_world::mic::{VAD_CHUNK_NANOS, transcript_budget_nanos};
 
 /// An image-gate episode (dark, blur) of a camera.
 #[derive(Debug, Clone, Copy)]
@@ -151,7 +151,7 @@ impl SimRun<'_, '_> {
         let mean = |k: ModelKind| {
             self.sim
                 .class_of(k)
-                .map_or(0.0, |c| crate::stats::mean(&self.latencies[c]))
+                .map_or(0.0, |c| mmsched_world::stats::mean(&self.latencies[c]))
         };
         remedies.breaker_open
             && heaviest_branch(

@@ -3,8 +3,8 @@
 //! delay over the fastest path, chosen in hindsight over all the row's calls).
 
 use super::BufferResult;
-use crate::emodel::{self, Codec};
-use crate::jitter::PacketRecord;
+use mmsched_world::emodel::{self, Codec};
+use mmsched_world::jitter::PacketRecord;
 
 /// Relative delays counted in 1 ms steps up to this many ms (later ones in the last).
 const RANGE_MS: usize = 400;

@@ -4,8 +4,8 @@
 use rand::RngExt;
 
 use super::{FRAME_NANOS, SpeechConfig};
-use crate::jitter::{GammaJitter, JitterInjector, PacketRecord};
-use crate::rng::{SimRng, stream_rng};
+use mmsched_world::jitter::{GammaJitter, JitterInjector, PacketRecord};
+use mmsched_world::rng::{SeededRng, stream_rng};
 
 /// Generates one call's packets through the injector.
 pub(super) fn call_packets(
@@ -69,7 +69,7 @@ const SWITCH_LOSSY_NANOS: u64 = 2_000_000_000;
 
 impl Link {
     pub(super) fn call(&self, cfg: &SpeechConfig, call: u64) -> Vec<PacketRecord> {
-        let mut rng: SimRng = stream_rng(cfg.seed, 0x5EEC_1000 + call);
+        let mut rng: SeededRng = stream_rng(cfg.seed, 0x5EEC_1000 + call);
         let base = (cfg.base_delay_ms * 1e6) as u64;
         let total = u64::from(cfg.frames_per_call) * FRAME_NANOS;
         // Switch times (Poisson).

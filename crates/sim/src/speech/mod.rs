@@ -31,8 +31,8 @@ use self::bounds::Bounds;
 use self::links::call_packets;
 pub use self::links::{HandOver, Link, scenario_links};
 use self::play::{Tally, play, result};
-use crate::emodel::Codec;
-use crate::jitter::{GammaJitter, JitterInjector, PacketRecord};
+use mmsched_world::emodel::Codec;
+use mmsched_world::jitter::{GammaJitter, JitterInjector, PacketRecord};
 
 /// Audio frame (packet) length: 20 ms.
 pub const FRAME_NANOS: u64 = 20_000_000;
@@ -298,7 +298,7 @@ pub fn run_link(cfg: &SpeechConfig, label: &str, link: &Link) -> JitterRow {
                 .map(|a| (a - p.send_nanos) as f64 / 1e6 - base)
         })
         .collect();
-    let p99 = crate::stats::quantile(&mut j, 0.99);
+    let p99 = mmsched_world::stats::quantile(&mut j, 0.99);
     let src = RowSource {
         label: label.to_string(),
         stationary: false,
@@ -366,7 +366,7 @@ pub fn run_table(cfg: &SpeechConfig, mut progress: impl FnMut()) -> Vec<JitterRo
     rows.push(run_link(cfg, &label, &link));
     progress();
     for t in REAL_TRACES {
-        let packets = crate::jitter::parse_trace(t.text).expect("shipped traces parse");
+        let packets = mmsched_world::jitter::parse_trace(t.text).expect("shipped traces parse");
         rows.push(replay_trace(&packets, &cfg.codec, t.label, true));
         progress();
     }
@@ -415,7 +415,7 @@ pub fn replay_trace(packets: &[PacketRecord], codec: &Codec, label: &str, real: 
     let fastest = one_way.iter().copied().fold(f64::INFINITY, f64::min);
     let fastest = if fastest.is_finite() { fastest } else { 0.0 };
     let mut jitter: Vec<f64> = one_way.iter().map(|d| d - fastest).collect();
-    let p99 = crate::stats::quantile(&mut jitter, 0.99);
+    let p99 = mmsched_world::stats::quantile(&mut jitter, 0.99);
     // Lost packets inside the trace are concealed by the buffers like late ones.
     let cfg = SpeechConfig {
         calls: 1,

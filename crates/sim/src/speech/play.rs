@@ -3,8 +3,8 @@
 use mmsched_core::playout::{FrameDecision, FrameKind, PlayoutBuffer, PlayoutConfig, PlayoutMode};
 
 use super::{BufferResult, FRAME_NANOS};
-use crate::emodel::{self, Codec};
-use crate::jitter::PacketRecord;
+use mmsched_world::emodel::{self, Codec};
+use mmsched_world::jitter::PacketRecord;
 
 /// Frames decided, concealed, and their added delay, summed over calls.
 #[derive(Debug, Default, Clone, Copy)]

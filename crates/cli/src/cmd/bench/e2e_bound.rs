@@ -24,7 +24,7 @@ use mmsched_pipeline::book::{JobEnd, JobRecord};
 use mmsched_pipeline::stats::Kind;
 use mmsched_report::RunSummary;
 use mmsched_report::bound::{BoundInput, BoundJob, RungOption, upper_bound};
-use mmsched_sim::profile::Profile;
+use mmsched_world::profile::Profile;
 
 /// Time slot of the bound's flow network: 5 ms keeps a minute's run in about a second.
 const SLOT_NANOS: u64 = 5_000_000;

@@ -1,5 +1,5 @@
-//! The microphone as the simulator sees it: a loop of talk spurts, each closed by the
-//! speech gate into one utterance for speech recognition. `mmsched run`'s microphone loops
+//! The microphone's timing, one model for the runtime and the simulator: a loop of talk
+//! spurts, each closed by the speech gate into one utterance for speech recognition. `mmsched run`'s microphone loops
 //! the recorded `beckett.wav` clip and 4 s of silence, or generated talk spurts (2 s of talk,
 //! 1.5 s of silence) when the clip is not cached; [`SpeechLoop::from_samples`] finds the
 //! talk spurts in a recording, [`SpeechLoop::default`] is the generated one.

@@ -2,7 +2,7 @@
 //! mutations of the shipped reference profile fed to the profile parser must give a
 //! profile or an error naming the source, never a panic.
 
-use mmsched_sim::profile::{Profile, REFERENCE_PROFILE};
+use mmsched_world::profile::{Profile, REFERENCE_PROFILE};
 use proptest::prelude::*;
 
 fn parse(text: &str) {
