@@ -343,14 +343,34 @@ source = { kind = "wav", path = "speech.wav", at_end = "loop" }
         &std::fs::read(report.join("summary.json")).expect("the report is written"),
     )
     .expect("summary.json is JSON");
-    let vad = &summary["vad"];
-    let offered = vad["offered"].as_f64().unwrap_or(0.0);
-    let on_time = vad["on_time"].as_f64().unwrap_or(0.0);
-    assert!(offered > 100.0, "{summary}");
-    // The audio stream keeps its deadlines while the chat requests pile up.
-    assert!(on_time / offered >= 0.95, "vad {vad}");
+    // Every chunk of the audio stream and every frame is accounted for once while the
+    // chat requests pile up. How many are on time depends on how fast this machine runs
+    // the models: that the audio keeps its deadlines under load is asserted in virtual
+    // time (crates/pipeline/src/run/tests.rs).
+    for modality in ["vad", "vision"] {
+        let m = &summary[modality];
+        let n = |k: &str| m[k].as_u64().unwrap_or(0);
+        let outcomes = [
+            "on_time",
+            "late",
+            "shed",
+            "skipped",
+            "dropped",
+            "unfinished",
+            "failed",
+        ];
+        assert_eq!(
+            outcomes.iter().map(|k| n(k)).sum::<u64>(),
+            n("offered"),
+            "{modality} {m}"
+        );
+    }
     assert!(
-        summary["vision"]["on_time"].as_f64().unwrap_or(0.0) > 0.0,
+        summary["vad"]["offered"].as_u64().unwrap_or(0) > 100,
+        "{summary}"
+    );
+    assert!(
+        summary["vision"]["offered"].as_u64().unwrap_or(0) > 0,
         "{summary}"
     );
     // Every HTTP chat is in the same report as the streams: the streamed one and the

@@ -101,7 +101,17 @@ fn run_virtual_with(
     mechanisms: Mechanisms,
     fakes: impl FnOnce(FakeModels) -> FakeModels,
 ) -> RunSummary {
-    let policy = Policy::default();
+    run_virtual_under(Policy::default(), scenario, costs, mechanisms, fakes)
+}
+
+/// [`run_virtual_with`] under `policy`.
+fn run_virtual_under(
+    policy: Policy,
+    scenario: Scenario,
+    costs: Costs,
+    mechanisms: Mechanisms,
+    fakes: impl FnOnce(FakeModels) -> FakeModels,
+) -> RunSummary {
     let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
     // The device profile the costs are predicted from until measured: a step of each
     // kind as the lanes will take it (the shipped reference has a whole transcription).
@@ -280,6 +290,43 @@ fn slow_frames_bring_a_health_action_that_halves_the_camera_rate() {
     );
     assert!(off.health.actions.is_empty(), "{:?}", off.health.actions);
     assert_eq!(off.vision.dropped, 0, "{:?}", off.vision);
+}
+
+#[test]
+fn inputs_dropped_by_the_camera_rate_action_are_counted_as_dropped() {
+    // A 30 fps camera whose frames take 120 ms each on the one lane: they arrive four times
+    // faster than the worker answers them, whatever machine runs the test, so the branch
+    // is behind and the action, on from the start, drops every other frame.
+    let mut spec = mmsched_core::policy::PolicySpec::default();
+    spec.ldti.degraded_at = Some(0.0);
+    spec.ldti.adaptive.enabled = Some(false);
+    let policy = Policy::try_from(spec).expect("a valid policy");
+    let slow = Costs {
+        vision: 120 * MS,
+        ..QUICK
+    };
+    let s = run_virtual_under(
+        policy,
+        scenario(4, 30, 1, 20),
+        slow,
+        Mechanisms::default(),
+        |m| m,
+    );
+    assert_all_accounted(&s);
+    assert!(s.vision.offered >= 110, "{:?}", s.vision);
+    let halved = s
+        .vision
+        .dropped_by
+        .get("camera_rate_halved")
+        .copied()
+        .unwrap_or(0);
+    assert!(halved >= 5, "{:?}", s.vision);
+    assert_eq!(
+        s.vision.dropped_by.values().sum::<u64>(),
+        s.vision.dropped,
+        "{:?}",
+        s.vision
+    );
 }
 
 #[test]
