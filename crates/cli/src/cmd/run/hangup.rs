@@ -33,6 +33,9 @@ pub fn on_hangup(flags: &[Arc<AtomicBool>]) -> Result<()> {
         .unwrap_or_else(|p| p.into_inner())
         .extend(flags.iter().cloned());
     if first {
+        // The Ctrl-C handler (with its `termination` feature) takes SIGHUP as well: it goes
+        // first, and this handler then takes SIGHUP back.
+        super::interrupt::stop_flag()?;
         install()?;
         std::thread::Builder::new()
             .name("mmsched-sighup".into())
