@@ -18,6 +18,7 @@ use mmsched_runtime::router::speech::{SegmenterConfig, SpeechGate, Utterance};
 use mmsched_world::mic;
 
 use crate::config::RunError;
+use crate::latency::Latencies;
 use crate::rtp_record::RtpRecorder;
 
 /// Samples per VAD chunk (32 ms at 16 kHz).
@@ -74,11 +75,15 @@ pub struct AudioPath {
     gated: VecDeque<(Nanos, u64, u64)>,
     gated_max: usize,
     counts: AudioCounts,
-    delays_nanos: Vec<u64>,
+    /// Delay added per frame since the start, ms (bounded: see [`Latencies`]).
+    delays: Latencies,
+    /// Frames decided and their added delay summed since the last
+    /// [`AudioPath::take_interval`], nanoseconds.
+    interval_delays: (u64, u64),
     recorder: Option<RtpRecorder>,
-    /// Where the last [`AudioPath::take_interval`] left off: frames decided, the counts,
-    /// and the mean delay it reported.
-    interval_from: (usize, AudioCounts, f64),
+    /// Where the last [`AudioPath::take_interval`] left off: the counts, and the mean
+    /// delay it reported.
+    interval_from: (AudioCounts, f64),
 }
 
 /// The playout buffer over one interval, for the report's plots.
@@ -130,9 +135,10 @@ impl AudioPath {
             gated_max: segmenter.preroll_packets + segmenter.max_packets + 2,
             gate: SpeechGate::new(policy, segmenter),
             counts: AudioCounts::default(),
-            delays_nanos: Vec::new(),
+            delays: Latencies::default(),
+            interval_delays: (0, 0),
             recorder: None,
-            interval_from: (0, AudioCounts::default(), 0.0),
+            interval_from: (AudioCounts::default(), 0.0),
         }
     }
 
@@ -207,7 +213,9 @@ impl AudioPath {
         let mut out = Vec::new();
         while let Some(d) = self.playout.poll(now_nanos) {
             self.counts.frames += 1;
-            self.delays_nanos.push(d.added_delay_nanos);
+            self.delays.push(d.added_delay_nanos as f64 / 1e6);
+            self.interval_delays.0 += 1;
+            self.interval_delays.1 += d.added_delay_nanos;
             let samples = match (d.kind, self.waiting.remove(&d.seq)) {
                 (FrameKind::Play, Some(s)) => s,
                 _ => {
@@ -296,14 +304,14 @@ impl AudioPath {
 
     /// The playout buffer since the previous call (since the start on the first).
     pub fn take_interval(&mut self) -> PlayoutInterval {
-        let (from, counts, last_delay_ms) = self.interval_from;
-        let frames = &self.delays_nanos[from.min(self.delays_nanos.len())..];
-        let delay_ms = if frames.is_empty() {
+        let (counts, last_delay_ms) = self.interval_from;
+        let (frames, summed) = std::mem::take(&mut self.interval_delays);
+        let delay_ms = if frames == 0 {
             last_delay_ms
         } else {
-            frames.iter().map(|d| *d as f64).sum::<f64>() / frames.len() as f64 / 1e6
+            summed as f64 / frames as f64 / 1e6
         };
-        self.interval_from = (self.delays_nanos.len(), self.counts, delay_ms);
+        self.interval_from = (self.counts, delay_ms);
         PlayoutInterval {
             delay_ms,
             target_ms: self.playout.target_delay_nanos() as f64 / 1e6,
@@ -312,9 +320,9 @@ impl AudioPath {
         }
     }
 
-    /// Delay added by the playout buffer per frame, nanoseconds.
-    pub fn added_delays_nanos(&self) -> &[u64] {
-        &self.delays_nanos
+    /// Delay added by the playout buffer per frame since the start, ms.
+    pub fn added_delays(&self) -> &Latencies {
+        &self.delays
     }
 }
 

@@ -58,6 +58,20 @@ pub struct RunConfig {
     /// Record the RTP microphone's packet arrivals into this file (`--record-rtp`), in the
     /// trace format `mmsched sim jitter --trace` replays.
     pub record_rtp: Option<PathBuf>,
+    /// Keep a record of every job that ended ([`crate::RunOutcome::jobs`], what
+    /// `bench e2e --bound` reads). Off by default: a process that runs for weeks keeps
+    /// nothing per job once it is counted.
+    pub job_records: bool,
+    /// How the trace file rotates (by size, age and count of files kept).
+    pub trace_rotation: crate::trace_out::Rotation,
+    /// Hand the observer the report so far this often ([`crate::run::Observer::report`]):
+    /// `--report-every SECS` of a long `run` and of `serve`. `None`: only at the end.
+    pub report_every_nanos: Option<Nanos>,
+    /// Set (by SIGHUP) to hand the observer the report so far at the next pass of the loop;
+    /// the loop clears it.
+    pub report_now: Arc<AtomicBool>,
+    /// The span of the summary's `window` (the last minutes), nanoseconds.
+    pub window_nanos: Nanos,
 }
 
 /// Where a run takes outside clients' requests from, and the clock their deadlines are on
@@ -216,6 +230,11 @@ impl RunConfig {
             engines: None,
             rung_mode: None,
             record_rtp: None,
+            job_records: false,
+            trace_rotation: crate::trace_out::Rotation::default(),
+            report_every_nanos: None,
+            report_now: Arc::new(AtomicBool::new(false)),
+            window_nanos: crate::window::DEFAULT_WINDOW_NANOS,
         }
     }
 

@@ -28,12 +28,14 @@
 //! - [`audio`]: microphone packets to VAD chunks and utterances;
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`nack`]: retransmission requests for missing audio and the delay they need;
-//! - [`stats`]: per-modality counts and latencies;
+//! - [`stats`]: per-modality counts and latencies; [`latency`]: latencies in bounded memory;
+//! - [`window`]: the outcomes of the last minutes, for a long run's summary;
 //! - [`results`]: one record per result, handed out while the run goes;
 //! - [`load`]: background CPU load of the scenario's episodes;
 //! - [`platform`]: the executor and the resource groups the run asks the OS for;
 //! - [`run`](mod@run): the main loop;
-//! - [`summary`]: the report of a run.
+//! - [`summary`]: the report of a run; [`trace_files`]: the trace's files, rotating within a
+//!   cap.
 #![deny(missing_docs)]
 
 pub mod api;
@@ -46,6 +48,7 @@ pub mod health;
 pub mod host;
 pub mod inputs;
 pub mod jobs;
+pub mod latency;
 pub mod load;
 pub mod models;
 pub mod nack;
@@ -60,8 +63,10 @@ pub mod stats;
 pub mod stop;
 pub mod summary;
 pub mod text_batch;
-mod trace_out;
+pub mod trace_files;
+pub mod trace_out;
 pub mod truth;
+pub mod window;
 
 pub use config::{External, Mechanisms, PolicyUpdate, RunConfig, RunError};
 pub use run::{Progress, RunOutcome, RunParts, run, run_with};

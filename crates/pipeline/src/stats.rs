@@ -7,6 +7,7 @@ use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
 
 use crate::request::Origin;
+use crate::window::{Outcome, Recent};
 
 /// The four job kinds of a run, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,8 +126,9 @@ pub struct KindStats {
     /// Why they failed: each reason and how often ([`MAX_FAILURE_REASONS`] distinct ones;
     /// the rest are counted under [`OTHER_REASONS`]).
     pub failures: std::collections::BTreeMap<String, u64>,
-    /// Latency of every finished job (release → end), milliseconds.
-    pub latencies_ms: Vec<f64>,
+    /// Latency of every finished job (release → end), milliseconds: each one while few,
+    /// then a fixed-size histogram ([`crate::latency::Latencies`]).
+    pub latencies_ms: crate::latency::Latencies,
     /// The SLA, milliseconds.
     pub sla_ms: f64,
     /// Results scored against a known truth.
@@ -246,6 +248,8 @@ pub struct RunStats {
     recent_ratio: [Window; 4],
     /// Per kind: 1 for a served job, 0 for a miss, shed or failure (throughput).
     recent_served: [Window; 4],
+    /// The outcomes of the last minutes (the summary's `window`).
+    recent: Recent,
 }
 
 impl RunStats {
@@ -264,7 +268,24 @@ impl RunStats {
             origins: Default::default(),
             recent_ratio: [w.clone(), w.clone(), w.clone(), w.clone()],
             recent_served: [w.clone(), w.clone(), w.clone(), w],
+            recent: Recent::new(crate::window::DEFAULT_WINDOW_NANOS),
         }
+    }
+
+    /// The summary's window spans the last `span_nanos` (instead of 10 minutes).
+    pub fn with_summary_window(mut self, span_nanos: Nanos) -> Self {
+        self.recent = Recent::new(span_nanos);
+        self
+    }
+
+    /// Moves the summary's window to `now` (the loop calls it once a pass).
+    pub fn tick(&mut self, now: Nanos) {
+        self.recent.tick(now);
+    }
+
+    /// The outcomes of the last minutes at `now`.
+    pub fn window(&self, now: Nanos) -> mmsched_report::WindowSummary {
+        self.recent.summary(now)
     }
 
     /// The counts of `kind`.
@@ -286,6 +307,7 @@ impl RunStats {
     pub fn offered(&mut self, kind: Kind, origin: Origin) {
         self.kinds[kind.index()].offered += 1;
         self.of(kind, origin).offered += 1;
+        self.recent.count(kind, Outcome::Offered, 1);
     }
 
     /// A new job of `kind`.
@@ -297,12 +319,14 @@ impl RunStats {
     pub fn skipped(&mut self, kind: Kind) {
         self.kinds[kind.index()].skipped += 1;
         self.of(kind, Origin::Streams).skipped += 1;
+        self.recent.count(kind, Outcome::Skipped, 1);
     }
 
     /// An input of `kind` dropped by the health action `by`.
     pub fn dropped(&mut self, kind: Kind, by: DropAction) {
         *self.kinds[kind.index()].dropped_by.entry(by).or_default() += 1;
         self.of(kind, Origin::Streams).dropped += 1;
+        self.recent.count(kind, Outcome::Dropped, 1);
     }
 
     /// `n` inputs of `kind` from `origin` still waiting or running when the run ended, or
@@ -310,6 +334,7 @@ impl RunStats {
     pub fn unfinished(&mut self, kind: Kind, origin: Origin, n: u64) {
         self.kinds[kind.index()].unfinished += n;
         self.of(kind, origin).unfinished += n;
+        self.recent.count(kind, Outcome::Unfinished, n);
     }
 
     /// An input of `kind` that failed before it became a job (it could not be read or
@@ -317,6 +342,7 @@ impl RunStats {
     pub fn failed_input(&mut self, kind: Kind, reason: &str) {
         self.kinds[kind.index()].failed += 1;
         self.of(kind, Origin::Streams).failed += 1;
+        self.recent.count(kind, Outcome::Failed, 1);
         self.note_failure(kind, reason);
     }
 
@@ -334,6 +360,7 @@ impl RunStats {
     pub fn shed(&mut self, kind: Kind, origin: Origin, now: Nanos) {
         self.kinds[kind.index()].shed += 1;
         self.of(kind, origin).shed += 1;
+        self.recent.count(kind, Outcome::Shed, 1);
         self.recent_served[kind.index()].push(now, 0.0);
     }
 
@@ -341,6 +368,7 @@ impl RunStats {
     pub fn failed(&mut self, kind: Kind, origin: Origin, now: Nanos, reason: &str) {
         self.kinds[kind.index()].failed += 1;
         self.of(kind, origin).failed += 1;
+        self.recent.count(kind, Outcome::Failed, 1);
         self.recent_served[kind.index()].push(now, 0.0);
         self.note_failure(kind, reason);
     }
@@ -369,6 +397,7 @@ impl RunStats {
         if late {
             k.deadline_misses += 1;
         }
+        self.recent.result(kind, late, latency_ms);
         let sla_ms = (deadline.saturating_sub(release) as f64 / 1e6).max(1e-3);
         self.recent_ratio[kind.index()].push(end, latency_ms / sla_ms);
         self.recent_served[kind.index()].push(end, if late { 0.0 } else { 1.0 });

@@ -10,7 +10,8 @@ use mmsched_runtime::router::image::ImageRouter;
 use crate::audio::AudioPath;
 use crate::config::RunConfig;
 use crate::health::HealthMonitor;
-use crate::stats::{Kind, RunStats, quantile};
+use crate::latency::Latencies;
+use crate::stats::{Kind, RunStats};
 
 /// Totals the loop kept outside [`RunStats`].
 #[derive(Debug, Clone, Default)]
@@ -24,9 +25,9 @@ pub struct Totals {
     /// Summed time from each request's arrival to its last token.
     pub llm_request_nanos: u64,
     /// Time to first token of each request, ms.
-    pub llm_ttft_ms: Vec<f64>,
+    pub llm_ttft_ms: Latencies,
     /// Median time per output token of each request, ms.
-    pub llm_tpot_ms: Vec<f64>,
+    pub llm_tpot_ms: Latencies,
     /// CPU time the main loop spent in the scheduler (submitting, deciding, collecting).
     pub overhead_nanos: u64,
     /// Answers given from the result cache, marked stale.
@@ -45,8 +46,21 @@ pub struct Totals {
 
 fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
     let k = stats.kind(kind);
-    let mut m =
-        ModalitySummary::from_latencies(k.jobs, k.skipped, k.shed, k.sla_ms, &k.latencies_ms);
+    let lat = &k.latencies_ms;
+    let mut m = ModalitySummary::from_latencies(
+        k.jobs,
+        k.skipped,
+        k.shed,
+        k.sla_ms,
+        lat.exact().unwrap_or(&[]),
+    );
+    if lat.exact().is_none() {
+        // Past the exact samples: the percentiles from the histogram (1 % buckets), the
+        // mean from the running sum.
+        m.p50_ms = lat.quantile(0.5);
+        m.p99_ms = lat.quantile(0.99);
+        m.mean_ms = lat.mean().unwrap_or(f64::NAN);
+    }
     // Deadlines are per job (speech recognition's grows with the utterance): the loop's
     // own count is the truth.
     m.completed = k.completed;
@@ -140,7 +154,7 @@ pub fn build(
         .fold(f64::NAN, f64::max);
     let audio_summary = audio.map_or_else(AudioSummary::default, |a| {
         let c = a.counts();
-        let mut delays: Vec<f64> = a.added_delays_nanos().iter().map(|&d| ms(d)).collect();
+        let delays = a.added_delays();
         AudioSummary {
             frame_loss_pct: if c.frames == 0 {
                 0.0
@@ -152,15 +166,14 @@ pub fn build(
             late_packets: c.late_packets,
             retransmit_requests: t.retransmit_requests,
             recovered_packets: t.recovered,
-            playout_delay_ms_p50: quantile(&mut delays, 0.5),
-            playout_delay_ms_p99: quantile(&mut delays, 0.99),
+            playout_delay_ms_p50: delays.quantile(0.5),
+            playout_delay_ms_p99: delays.quantile(0.99),
         }
     });
     let gate = router.counts();
     let speech = audio.map(AudioPath::gate_counts).unwrap_or_default();
     let elapsed_s = t.elapsed_nanos as f64 / 1e9;
-    let mut ttft = t.llm_ttft_ms.clone();
-    let mut tpot = t.llm_tpot_ms.clone();
+    let (ttft, tpot) = (&t.llm_ttft_ms, &t.llm_tpot_ms);
     let llm = modality(stats, Kind::Llm, t);
     let mut summary = RunSummary {
         scenario: config.scenario.name().to_string(),
@@ -185,10 +198,10 @@ pub fn build(
                 t.llm_tokens as f64 / (t.llm_request_nanos as f64 / 1e9)
             },
             tokens: t.llm_tokens,
-            ttft_ms_p50: quantile(&mut ttft, 0.5),
-            ttft_ms_p99: quantile(&mut ttft, 0.99),
-            tpot_ms_p50: quantile(&mut tpot, 0.5),
-            tpot_ms_p99: quantile(&mut tpot, 0.99),
+            ttft_ms_p50: ttft.quantile(0.5),
+            ttft_ms_p99: ttft.quantile(0.99),
+            tpot_ms_p50: tpot.quantile(0.5),
+            tpot_ms_p99: tpot.quantile(0.99),
             requests: llm.offered,
             modality: llm,
         },
@@ -238,6 +251,8 @@ pub fn build(
             },
         },
         platform: t.platform.clone(),
+        // Set by the loop, which has the window.
+        window: Default::default(),
     };
     summary.utility = summary.compute_utility();
     summary.utility_correct = summary.compute_utility_correct();

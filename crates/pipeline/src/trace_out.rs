@@ -1,24 +1,28 @@
 //! The run's mmtrace file: a span per job (with its queueing and execution), instants for
-//! skips, sheds, misses and health actions, counters for the LDTI and slot occupancy.
+//! skips, sheds, misses and health actions, counters for the LDTI and slot occupancy. It
+//! rotates within a cap ([`crate::trace_files`]).
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
-use mmsched_trace::format::Writer;
+use mmsched_trace::format::encode;
 use mmsched_trace::ids::{IdGen, TraceId};
 use mmsched_trace::record::{Header, Record, RecordKind, attr, stage};
 use serde_json::{Value, json};
 
 use crate::config::RunError;
+pub use crate::trace_files::Rotation;
+use crate::trace_files::TraceFiles;
 
 /// Writes the trace of one run, or nothing when no file was asked for.
 #[derive(Debug)]
 pub struct TraceOut {
-    writer: Option<Writer<BufWriter<File>>>,
+    writer: Option<TraceFiles>,
+    /// Records encoded and not yet handed to the files (one job's span and stages).
+    lines: Vec<u8>,
+    pending: u64,
     path: PathBuf,
     ids: IdGen,
     run: TraceId,
@@ -61,13 +65,14 @@ pub fn unix_nanos_now() -> u64 {
 }
 
 impl TraceOut {
-    /// A trace into `path` (none if `None`), with `metadata` in the header;
-    /// `start_unix_nanos` is the wall-clock time of timestamp 0.
+    /// A trace into `path` (none if `None`), with `metadata` in the header, rotating as
+    /// `rotation` says; `start_unix_nanos` is the wall-clock time of timestamp 0.
     pub fn create(
         path: Option<&Path>,
         seed: u64,
         start_unix_nanos: u64,
         metadata: BTreeMap<String, Value>,
+        rotation: Rotation,
     ) -> Result<Self, RunError> {
         let ids = IdGen::from_seed(seed);
         let run = ids.trace_id();
@@ -78,14 +83,15 @@ impl TraceOut {
                     path: p.to_path_buf(),
                     source,
                 };
-                let file = File::create(p).map_err(err)?;
                 let mut header = Header::new(start_unix_nanos);
                 header.metadata = metadata;
-                Some(Writer::new(BufWriter::new(file), &header).map_err(err)?)
+                Some(TraceFiles::create(p, rotation, header).map_err(err)?)
             }
         };
         Ok(Self {
             writer,
+            lines: Vec::with_capacity(1024),
+            pending: 0,
             path: path.map(Path::to_path_buf).unwrap_or_default(),
             ids,
             run,
@@ -113,9 +119,33 @@ impl TraceOut {
         }
     }
 
+    /// Encodes `r` into the records pending.
     fn write(&mut self, r: &Record) {
+        if self.writer.is_some()
+            && self.error.is_none()
+            && let Err(e) = encode(r, &mut self.lines)
+        {
+            self.error = Some(e);
+        }
+        self.pending += 1;
+    }
+
+    /// Hands the records pending to the files (together: a rotation falls between two
+    /// groups, never inside one), the first at device time `at`.
+    fn commit(&mut self, at: Nanos) {
         if let (Some(w), None) = (&mut self.writer, &self.error)
-            && let Err(e) = w.write(r)
+            && let Err(e) = w.write(&self.lines, self.pending, at)
+        {
+            self.error = Some(e);
+        }
+        self.lines.clear();
+        self.pending = 0;
+    }
+
+    /// Flushes what is buffered to the newest file (before a periodic report).
+    pub fn flush(&mut self) {
+        if let (Some(w), None) = (&mut self.writer, &self.error)
+            && let Err(e) = w.flush()
         {
             self.error = Some(e);
         }
@@ -164,6 +194,7 @@ impl TraceOut {
                 .insert(attr::DEADLINE_NS.into(), json!(j.deadline_nanos));
             self.write(&m);
         }
+        self.commit(j.release_nanos);
         trace
     }
 
@@ -183,6 +214,7 @@ impl TraceOut {
         r.modality = modality;
         r.attrs.insert(attr::REASON.into(), json!(reason));
         self.write(&r);
+        self.commit(at);
     }
 
     /// A counter sample.
@@ -193,6 +225,7 @@ impl TraceOut {
         let mut r = self.base(RecordKind::Counter, name, "health", at);
         r.value = Some(value);
         self.write(&r);
+        self.commit(at);
     }
 
     /// Flushes the file; reports the first write error.

@@ -12,6 +12,8 @@ pub mod svg;
 mod table;
 #[cfg(test)]
 mod testdata;
+pub mod thin;
+pub mod window;
 mod write;
 
 pub use compare::{
@@ -27,6 +29,8 @@ pub use summary::{
     LlmSummary, ModalitySummary, OriginSummary, RoutingSummary, RunSummary, StreamAlignment,
 };
 pub use table::render_table;
+pub use thin::LatencyStride;
+pub use window::{WindowModality, WindowSummary};
 pub use write::{
     HTML_FILE, ReportError, ReportFiles, SERIES_FILE, SUMMARY_FILE, read_summary, write_report,
 };

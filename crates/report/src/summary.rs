@@ -55,6 +55,8 @@ pub struct RunSummary {
     pub routing: RoutingSummary,
     /// Notes on the platform integration, e.g. `cgroup v1 cpu: workers in mmsched/audio`.
     pub platform: Vec<String>,
+    /// The last minutes of the run (every other key counts since the start).
+    pub window: crate::window::WindowSummary,
 }
 
 impl RunSummary {

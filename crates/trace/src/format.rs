@@ -76,21 +76,36 @@ pub struct ReadError {
 pub struct Writer<W: Write> {
     out: W,
     records: u64,
+    bytes: u64,
 }
 
 impl<W: Write> Writer<W> {
     /// Starts a trace on `out` by writing `header`.
     pub fn new(mut out: W, header: &Header) -> std::io::Result<Self> {
-        serde_json::to_writer(&mut out, header)?;
+        let line = serde_json::to_vec(header)?;
+        out.write_all(&line)?;
         out.write_all(b"\n")?;
-        Ok(Self { out, records: 0 })
+        Ok(Self {
+            out,
+            records: 0,
+            bytes: line.len() as u64 + 1,
+        })
     }
 
     /// Appends one record.
     pub fn write(&mut self, record: &Record) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, record)?;
-        self.out.write_all(b"\n")?;
-        self.records += 1;
+        let mut line = Vec::with_capacity(256);
+        encode(record, &mut line)?;
+        self.write_encoded(&line, 1)
+    }
+
+    /// Appends `count` records already encoded by [`encode`] (each line ending in a
+    /// newline): a writer that must know a record's size before it writes it (a file
+    /// that rotates at a size) encodes first.
+    pub fn write_encoded(&mut self, lines: &[u8], count: u64) -> std::io::Result<()> {
+        self.out.write_all(lines)?;
+        self.records += count;
+        self.bytes += lines.len() as u64;
         Ok(())
     }
 
@@ -99,11 +114,28 @@ impl<W: Write> Writer<W> {
         self.records
     }
 
+    /// Bytes written so far, the header's included.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Flushes what is buffered.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
     /// Flushes and returns the underlying writer.
     pub fn finish(mut self) -> std::io::Result<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// Appends `record` to `line` as it is written in a trace: its JSON and a newline.
+pub fn encode(record: &Record, line: &mut Vec<u8>) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *line, record)?;
+    line.push(b'\n');
+    Ok(())
 }
 
 /// Reads a trace line by line, reporting the line number of anything bad.

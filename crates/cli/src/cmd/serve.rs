@@ -91,9 +91,9 @@ pub struct ModelArgs {
     /// requests (on the served models).
     #[arg(long, value_name = "NAME|FILE", requires = "models")]
     pub scenario: Option<String>,
-    /// Where the report of everything served goes when the server stops (summary.json
-    /// with the requests as `origin.api` and the streams as `origin.streams`,
-    /// report.html, trace.mmtrace).
+    /// Where the report of everything served goes (summary.json with the requests as
+    /// `origin.api` and the streams as `origin.streams`, report.html, trace.mmtrace):
+    /// every `--report-every` seconds, on SIGHUP and when the server stops.
     #[arg(
         long,
         value_name = "DIR",
@@ -109,6 +109,8 @@ pub struct ModelArgs {
     /// slower than sessions (see docs/runtime.md).
     #[arg(long, requires = "models")]
     pub text_batch: bool,
+    #[command(flatten)]
+    pub long_run: crate::cmd::run::long_run::LongRunArgs,
 }
 
 /// Who may reach a server, and its connection limits (`serve`, `run --serve`).

@@ -20,6 +20,7 @@ use mmsched_pipeline::stats::Kind;
 use mmsched_report::write_report;
 use mmsched_scenario::Scenario;
 
+use crate::cmd::run::long_run::ReportWriter;
 use crate::cmd::run::{ServerFeed, forward_store};
 use crate::cmd::serve::ModelArgs;
 
@@ -94,6 +95,7 @@ pub fn load(
         bail!("--decode-budget-mib must be at least 1");
     }
     let classes = classes(a)?;
+    let long_run = a.long_run.settings(60)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
     // The scenario's streams (or none) run on the models of the shipped model set, which
     // has all four; each text request that may run at once gets a place of its own (a
@@ -132,6 +134,7 @@ pub fn load(
     config.duration_nanos = FOREVER_NANOS;
     config.platform = false;
     config.trace_path = Some(a.report.join("trace.mmtrace"));
+    long_run.set(&mut config);
     let (tx, rx) = std::sync::mpsc::channel();
     forward_store(shared.store.subscribe(), tx);
     config.policy_updates = Some(rx);
@@ -140,6 +143,7 @@ pub fn load(
         Box::new(Publish(feed.clone())),
         Box::new(ServerFeed::of(shared)),
         Box::new(StatusLines),
+        Box::new(ReportWriter::new(&a.report)),
     ];
     let host = Host::start(config, engines, Box::new(Tee(observers)))?;
     let upload = a.upload_limit_mib.saturating_mul(1024 * 1024);

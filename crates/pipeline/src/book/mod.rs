@@ -216,8 +216,13 @@ pub struct Book {
     pub(crate) trace: TraceOut,
     /// Text requests' figures.
     pub text: TextFigures,
-    /// Every job that ended, in the order they ended.
+    /// Every job that ended, in the order they ended (only with
+    /// [`Book::keep_records`]: a long-running process keeps nothing per job).
     pub records: Vec<JobRecord>,
+    /// Whether [`Book::records`] grows.
+    keep_records: bool,
+    /// Per kind: jobs that ended at each quality rung (the summary's `rung_counts`).
+    pub rung_counts: [std::collections::BTreeMap<String, u64>; 4],
 }
 
 impl std::fmt::Debug for Book {
@@ -286,7 +291,14 @@ impl Book {
             trace,
             text: TextFigures::default(),
             records: Vec::new(),
+            keep_records: false,
+            rung_counts: Default::default(),
         }
+    }
+
+    /// Keeps a [`JobRecord`] of every job that ended (`bench e2e --bound` reads them).
+    pub fn keep_records(&mut self, keep: bool) {
+        self.keep_records = keep;
     }
 
     /// The executor's class of `kind`.
@@ -522,6 +534,19 @@ impl Book {
 
     /// Keeps the record of a job that ended.
     fn record(&mut self, job: &Job, end: JobEnd, correct: Option<bool>) {
+        if let Some(rung) = &job.rung {
+            let counts = &mut self.rung_counts[job.kind.index()];
+            // A rung's name is counted under a key made once, not one per job.
+            match counts.get_mut(rung.name()) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(rung.name().to_string(), 1);
+                }
+            }
+        }
+        if !self.keep_records {
+            return;
+        }
         self.records.push(JobRecord {
             kind: job.kind,
             origin: job.origin,

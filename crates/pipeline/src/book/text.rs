@@ -65,10 +65,10 @@ pub struct TextFigures {
     /// Tokens generated.
     pub tokens: u64,
     /// Per request: time to first token, ms.
-    pub ttft_ms: Vec<f64>,
+    pub ttft_ms: crate::latency::Latencies,
     /// Per request with two tokens or more: time per output token after the first, as the
     /// client saw it (first to last token over the tokens after the first), ms.
-    pub tpot_ms: Vec<f64>,
+    pub tpot_ms: crate::latency::Latencies,
     /// Sum over requests of release to last token (for `tokens_per_s`).
     pub request_nanos: u64,
 }
@@ -110,9 +110,9 @@ mod tests {
         let mut f = TextFigures::default();
         f.close(90 * MS, &t);
         assert_eq!(f.tokens, 3);
-        assert_eq!(f.ttft_ms, vec![100.0]);
+        assert_eq!(f.ttft_ms.exact(), Some(&[100.0][..]));
         // First token at 190 ms, last at 260 ms: 70 ms over two tokens.
-        assert_eq!(f.tpot_ms, vec![35.0]);
+        assert_eq!(f.tpot_ms.exact(), Some(&[35.0][..]));
         assert_eq!(f.request_nanos, 170 * MS);
         assert_eq!(
             t.reply(),

@@ -17,9 +17,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let missed = e.missed();
         if let EndResult::Finished(..) = &e.result {
             let latency_ms = e.end.saturating_sub(e.release) as f64 / 1e6;
-            self.monitor
-                .series
-                .record_latency(e.kind.as_str(), latency_ms);
+            let m = &mut self.monitor;
+            m.series
+                .record_latency_bounded(&mut m.latency_stride, e.kind.as_str(), latency_ms);
             if missed {
                 let t = self.t_s(e.end);
                 self.monitor

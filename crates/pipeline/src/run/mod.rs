@@ -99,7 +99,8 @@ pub struct RunOutcome {
     /// Every call on the mmsched scheduling core, if recording was asked for (replay it
     /// with `mmsched_sim::replay`).
     pub step_log: Vec<LogEntry>,
-    /// Every job that ended, in the order they ended (what `bench e2e --bound` reads).
+    /// Every job that ended, in the order they ended (what `bench e2e --bound` reads):
+    /// only with [`RunConfig::job_records`], empty otherwise.
     pub jobs: Vec<crate::book::JobRecord>,
     /// The trace file written, if any, or why it could not be written. A trace that fails
     /// (a full disk) does not stop the run or lose its figures: the error comes with them,
@@ -131,6 +132,8 @@ struct Run<'o, C: Clock> {
     observer: &'o mut dyn Observer,
     /// Requests from outside clients (see [`crate::config::External`]).
     inbox: Option<std::sync::mpsc::Receiver<crate::client::Inbound>>,
+    /// What setting up the run said about the platform (the summary's notes).
+    notes: Vec<String>,
 }
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
@@ -224,14 +227,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// The branch the circuit breaker cuts: the one with the higher mean latency.
     fn heaviest_branch(&self) -> Kind {
-        let mean = |k: Kind| {
-            let l = &self.book.stats.kind(k).latencies_ms;
-            if l.is_empty() {
-                0.0
-            } else {
-                l.iter().sum::<f64>() / l.len() as f64
-            }
-        };
+        let mean = |k: Kind| self.book.stats.kind(k).latencies_ms.mean().unwrap_or(0.0);
         use mmsched_core::health::{Branch, heaviest_branch};
         match heaviest_branch(
             mean(Kind::Vision),
@@ -345,6 +341,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             if now >= self.end || self.config.stop.load(Ordering::Relaxed) {
                 break;
             }
+            self.book.stats.tick(now);
             self.apply_policy_updates(now);
             self.take_inbox(now);
             self.poll_camera(now);
@@ -356,6 +353,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.health_tick(now);
             self.overhead_nanos += t0.elapsed_nanos();
             self.sample(now);
+            self.report_if_due(now);
             self.wait(now);
         }
     }

@@ -11,6 +11,10 @@ use super::{PROGRESS_NANOS, Progress, Run, SAMPLE_NANOS};
 use crate::health::{HealthInputs, HealthMonitor};
 use crate::stats::Kind;
 
+/// Health actions the summary lists at most (the latest; a flapping week would otherwise
+/// list millions).
+const MAX_ACTIONS: usize = 1_000;
+
 /// The health loop, what it did, and the report's samples.
 pub(super) struct Monitor<C: Clock> {
     pub(super) health: HealthMonitor,
@@ -22,8 +26,12 @@ pub(super) struct Monitor<C: Clock> {
     /// Jobs done in the last second, for the rates.
     pub(super) recent_done: VecDeque<(Nanos, Kind)>,
     last_health: Nanos,
-    /// CPU pressure samples, percent.
-    pub(super) pressure_pct: Vec<f64>,
+    /// How often each kind's latency goes into the report's CDF.
+    pub(super) latency_stride: mmsched_report::LatencyStride,
+    /// CPU pressure samples, percent: how many, their sum and the largest.
+    pub(super) pressure_pct: (u64, f64, f64),
+    /// When the observer is next handed the report so far (`--report-every`).
+    pub(super) next_report: Nanos,
     /// Answers from the cache while the breaker was open.
     pub(super) stale_answers: u64,
     pub(super) breaker_opened: u64,
@@ -51,7 +59,9 @@ impl<C: Clock> Monitor<C> {
             next_progress: start + PROGRESS_NANOS,
             recent_done: VecDeque::new(),
             last_health: start,
-            pressure_pct: Vec::new(),
+            latency_stride: Default::default(),
+            pressure_pct: (0, 0.0, 0.0),
+            next_report: start,
             stale_answers: 0,
             breaker_opened: 0,
             camera_scaled_nanos: 0,
@@ -118,7 +128,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 .trace
                 .instant("health_action", "health", c.at_nanos, None, &c.what);
             let t_s = self.t_s(c.at_nanos);
-            self.monitor.actions.push(HealthActionRecord {
+            let actions = &mut self.monitor.actions;
+            if actions.len() >= MAX_ACTIONS {
+                // A long run keeps the latest actions; the trace has every one.
+                actions.drain(..MAX_ACTIONS / 2);
+            }
+            actions.push(HealthActionRecord {
                 t_s,
                 level: c.level.as_str().to_string(),
                 action: c.what,
@@ -166,6 +181,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         if now >= self.monitor.next_progress {
             self.monitor.next_progress = now + PROGRESS_NANOS;
             self.sample_alignment(t_s);
+            // A long run's series stay within their caps (thinned, not cut).
+            self.monitor.series.bound();
             self.sample_pressure(now);
             self.follow_camera_cost(now);
             let counts = Kind::ALL.map(|k| {
@@ -250,7 +267,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             if let Ok(p) = psi::read(std::path::Path::new(psi::CPU_PRESSURE_PATH)) {
                 let pct = 100.0 * p.saturation();
                 self.book.trace.counter(stage::PSI_CPU, now, pct);
-                self.monitor.pressure_pct.push(pct);
+                let p = &mut self.monitor.pressure_pct;
+                *p = (p.0 + 1, p.1 + pct, p.2.max(pct));
             }
         }
         #[cfg(not(target_os = "linux"))]

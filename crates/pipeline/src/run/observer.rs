@@ -4,6 +4,8 @@
 
 use mmsched_core::ldti::Level;
 
+use mmsched_report::{RunSeries, RunSummary};
+
 use crate::results::ResultRecord;
 
 /// What the loop reports as it goes.
@@ -44,6 +46,9 @@ pub trait Observer {
     /// A result: OCR lines, a speech segment, a transcript, an answer (see
     /// [`crate::results`]).
     fn result(&mut self, _record: &ResultRecord) {}
+    /// The report so far of a run still going: every `--report-every` and on SIGHUP
+    /// ([`crate::RunConfig::report_every_nanos`], [`crate::RunConfig::report_now`]).
+    fn report(&mut self, _summary: &RunSummary, _series: &RunSeries) {}
     /// The resource groups exist: clean them up if the process is interrupted.
     #[cfg(target_os = "linux")]
     fn cgroups(&mut self, _handle: mmsched_runtime::platform::cgroup::CgroupHandle) {}
@@ -93,6 +98,9 @@ impl Observer for Tee {
     }
     fn result(&mut self, record: &ResultRecord) {
         self.0.iter_mut().for_each(|o| o.result(record));
+    }
+    fn report(&mut self, summary: &RunSummary, series: &RunSeries) {
+        self.0.iter_mut().for_each(|o| o.report(summary, series));
     }
     #[cfg(target_os = "linux")]
     fn cgroups(&mut self, handle: mmsched_runtime::platform::cgroup::CgroupHandle) {

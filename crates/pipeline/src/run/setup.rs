@@ -27,6 +27,7 @@ use crate::rtp_record::RtpRecorder;
 use crate::stats::{Kind, RunStats};
 use crate::summary::{self, Totals};
 use crate::trace_out::TraceOut;
+use mmsched_report::RunSummary;
 
 /// What a run runs on: the device clock, the executor and the models.
 pub struct RunParts<C: Clock> {
@@ -187,12 +188,13 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         config.effective_rung_mode(),
         general,
         start,
-        RunStats::new(HEALTH_WINDOW_NANOS, sla_ms),
+        RunStats::new(HEALTH_WINDOW_NANOS, sla_ms).with_summary_window(config.window_nanos),
         trace,
     );
     // A camera's standing reservation is booked for whole frames: OCR runs a frame's steps
     // in one dispatch there (for every scheduler alike).
     book.fuse_vision(inputs.camera.is_some());
+    book.keep_records(config.job_records);
     let mut r = Run {
         end: start.saturating_add(config.duration_nanos),
         start,
@@ -214,10 +216,12 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         observer,
         inbox,
         config,
+        notes: platform_notes,
     };
+    r.monitor.next_report = start.saturating_add(r.config.report_every_nanos.unwrap_or(0));
     r.rebook_camera(start, false);
     r.main_loop();
-    r.finish(load, platform_notes)
+    r.finish(load)
 }
 
 /// Clock alignment per stream of `scenario`, by stream name.
@@ -276,16 +280,14 @@ fn trace_of<C: Clock>(config: &RunConfig, clock: &C) -> Result<TraceOut, RunErro
         config.seed,
         start_unix_nanos,
         metadata,
+        config.trace_rotation,
     )
 }
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// After the inputs stop: the drain, the last figures, the summary and the trace.
-    fn finish(
-        mut self,
-        load: LoadGenerator,
-        mut platform_notes: Vec<String>,
-    ) -> Result<RunOutcome, RunError> {
+    fn finish(mut self, load: LoadGenerator) -> Result<RunOutcome, RunError> {
+        let mut platform_notes = std::mem::take(&mut self.notes);
         let inputs_end = self.clock.now_nanos();
         if let Some(spent) = load.finish() {
             platform_notes.push(format!(
@@ -324,45 +326,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             .mmsched()
             .map(|m| m.take_step_log())
             .unwrap_or_default();
-        let text = std::mem::take(&mut self.book.text);
         let jobs = std::mem::take(&mut self.book.records);
-        let totals = Totals {
-            elapsed_nanos: elapsed,
-            importance: Kind::ALL.map(|k| self.importance(k)),
-            llm_tokens: text.tokens,
-            llm_request_nanos: text.request_nanos,
-            llm_ttft_ms: text.ttft_ms,
-            llm_tpot_ms: text.tpot_ms,
-            overhead_nanos: self.overhead_nanos,
-            stale_answers: self.monitor.stale_answers,
-            breaker_opened: self.monitor.breaker_opened,
-            camera_scaled_nanos: self.monitor.camera_scaled_nanos,
-            retransmit_requests: self.speech.nacks.requests(),
-            recovered: self.speech.nacks.recovered_count(),
-            platform: platform_notes,
-        };
-        let summary = summary::build(
-            &self.config,
-            &self.book.stats,
-            &self.monitor.health,
-            &self.vision.router,
-            self.speech.audio.as_ref(),
-            &self.ingest,
-            std::mem::take(&mut self.monitor.actions),
-            &totals,
-        );
-        let mut summary = summary;
-        for r in &jobs {
-            if let Some(rung) = &r.rung {
-                let m = match r.kind {
-                    Kind::Vision => &mut summary.vision,
-                    Kind::Vad => &mut summary.vad,
-                    Kind::Asr => &mut summary.asr,
-                    Kind::Llm => &mut summary.llm.modality,
-                };
-                *m.rung_counts.entry(rung.clone()).or_default() += 1;
-            }
-        }
+        let now = self.clock.now_nanos();
+        let summary = self.summary_now(elapsed, now, platform_notes);
         let mut series = std::mem::take(&mut self.monitor.series);
         series.thin_ldti(20_000);
         let Run { book, exec, .. } = self;
@@ -379,6 +345,71 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 }
 
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
+    /// The summary of the run so far: `elapsed` of inputs, its window at `now`, with
+    /// `notes` on the platform.
+    fn summary_now(&self, elapsed: Nanos, now: Nanos, notes: Vec<String>) -> RunSummary {
+        let text = &self.book.text;
+        let totals = Totals {
+            elapsed_nanos: elapsed,
+            importance: Kind::ALL.map(|k| self.importance(k)),
+            llm_tokens: text.tokens,
+            llm_request_nanos: text.request_nanos,
+            llm_ttft_ms: text.ttft_ms.clone(),
+            llm_tpot_ms: text.tpot_ms.clone(),
+            overhead_nanos: self.overhead_nanos,
+            stale_answers: self.monitor.stale_answers,
+            breaker_opened: self.monitor.breaker_opened,
+            camera_scaled_nanos: self.monitor.camera_scaled_nanos,
+            retransmit_requests: self.speech.nacks.requests(),
+            recovered: self.speech.nacks.recovered_count(),
+            platform: notes,
+        };
+        let mut summary = summary::build(
+            &self.config,
+            &self.book.stats,
+            &self.monitor.health,
+            &self.vision.router,
+            self.speech.audio.as_ref(),
+            &self.ingest,
+            self.monitor.actions.clone(),
+            &totals,
+        );
+        for kind in Kind::ALL {
+            let m = match kind {
+                Kind::Vision => &mut summary.vision,
+                Kind::Vad => &mut summary.vad,
+                Kind::Asr => &mut summary.asr,
+                Kind::Llm => &mut summary.llm.modality,
+            };
+            m.rung_counts = self.book.rung_counts[kind.index()].clone();
+        }
+        summary.window = self.book.stats.window(now);
+        summary
+    }
+
+    /// Hands the observer the report so far when `--report-every` says it is due or a
+    /// SIGHUP asked for it (the trace is flushed with it, so the files on disk agree).
+    pub(super) fn report_if_due(&mut self, now: Nanos) {
+        let asked = self
+            .config
+            .report_now
+            .swap(false, std::sync::atomic::Ordering::Relaxed);
+        let due = self
+            .config
+            .report_every_nanos
+            .is_some_and(|_| now >= self.monitor.next_report);
+        if !(asked || due) {
+            return;
+        }
+        if let Some(every) = self.config.report_every_nanos {
+            self.monitor.next_report = now + every.max(1_000_000_000);
+        }
+        self.book.trace.flush();
+        let elapsed = now.min(self.end).saturating_sub(self.start);
+        let summary = self.summary_now(elapsed, now, self.notes.clone());
+        self.observer.report(&summary, &self.monitor.series);
+    }
+
     /// What the run's end says about the scheduler's own cost, the platform's frequency
     /// requests and CPU pressure.
     fn finish_notes(&mut self) -> Vec<String> {
@@ -413,12 +444,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 m.power_calls, m.power_over_budget
             ));
         }
-        if !m.pressure_pct.is_empty() {
-            let p = &m.pressure_pct;
+        let (n, sum, max) = m.pressure_pct;
+        if n > 0 {
             notes.push(format!(
                 "CPU pressure (PSI some avg10): mean {:.1} %, max {:.1} %",
-                p.iter().sum::<f64>() / p.len() as f64,
-                p.iter().copied().fold(0.0, f64::max)
+                sum / n as f64,
+                max
             ));
         }
         notes

@@ -462,3 +462,95 @@ fn an_engine_that_fails_mid_run_fails_its_jobs_and_the_run_goes_on() {
         s.llm.modality
     );
 }
+
+/// What a run hands over as it goes: each report so far, and the most points its series
+/// held.
+#[derive(Default)]
+struct Reports(Vec<RunSummary>, usize);
+
+impl super::Observer for Reports {
+    fn report(&mut self, summary: &RunSummary, series: &mmsched_report::RunSeries) {
+        self.0.push(summary.clone());
+        self.1 = self.1.max(series.points());
+    }
+}
+
+/// A run of `minutes` under mmsched in virtual time, handing over its report every minute,
+/// with a window of five minutes and, if `records`, every job's record kept.
+fn run_reporting(minutes: u32, records: bool) -> (super::RunOutcome, Reports) {
+    let mut config = RunConfig::new(
+        scenario(minutes * 60, 2, 2, 4),
+        Policy::default(),
+        SchedulerKind::Mmsched,
+    );
+    let profile = profile_of(QUICK);
+    config.profile = Some(profile.path().to_path_buf());
+    config.platform = false;
+    config.fixed_prompts = true;
+    config.report_every_nanos = Some(60_000 * MS);
+    config.window_nanos = 300_000 * MS;
+    config.job_records = records;
+    let clock = VirtualClock::new(DEVICE_EPOCH_NANOS);
+    let (exec, models) = virtual_mmsched(&config.policy, 1, false, &clock, QUICK);
+    let parts = RunParts {
+        clock,
+        exec,
+        models: std::sync::Arc::new(models),
+        notes: Vec::new(),
+    };
+    let mut reports = Reports::default();
+    let outcome = run_with(config, parts, &mut reports).expect("run");
+    (outcome, reports)
+}
+
+#[test]
+fn a_long_run_reports_as_it_goes_and_keeps_nothing_per_job() {
+    use mmsched_report::thin::{LATENCY_CAP, LDTI_CAP};
+    let (outcome, reports) = run_reporting(10, false);
+    let s = &outcome.summary;
+    assert_all_accounted(s);
+    // Past the exact samples: the percentiles come from the histogram.
+    assert!(
+        s.vad.completed > crate::latency::EXACT_SAMPLES as u64,
+        "{:?}",
+        s.vad
+    );
+    assert!(
+        s.vad.p99_ms.is_finite() && s.vad.p50_ms <= s.vad.p99_ms,
+        "{:?}",
+        s.vad
+    );
+    // Nothing kept per job, and the series within their caps.
+    assert!(outcome.jobs.is_empty());
+    assert!(outcome.series.latencies_ms["vad"].len() <= 2 * LATENCY_CAP);
+    assert!(outcome.series.ldti.len() <= 2 * LDTI_CAP);
+    assert!(reports.1 <= 4 * 2 * LATENCY_CAP + 2 * LDTI_CAP + 4 * 2 * 4_000);
+    // A report every minute, each counting on from the one before; the window is the last
+    // five minutes (and a step at most) once the run is that long.
+    let r = &reports.0;
+    assert!((9..=11).contains(&r.len()), "{}", r.len());
+    assert!(r.windows(2).all(|w| w[1].vad.offered > w[0].vad.offered));
+    let last = &s.window;
+    assert!(last.seconds >= 300.0 && last.seconds <= 330.0, "{last:?}");
+    assert_eq!(last.minutes, 5.0);
+    let share = s.vad.offered as f64 / last.vad.offered as f64;
+    assert!(share > 1.7 && share < 2.3, "{share}: {last:?}");
+    assert!(last.vad.on_time_share > 0.9, "{last:?}");
+    assert!(r[0].window.seconds <= 61.0, "{:?}", r[0].window);
+}
+
+#[test]
+fn job_records_are_kept_only_when_asked() {
+    let (outcome, _) = run_reporting(1, true);
+    let s = &outcome.summary;
+    let ended = s.vision.on_time + s.vision.late + s.vision.shed + s.vision.failed;
+    let vision = outcome
+        .jobs
+        .iter()
+        .filter(|j| j.kind == crate::stats::Kind::Vision)
+        .count() as u64;
+    assert!(
+        vision > 0 && vision + s.vision.unfinished >= ended,
+        "{vision} of {ended}"
+    );
+}

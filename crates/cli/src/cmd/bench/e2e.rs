@@ -159,6 +159,8 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
                 // The same prompts for everyone: the transcript-dependent ones would
                 // differ with the scheduler.
                 c.fixed_prompts = true;
+                // The bound reads every job's record.
+                c.job_records = true;
                 c.mechanisms = mechanisms;
                 c.rung_mode = rungs;
             };

@@ -186,6 +186,7 @@ fn measure_server(
         scenario: None,
         report: report.to_path_buf(),
         text_batch: batched,
+        long_run: Default::default(),
     };
     let (api, runtime) = crate::cmd::serve_models::load(&models, &policy, &shared)?;
     let config = ServerConfig {

@@ -1,7 +1,9 @@
 //! `mmsched run`: the main job — a field scenario's sensors into real models under a
 //! scheduler, with a live progress line, a summary table and a report directory.
 
+pub(crate) mod hangup;
 pub(crate) mod interrupt;
+pub(crate) mod long_run;
 mod observe;
 mod results_out;
 
@@ -124,6 +126,8 @@ pub struct RunArgs {
     /// replays. Needs an audio stream with `source = { kind = "rtp", … }`.
     #[arg(long, value_name = "FILE")]
     record_rtp: Option<PathBuf>,
+    #[command(flatten)]
+    long_run: long_run::LongRunArgs,
 }
 
 /// Makes sure every model the runtime uses is in the cache, fetching what is missing.
@@ -221,7 +225,9 @@ fn run_one_with(
     config.policy_updates = policy_updates;
     config.stop = interrupt::stop_flag()?;
     adjust(&mut config);
-    let mut console = Console::new(kind, server).with_results(results);
+    let mut console = Console::new(kind, server)
+        .with_results(results)
+        .with_reports(long_run::ReportWriter::new(report_dir));
     let outcome = mmsched_pipeline::run(config, &mut console);
     let results = console.finish().map(ResultsOut::finish);
     Ok((outcome?, results))
@@ -351,10 +357,15 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         p.scenario.description(),
         a.scenario.duration.unwrap_or(p.scenario.duration_s())
     );
+    let long_run = a.long_run.settings(0)?;
     let results = a
         .results
         .as_deref()
-        .map(|path| ResultsOut::open(path, interrupt::stop_flag()?))
+        .map(|path| -> Result<ResultsOut> {
+            let reopen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            hangup::on_hangup(std::slice::from_ref(&reopen))?;
+            Ok(ResultsOut::open(path, interrupt::stop_flag()?)?.reopen_on(path, reopen))
+        })
         .transpose()?;
     let (mut outcome, results) = run_one_with(
         &p,
@@ -363,7 +374,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         &a.report,
         feeds.updates,
         feeds.feed,
-        &|c: &mut RunConfig| c.record_rtp.clone_from(&a.record_rtp),
+        &|c: &mut RunConfig| {
+            c.record_rtp.clone_from(&a.record_rtp);
+            long_run.set(c);
+        },
         results,
     )?;
     // The table comes first, so a report that cannot be written (a full disk) still

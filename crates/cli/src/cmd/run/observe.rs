@@ -69,6 +69,7 @@ pub struct Console {
     server: Option<ServerFeed>,
     kind: SchedulerKind,
     results: Option<ResultsOut>,
+    reports: Option<super::long_run::ReportWriter>,
 }
 
 fn modality_of(kind: &str) -> Modality {
@@ -93,7 +94,14 @@ impl Console {
             server,
             kind,
             results: None,
+            reports: None,
         }
+    }
+
+    /// Writes the report so far when the run hands it over (`--report-every`, SIGHUP).
+    pub fn with_reports(mut self, reports: super::long_run::ReportWriter) -> Self {
+        self.reports = Some(reports);
+        self
     }
 
     /// Also writes every result to `out` (`--results`).
@@ -176,6 +184,12 @@ impl Observer for Console {
     fn ldti(&mut self, value: f64, level: Level) {
         if let Some(s) = &mut self.server {
             s.ldti(value, level);
+        }
+    }
+
+    fn report(&mut self, summary: &mmsched_report::RunSummary, series: &mmsched_report::RunSeries) {
+        if let Some(r) = &mut self.reports {
+            r.report(summary, series);
         }
     }
 

@@ -1,11 +1,12 @@
 //! `mmsched run --results FILE|-`: one NDJSON line per result, written and flushed as the
 //! run produces it, so another program can follow the file (or the pipe) live. When the
 //! reader of standard output goes away (`--results - | head`), the run stops as if
-//! interrupted, writes its report and exits with status 141.
+//! interrupted, writes its report and exits with status 141. On SIGHUP a results file is
+//! reopened at its path (created if logrotate moved it away; appended to otherwise).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,6 +21,8 @@ pub struct ResultsOut {
     written: u64,
     /// Set when standard output's reader went away: the run stops.
     stop: Option<Arc<AtomicBool>>,
+    /// The file's path, and the flag a SIGHUP sets to reopen it (none for stdout).
+    reopen: Option<(PathBuf, Arc<AtomicBool>)>,
 }
 
 /// How writing the results ended.
@@ -53,12 +56,40 @@ impl ResultsOut {
             error: None,
             written: 0,
             stop: to_stdout.then_some(stop),
+            reopen: None,
         })
+    }
+
+    /// Reopens the file at its path whenever `flag` is set (SIGHUP), for logrotate.
+    pub fn reopen_on(mut self, path: &Path, flag: Arc<AtomicBool>) -> Self {
+        if path != Path::new("-") {
+            self.reopen = Some((path.to_path_buf(), flag));
+        }
+        self
+    }
+
+    /// Closes the file and opens its path again, appending (a new file if it was moved).
+    fn reopen_if_asked(&mut self) {
+        let Some((path, flag)) = &self.reopen else {
+            return;
+        };
+        if !flag.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let reopened = self
+            .out
+            .flush()
+            .and_then(|()| OpenOptions::new().create(true).append(true).open(path));
+        match reopened {
+            Ok(file) => self.out = Box::new(BufWriter::new(file)),
+            Err(e) => self.error = Some(e),
+        }
     }
 
     /// Writes one record as a line and flushes it. After a write error (a closed pipe, a
     /// full disk) nothing more is written; [`ResultsOut::finish`] reports it.
     pub fn write(&mut self, r: &ResultRecord) {
+        self.reopen_if_asked();
         if self.error.is_some() {
             return;
         }
