@@ -16,6 +16,7 @@
 
 mod batch;
 mod costs;
+mod own_load;
 mod record;
 mod rungs;
 mod steps;
@@ -218,6 +219,8 @@ pub struct Book {
     pub text: TextFigures,
     /// Every job that ended, in the order they ended.
     pub records: Vec<JobRecord>,
+    /// The steps on the general lanes, for the run's own load.
+    own: own_load::OwnWork,
 }
 
 impl std::fmt::Debug for Book {
@@ -286,6 +289,7 @@ impl Book {
             trace,
             text: TextFigures::default(),
             records: Vec::new(),
+            own: own_load::OwnWork::default(),
         }
     }
 
@@ -442,6 +446,9 @@ impl Book {
     ) {
         self.limit_batch(now, tag, work.as_mut());
         if let Some(info) = self.task_info(now, tag, work.next_step()) {
+            if let Some(j) = self.jobs.get(&tag) {
+                self.own.submitted(j.kind, tag, info.predicted_cost_nanos);
+            }
             exec.submit(now, Task { info, work });
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mmsched_core::align::AlignConfig;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::ingest::StreamIngest;
+use mmsched_runtime::platform::signals::SignalSource;
 use mmsched_runtime::router::image::ImageRouter;
 use mmsched_runtime::sched::{Executor, SchedulerKind};
 
@@ -38,6 +39,9 @@ pub struct RunParts<C: Clock> {
     pub models: Arc<dyn Models>,
     /// What setting these up did (pinning, resource groups), for the summary's notes.
     pub notes: Vec<String>,
+    /// Where the platform's signals come from (the neighbours' CPU share, mmsched's own
+    /// run-queue wait): the kernel's figures in a real run, a test's own, or none.
+    pub signals: Option<Box<dyn SignalSource>>,
 }
 
 impl<C: Clock> std::fmt::Debug for RunParts<C> {
@@ -105,6 +109,10 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         exec,
         models: Arc::new(engines),
         notes,
+        #[cfg(target_os = "linux")]
+        signals: Some(platform::signal_source(cgroup_set.as_ref())),
+        #[cfg(not(target_os = "linux"))]
+        signals: Some(platform::signal_source()),
     };
     let outcome = run_with(config, parts, observer);
     // The executor's threads have left their groups: remove the groups.
@@ -136,6 +144,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         mut exec,
         models,
         notes: mut platform_notes,
+        signals,
     } = parts;
     let scenario = config.scenario.clone();
     let inbox = config.external.take().map(|e| e.inbox);
@@ -207,6 +216,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         monitor: Monitor::new(
             HealthMonitor::new(&config.policy),
             start,
+            super::signals::Signals::new(signals),
             #[cfg(target_os = "linux")]
             power,
         ),
@@ -363,6 +373,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 *m.rung_counts.entry(rung.clone()).or_default() += 1;
             }
         }
+        summary.platform_signals = self.monitor.signals.summary();
         let mut series = std::mem::take(&mut self.monitor.series);
         series.thin_ldti(20_000);
         let Run { book, exec, .. } = self;
@@ -401,6 +412,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             notes.extend(m.risk_boost_note());
             notes.extend(m.thread_grant_note());
         }
+        notes.extend(self.monitor.signals.notes.iter().cloned());
         if let Some((n, why)) = &self.vision.refused {
             notes.push(format!(
                 "camera: the scheduler refused its standing reservation {n} time(s), last: {why}"

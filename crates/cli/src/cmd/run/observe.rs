@@ -61,6 +61,11 @@ impl Observer for ServerFeed {
             self.status.set_applied_etag(etag);
         }
     }
+
+    fn platform(&mut self, f: &mmsched_runtime::platform::signals::PlatformFigures) {
+        self.metrics
+            .set_platform_signals(f.neighbour_cpu_share, f.own_runqueue_wait_share);
+    }
 }
 
 /// Progress line and, with `--serve`, the server's feed.
@@ -176,6 +181,12 @@ impl Observer for Console {
     fn ldti(&mut self, value: f64, level: Level) {
         if let Some(s) = &mut self.server {
             s.ldti(value, level);
+        }
+    }
+
+    fn platform(&mut self, f: &mmsched_runtime::platform::signals::PlatformFigures) {
+        if let Some(s) = &mut self.server {
+            s.platform(f);
         }
     }
 
