@@ -126,3 +126,12 @@ fn a_scenario_error_reads_as_text_not_as_rust_debug_output() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_e2e_names_the_neighbours_it_knows() {
+    let err = failure(&["bench", "e2e", "--neighbour", "loud"]);
+    assert!(err.contains("--neighbour"), "{err}");
+    for kind in ["none", "niced", "busy", "build"] {
+        assert!(err.contains(kind), "{kind} missing from: {err}");
+    }
+}

@@ -103,6 +103,40 @@ pub struct Measurements {
     pub drift_ppm: f64,
     /// Share of the window's jobs served in time, 0 … 1.
     pub served_fraction: f64,
+    /// Whether the caller's own work exceeds what its lanes can serve ([`OwnLoad`]);
+    /// `None` where the caller cannot tell (the remedies then act on the level alone).
+    pub own_overload: Option<bool>,
+}
+
+/// The caller's own load over its window, as its measured step costs say: what its lanes
+/// were busy with, what is handed to them and not yet done, and what they can serve.
+///
+/// Why this and not the index alone: the index reads lateness, and lateness has two
+/// causes. Either the caller took on more work than its lanes can serve (its own
+/// overload: dropping or breaking work frees lanes for the rest), or its steps ran slower
+/// than usual because another program took CPU (a neighbour: the lanes are not full, and
+/// a dropped frame frees nothing the kept ones lack; they stay as slow). Only the first
+/// is a reason for the remedies that keep work from the models ([`Remedies::camera_scaled`],
+/// [`Remedies::breaker_open`]). A neighbour's slowdown still counts here, through the
+/// measured step costs: steps that take longer keep the lanes busier and make the work
+/// handed to them dearer, so a neighbour that leaves too little CPU for the caller's work
+/// does make it overloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OwnLoad {
+    /// Lane time the caller's steps took inside the window (measured), ns.
+    pub busy_nanos: u64,
+    /// Predicted cost of the steps handed to the lanes and not yet ended (queued or
+    /// running), ns.
+    pub outstanding_nanos: u64,
+    /// What the lanes can serve in the window: lanes × window, ns.
+    pub capacity_nanos: u64,
+}
+
+impl OwnLoad {
+    /// Whether the work exceeds the lanes: busy the whole window with more waiting.
+    pub fn overloaded(&self) -> bool {
+        self.busy_nanos.saturating_add(self.outstanding_nanos) > self.capacity_nanos
+    }
 }
 
 /// The remedies in force.
@@ -227,6 +261,8 @@ pub struct HealthController<B = Vec<f64>> {
     remedies: Remedies,
     /// Last time each level (by index) or a worse one was seen.
     last_seen: [Option<Nanos>; 3],
+    /// Last time the caller's own overload was seen, or reported unknown.
+    last_own_overload: Option<Nanos>,
 }
 
 impl HealthController<Vec<f64>> {
@@ -253,6 +289,7 @@ impl<B: AsRef<[f64]> + AsMut<[f64]>> HealthController<B> {
             level: Level::Stable,
             remedies: Remedies::default(),
             last_seen: [None; 3],
+            last_own_overload: None,
         }
     }
 
@@ -308,6 +345,9 @@ impl<B: AsRef<[f64]> + AsMut<[f64]>> HealthController<B> {
         for seen in &mut self.last_seen[..=level as usize] {
             *seen = Some(now);
         }
+        if m.own_overload != Some(false) {
+            self.last_own_overload = Some(now);
+        }
         let previous = self.remedies;
         self.remedies = self.remedies_at(now);
         HealthStep {
@@ -329,11 +369,16 @@ impl<B: AsRef<[f64]> + AsMut<[f64]>> HealthController<B> {
         // seen recently.
         let critical = self.level == Level::Critical
             || (self.remedies.breaker_open && recent(Level::Critical));
+        // The remedies that keep work from the models act on the caller's own overload
+        // only (see [`OwnLoad`]), seen within the same recovery time as the levels.
+        let own = self
+            .last_own_overload
+            .is_some_and(|t| now.saturating_sub(t) < self.recovery_nanos);
         Remedies {
-            camera_scaled: a.scale_frequency && degraded,
+            camera_scaled: a.scale_frequency && degraded && own,
             retransmit: a.retransmit && degraded,
-            breaker_open: a.circuit_break && critical,
-            use_cache: a.use_cache && critical,
+            breaker_open: a.circuit_break && critical && own,
+            use_cache: a.use_cache && critical && own,
         }
     }
 
@@ -396,7 +441,54 @@ mod tests {
             latency_ratio: Some(ratio),
             drift_ppm: 3.0,
             served_fraction: served,
+            own_overload: None,
         }
+    }
+
+    #[test]
+    fn own_load_is_overloaded_only_past_the_lanes() {
+        let load = |busy, outstanding| OwnLoad {
+            busy_nanos: busy,
+            outstanding_nanos: outstanding,
+            capacity_nanos: 4_000 * MS,
+        };
+        assert!(
+            !load(2_500 * MS, 1_000 * MS).overloaded(),
+            "lanes with room"
+        );
+        assert!(!load(4_000 * MS, 0).overloaded(), "busy, nothing waiting");
+        assert!(
+            load(3_900 * MS, 400 * MS).overloaded(),
+            "busy and more waiting"
+        );
+        assert!(!OwnLoad::default().overloaded());
+    }
+
+    #[test]
+    fn lateness_without_own_overload_keeps_every_frame_and_the_breaker_closed() {
+        let mut h = HealthController::new(Policy::default().ldti());
+        let slow = |own| Measurements {
+            own_overload: Some(own),
+            ..m(5.0, 0.0)
+        };
+        // A neighbour slowed every job: critical, but the lanes have room.
+        let s = h.step(0, &slow(false));
+        assert_eq!(s.level, Level::Critical);
+        assert!(s.remedies.retransmit, "retransmission drops nothing");
+        assert!(!s.remedies.camera_scaled && !s.remedies.breaker_open && !s.remedies.use_cache);
+        // The run's own work then exceeds its lanes: the remedies come on at once…
+        let s = h.step(10 * MS, &slow(true));
+        assert!(s.remedies.camera_scaled && s.remedies.breaker_open && s.remedies.use_cache);
+        // …and stay for the recovery time after the overload is gone, like a level.
+        let s = h.step(20 * MS, &slow(false));
+        assert!(s.remedies.camera_scaled && s.remedies.breaker_open);
+        let s = h.step(10 * MS + RECOVERY_NANOS, &slow(false));
+        assert!(!s.remedies.camera_scaled && !s.remedies.breaker_open);
+        assert_eq!(
+            s.level,
+            Level::Critical,
+            "the index still says how late jobs are"
+        );
     }
 
     #[test]

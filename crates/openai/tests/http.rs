@@ -67,6 +67,7 @@ fn server(s: Setup) -> Server {
         exec,
         models: Arc::new(models.with_llm_sessions(s.sessions)),
         notes: Vec::new(),
+        signals: None,
     };
     let mut config = RunConfig::new(
         serving_scenario(2).expect("scenario"),

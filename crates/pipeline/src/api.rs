@@ -308,6 +308,7 @@ mod tests {
             exec,
             models: std::sync::Arc::new(models.with_llm_sessions(sessions)),
             notes: Vec::new(),
+            signals: None,
         };
         let mut rt = Runtime::on_parts(RuntimeConfig::default(), parts).expect("runtime");
         for (name, sla_ms, importance) in [

@@ -124,6 +124,12 @@ pub struct Mechanisms {
     /// Each OCR and speech job runs at the richest quality rung that meets its deadline
     /// (off: every job at the richest rung, as the baselines run).
     pub rungs: bool,
+    /// The health remedies that keep work from the models (the camera's halved rate, the
+    /// circuit breaker) act only while the run's own work exceeds its lanes
+    /// ([`mmsched_core::health::OwnLoad`]), not when a neighbour's load slows its steps
+    /// (off: they act on the index alone; `MMSCHED_OWN_OVERLOAD=0` turns it off for every
+    /// run of the process).
+    pub own_overload: bool,
 }
 
 impl Default for Mechanisms {
@@ -137,6 +143,7 @@ impl Default for Mechanisms {
             risk_boost: true,
             thread_grants: true,
             rungs: true,
+            own_overload: true,
         }
     }
 }
@@ -144,7 +151,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 8] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 9] {
         let all = Mechanisms::default();
         [
             (
@@ -200,6 +207,13 @@ impl Mechanisms {
                 "no-rungs",
                 Mechanisms {
                     rungs: false,
+                    ..all
+                },
+            ),
+            (
+                "no-own-overload",
+                Mechanisms {
+                    own_overload: false,
                     ..all
                 },
             ),

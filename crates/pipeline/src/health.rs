@@ -24,6 +24,10 @@ pub struct HealthInputs {
     pub drift_ppm: f64,
     /// Share of recent jobs served in time, 0 … 1.
     pub served_fraction: f64,
+    /// Whether the run's own work exceeds its lanes
+    /// ([`mmsched_core::health::OwnLoad`]); `None`: unknown, the remedies act on the
+    /// level alone.
+    pub own_overload: Option<bool>,
 }
 
 /// A change of remedies, for the log and the trace.
@@ -83,6 +87,7 @@ impl HealthMonitor {
                 latency_ratio: inputs.worst_p99_ratio,
                 drift_ppm: inputs.drift_ppm,
                 served_fraction: inputs.served_fraction,
+                own_overload: inputs.own_overload,
             },
         );
         let (value, level) = (step.ldti.value, step.level);
@@ -156,6 +161,7 @@ mod tests {
             worst_p99_ratio: Some(ratio),
             drift_ppm: 3.0,
             served_fraction: served,
+            own_overload: None,
         }
     }
 

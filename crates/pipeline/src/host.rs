@@ -184,6 +184,7 @@ mod tests {
             exec,
             models: Arc::new(models),
             notes: Vec::new(),
+            signals: None,
         };
         let mut config = RunConfig::new(
             serving_scenario(1).expect("scenario"),

@@ -62,6 +62,39 @@ pub fn resource_groups(
     }
 }
 
+/// Where a real run's platform signals come from: the kernel's figures for this process,
+/// and the CPU pressure of the run's own resource groups where they are cgroup v2 groups.
+#[cfg(target_os = "linux")]
+pub fn signal_source(
+    groups: Option<&mmsched_runtime::platform::cgroup::CgroupSet>,
+) -> Box<dyn mmsched_runtime::platform::signals::SignalSource> {
+    use mmsched_runtime::platform::signals::{ProcSource, has_cpu_pressure};
+    let dirs = groups.map_or_else(Vec::new, |set| {
+        ["vision", "general", "audio"]
+            .iter()
+            .flat_map(|class| set.class_dirs(class))
+            .filter(|d| has_cpu_pressure(d))
+            .collect()
+    });
+    Box::new(ProcSource::new(dirs))
+}
+
+/// Where a real run's platform signals come from off Linux: a `/proc` that is not there,
+/// so every figure is unknown (and said so once).
+#[cfg(not(target_os = "linux"))]
+pub fn signal_source() -> Box<dyn mmsched_runtime::platform::signals::SignalSource> {
+    Box::new(mmsched_runtime::platform::signals::ProcSource::new(
+        Vec::new(),
+    ))
+}
+
+/// Whether the health remedies that keep work from the models wait for the run's own
+/// overload ([`crate::Mechanisms::own_overload`]): on unless `MMSCHED_OWN_OVERLOAD=0`
+/// (to measure what it buys with one build, for every run of the process).
+pub fn own_overload_on() -> bool {
+    !std::env::var("MMSCHED_OWN_OVERLOAD").is_ok_and(|v| v.trim() == "0")
+}
+
 /// Most intra-op threads one step may be granted: every core (so a lone LLM step uses
 /// both cores of a 2-core device while the camera is idle), or `MMSCHED_THREAD_GRANT` when
 /// set (`1` turns grants off, to measure what they buy).

@@ -253,6 +253,8 @@ pub fn build(
         platform: t.platform.clone(),
         // Set by the loop, which has the window.
         window: Default::default(),
+        // Filled in by the run from its signals (`run/signals.rs`).
+        platform_signals: Default::default(),
     };
     summary.utility = summary.compute_utility();
     summary.utility_correct = summary.compute_utility_correct();

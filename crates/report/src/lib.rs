@@ -26,7 +26,8 @@ pub use series::{
 };
 pub use summary::{
     AlignmentSummary, AudioSummary, HealthActionRecord, HealthSummary, LdtiSummary, LevelSeconds,
-    LlmSummary, ModalitySummary, OriginSummary, RoutingSummary, RunSummary, StreamAlignment,
+    LlmSummary, MeanMax, ModalitySummary, OriginSummary, PlatformSignals, RoutingSummary,
+    RunSummary, StreamAlignment,
 };
 pub use table::render_table;
 pub use thin::LatencyStride;

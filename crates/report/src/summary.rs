@@ -57,6 +57,45 @@ pub struct RunSummary {
     pub platform: Vec<String>,
     /// The last minutes of the run (every other key counts since the start).
     pub window: crate::window::WindowSummary,
+    /// mmsched's own signals beside the machine's over the run: the neighbours' CPU
+    /// share, its own run-queue wait, CPU pressure.
+    pub platform_signals: PlatformSignals,
+}
+
+/// What the run read of the machine once a second, mmsched's own figures told apart from
+/// its neighbours' (each `null` where this machine does not offer it: no PSI, no
+/// schedstat, not Linux, or a baseline's run that did not read them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlatformSignals {
+    /// Windows (about a second each) the figures are over.
+    pub windows: u64,
+    /// Share of every core's time that other programs used: the machine's busy time less
+    /// mmsched's own CPU time, over every core's time, 0 … 1.
+    pub neighbour_cpu_share: MeanMax,
+    /// Share of every core's time mmsched's own threads used, 0 … 1.
+    pub own_cpu_share: MeanMax,
+    /// Of the time mmsched's threads were runnable, the share they waited on a run queue
+    /// for a CPU (`/proc/self/task/*/schedstat`), 0 … 1.
+    pub own_runqueue_wait_share: MeanMax,
+    /// The machine's CPU pressure, PSI `some avg10`, 0 … 1.
+    pub machine_pressure_some_avg10: MeanMax,
+    /// The highest CPU pressure of mmsched's own resource groups (cgroup v2), 0 … 1.
+    pub own_group_pressure_some_avg10: MeanMax,
+    /// Share of the health evaluations at which mmsched's own work exceeded its lanes
+    /// (busy the whole window with more waiting): only then do the health remedies that
+    /// keep work from the models act. `null` where not evaluated.
+    pub own_overload_share: Option<f64>,
+}
+
+/// The mean and the maximum of a figure over a run's windows (`null`: unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MeanMax {
+    /// Mean over the windows that knew the figure.
+    pub mean: Option<f64>,
+    /// The largest.
+    pub max: Option<f64>,
 }
 
 impl RunSummary {

@@ -187,6 +187,32 @@ fn run_lines(out: &mut String, summary: &RunSummary) {
         "scheduler  overhead {} % of CPU",
         fixed(summary.scheduler_overhead_pct, 2)
     );
+    let _ = writeln!(out, "{}", signals_line(&summary.platform_signals));
+}
+
+/// The line of mmsched's own signals beside the machine's (percent, mean and max).
+fn signals_line(s: &crate::summary::PlatformSignals) -> String {
+    let pct = |m: &crate::summary::MeanMax| match (m.mean, m.max) {
+        (Some(mean), Some(max)) => format!(
+            "{} % (max {} %)",
+            fixed(100.0 * mean, 0),
+            fixed(100.0 * max, 0)
+        ),
+        _ => "unknown".to_string(),
+    };
+    let own = s
+        .own_overload_share
+        .map_or("not evaluated".to_string(), |v| {
+            format!("{} % of evaluations", fixed(100.0 * v, 0))
+        });
+    format!(
+        "signals    neighbours' CPU {}; own CPU {}; own run-queue wait {}; machine pressure {}; own overload {}",
+        pct(&s.neighbour_cpu_share),
+        pct(&s.own_cpu_share),
+        pct(&s.own_runqueue_wait_share),
+        pct(&s.machine_pressure_some_avg10),
+        own
+    )
 }
 
 /// `text` cut to `max` characters, with `…` where it was cut.

@@ -112,5 +112,18 @@ pub(crate) fn sample() -> RunSummary {
         },
         platform: vec!["cgroup v1 cpu: workers in mmsched/audio".into()],
         window: Default::default(),
+        platform_signals: crate::summary::PlatformSignals {
+            windows: 60,
+            neighbour_cpu_share: crate::summary::MeanMax {
+                mean: Some(0.42),
+                max: Some(0.61),
+            },
+            own_runqueue_wait_share: crate::summary::MeanMax {
+                mean: Some(0.12),
+                max: Some(0.3),
+            },
+            own_overload_share: Some(0.0),
+            ..Default::default()
+        },
     }
 }

@@ -69,6 +69,8 @@ pub struct Metrics {
     ldti: Gauge<f64, AtomicU64>,
     level: Gauge,
     policy_revision: Gauge,
+    neighbour_cpu_share: Gauge<f64, AtomicU64>,
+    runqueue_wait_share: Gauge<f64, AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -91,6 +93,11 @@ impl Metrics {
         let ldti = Gauge::<f64, AtomicU64>::default();
         let level = Gauge::default();
         let policy_revision = Gauge::default();
+        // Unknown until a run has read them (NaN: no figure, not zero).
+        let neighbour_cpu_share = Gauge::<f64, AtomicU64>::default();
+        neighbour_cpu_share.set(f64::NAN);
+        let runqueue_wait_share = Gauge::<f64, AtomicU64>::default();
+        runqueue_wait_share.set(f64::NAN);
         registry.register_with_unit(
             "job_latency",
             "End-to-end job latency (queued to result), per modality; exemplars carry the trace_id",
@@ -132,6 +139,16 @@ impl Metrics {
             "Revision of the live scheduling policy (1 at start, +1 per change)",
             policy_revision.clone(),
         );
+        registry.register(
+            "neighbour_cpu_share",
+            "Share of every core's time other programs used over the last second (machine busy time less mmsched's own), 0 to 1; NaN where unknown",
+            neighbour_cpu_share.clone(),
+        );
+        registry.register(
+            "runqueue_wait_share",
+            "Share of the time mmsched's threads were runnable that they waited on a run queue for a CPU over the last second, 0 to 1; NaN where unknown",
+            runqueue_wait_share.clone(),
+        );
         for m in Modality::ALL {
             let _ = latency.get_or_create(&ModalityLabels {
                 modality: m.as_str().to_string(),
@@ -147,6 +164,8 @@ impl Metrics {
             ldti,
             level,
             policy_revision,
+            neighbour_cpu_share,
+            runqueue_wait_share,
         }
     }
 
@@ -211,6 +230,18 @@ impl Metrics {
             Level::Degraded => 1,
             Level::Critical => 2,
         });
+    }
+
+    /// Sets the platform's signals of the last second (`None`: unknown on this machine).
+    pub fn set_platform_signals(
+        &self,
+        neighbour_cpu_share: Option<f64>,
+        runqueue_wait_share: Option<f64>,
+    ) {
+        self.neighbour_cpu_share
+            .set(neighbour_cpu_share.unwrap_or(f64::NAN));
+        self.runqueue_wait_share
+            .set(runqueue_wait_share.unwrap_or(f64::NAN));
     }
 
     /// Sets the live policy's revision.
@@ -290,6 +321,20 @@ mod tests {
         m.record_skip(Modality::Audio, "silence");
         m.record_shed(Modality::Text, "llm");
         m.set_ldti(0.42, Level::Degraded);
+        assert!(
+            m.encode_prometheus_text()
+                .contains("mmsched_neighbour_cpu_share NaN")
+        );
+        m.set_platform_signals(Some(0.25), Some(0.5));
+        let with_signals = m.encode_prometheus_text();
+        assert!(
+            with_signals.contains("mmsched_neighbour_cpu_share 0.25"),
+            "{with_signals}"
+        );
+        assert!(
+            with_signals.contains("mmsched_runqueue_wait_share 0.5"),
+            "{with_signals}"
+        );
         m.set_policy_revision(3);
         let t = m.encode_openmetrics();
         assert!(

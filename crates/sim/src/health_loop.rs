@@ -154,6 +154,9 @@ impl HealthLoop {
                 latency_ratio,
                 drift_ppm: self.drift_ppm,
                 served_fraction: if n == 0 { 1.0 } else { ok / n as f64 },
+                // The simulator's lanes run only the scenario's work: no neighbour to
+                // tell apart, so the remedies follow the level alone.
+                own_overload: None,
             },
         );
         if let Some(last) = self.last {

@@ -16,6 +16,7 @@
 
 mod batch;
 mod costs;
+mod own_load;
 mod record;
 mod rungs;
 mod steps;
@@ -223,6 +224,8 @@ pub struct Book {
     keep_records: bool,
     /// Per kind: jobs that ended at each quality rung (the summary's `rung_counts`).
     pub rung_counts: [std::collections::BTreeMap<String, u64>; 4],
+    /// The steps on the general lanes, for the run's own load.
+    own: own_load::OwnWork,
 }
 
 impl std::fmt::Debug for Book {
@@ -293,6 +296,7 @@ impl Book {
             records: Vec::new(),
             keep_records: false,
             rung_counts: Default::default(),
+            own: own_load::OwnWork::default(),
         }
     }
 
@@ -454,6 +458,9 @@ impl Book {
     ) {
         self.limit_batch(now, tag, work.as_mut());
         if let Some(info) = self.task_info(now, tag, work.next_step()) {
+            if let Some(j) = self.jobs.get(&tag) {
+                self.own.submitted(j.kind, tag, info.predicted_cost_nanos);
+            }
             exec.submit(now, Task { info, work });
         }
     }

@@ -24,6 +24,7 @@ impl Book {
         ev: ExecEvent,
         ended: &mut Vec<Ended>,
     ) {
+        self.own_step_ended(&ev);
         match ev {
             ExecEvent::Done {
                 info,
@@ -89,6 +90,23 @@ impl Book {
             ExecEvent::Pruned { info, .. } => {
                 self.shed(cx, now, info.tag, ShedReason::BatterySaver, ended)
             }
+        }
+    }
+
+    /// A step left the executor: out of the run's own load in flight, and its lane time
+    /// into it if it ran.
+    fn own_step_ended(&mut self, ev: &ExecEvent) {
+        let (tag, ran) = match ev {
+            ExecEvent::Done {
+                info,
+                started_nanos,
+                ended_nanos,
+                ..
+            } => (info.tag, Some((*started_nanos, *ended_nanos))),
+            ExecEvent::Shed { info, .. } | ExecEvent::Pruned { info, .. } => (info.tag, None),
+        };
+        if let Some(j) = self.jobs.get(&tag) {
+            self.own.ended(j.kind, tag, ran);
         }
     }
 

@@ -29,7 +29,8 @@
 //! job does to its branch; one file per branch — `vision.rs` (camera → gate → OCR, the
 //! camera's standing reservation), `speech.rs` (microphone → playout → VAD → Whisper),
 //! `text.rs` (requests → the book); `inbox.rs` outside clients' requests; `monitor.rs` the
-//! timed work (health evaluation and actions, report samples); `results.rs` and
+//! timed work (health evaluation and actions, report samples); `signals.rs` the
+//! platform's signals (the neighbours' CPU share, mmsched's own run-queue wait); `results.rs` and
 //! `observer.rs` how a run reports as it goes.
 
 mod ended;
@@ -38,6 +39,7 @@ mod monitor;
 mod observer;
 mod results;
 mod setup;
+mod signals;
 mod speech;
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,8 @@ use mmsched_core::time::{Clock, Nanos};
 use mmsched_report::{AlignmentPoint, HealthActionRecord, PlayoutPoint, RunSeries};
 use mmsched_trace::record::stage;
 
-use super::{PROGRESS_NANOS, Progress, Run, SAMPLE_NANOS};
+use super::signals::Signals;
+use super::{HEALTH_WINDOW_NANOS, PROGRESS_NANOS, Progress, Run, SAMPLE_NANOS};
 use crate::health::{HealthInputs, HealthMonitor};
 use crate::stats::Kind;
 
@@ -42,6 +43,8 @@ pub(super) struct Monitor<C: Clock> {
     pub(super) power: Option<std::marker::PhantomData<C>>,
     pub(super) power_calls: u64,
     pub(super) power_over_budget: u64,
+    /// The platform's signals (the neighbours' CPU share, own run-queue wait).
+    pub(super) signals: Signals,
 }
 
 impl<C: Clock> Monitor<C> {
@@ -49,6 +52,7 @@ impl<C: Clock> Monitor<C> {
     pub(super) fn new(
         health: HealthMonitor,
         start: Nanos,
+        signals: Signals,
         #[cfg(target_os = "linux")] power: Option<mmsched_runtime::platform::power::LinuxPower<C>>,
     ) -> Self {
         Self {
@@ -71,6 +75,7 @@ impl<C: Clock> Monitor<C> {
             power: None,
             power_calls: 0,
             power_over_budget: 0,
+            signals,
         }
     }
 }
@@ -89,12 +94,14 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             .fold(0.0, f64::max);
         let was_scaled = self.remedies().camera_scaled;
         let was_open = self.remedies().breaker_open;
+        let own_overload = self.own_overload(now);
         let changes = self.monitor.health.evaluate(
             now,
             &HealthInputs {
                 worst_p99_ratio: self.book.stats.worst_p99_ratio(),
                 drift_ppm,
                 served_fraction: self.book.stats.served_fraction(),
+                own_overload,
             },
         );
         let m = &mut self.monitor;
@@ -141,6 +148,20 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
+    /// Whether the run's own work exceeds its general lanes over the health window, as
+    /// the measured step costs say (mmsched with the mechanism on; `None` otherwise, and
+    /// the remedies act on the index alone).
+    fn own_overload(&mut self, now: Nanos) -> Option<bool> {
+        if !self.mmsched_has(|m| m.own_overload) || !crate::platform::own_overload_on() {
+            return None;
+        }
+        let over = self.book.own_load(now, HEALTH_WINDOW_NANOS).overloaded();
+        let s = &mut self.monitor.signals;
+        s.own_evaluations += 1;
+        s.own_overloaded += u64::from(over);
+        Some(over)
+    }
+
     pub(super) fn sample(&mut self, now: Nanos) {
         if now < self.monitor.next_sample {
             return;
@@ -184,6 +205,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             // A long run's series stay within their caps (thinned, not cut).
             self.monitor.series.bound();
             self.sample_pressure(now);
+            self.sample_signals(now);
             self.follow_camera_cost(now);
             let counts = Kind::ALL.map(|k| {
                 let s = self.book.stats.kind(k);

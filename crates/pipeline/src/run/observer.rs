@@ -43,6 +43,9 @@ pub trait Observer {
     fn policy_applied(&mut self, _etag: Option<&str>) {}
     /// A health evaluation.
     fn ldti(&mut self, _value: f64, _level: Level) {}
+    /// The platform's signals over the last second: the neighbours' CPU share, mmsched's
+    /// own run-queue wait (where the machine offers them).
+    fn platform(&mut self, _figures: &mmsched_runtime::platform::signals::PlatformFigures) {}
     /// A result: OCR lines, a speech segment, a transcript, an answer (see
     /// [`crate::results`]).
     fn result(&mut self, _record: &ResultRecord) {}
@@ -95,6 +98,9 @@ impl Observer for Tee {
     }
     fn ldti(&mut self, value: f64, level: Level) {
         self.0.iter_mut().for_each(|o| o.ldti(value, level));
+    }
+    fn platform(&mut self, figures: &mmsched_runtime::platform::signals::PlatformFigures) {
+        self.0.iter_mut().for_each(|o| o.platform(figures));
     }
     fn result(&mut self, record: &ResultRecord) {
         self.0.iter_mut().for_each(|o| o.result(record));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mmsched_core::align::AlignConfig;
 use mmsched_core::time::{Clock, Nanos};
 use mmsched_runtime::ingest::StreamIngest;
+use mmsched_runtime::platform::signals::SignalSource;
 use mmsched_runtime::router::image::ImageRouter;
 use mmsched_runtime::sched::{Executor, SchedulerKind};
 
@@ -39,6 +40,9 @@ pub struct RunParts<C: Clock> {
     pub models: Arc<dyn Models>,
     /// What setting these up did (pinning, resource groups), for the summary's notes.
     pub notes: Vec<String>,
+    /// Where the platform's signals come from (the neighbours' CPU share, mmsched's own
+    /// run-queue wait): the kernel's figures in a real run, a test's own, or none.
+    pub signals: Option<Box<dyn SignalSource>>,
 }
 
 impl<C: Clock> std::fmt::Debug for RunParts<C> {
@@ -106,6 +110,10 @@ pub fn run(mut config: RunConfig, observer: &mut dyn Observer) -> Result<RunOutc
         exec,
         models: Arc::new(engines),
         notes,
+        #[cfg(target_os = "linux")]
+        signals: Some(platform::signal_source(cgroup_set.as_ref())),
+        #[cfg(not(target_os = "linux"))]
+        signals: Some(platform::signal_source()),
     };
     let outcome = run_with(config, parts, observer);
     // The executor's threads have left their groups: remove the groups.
@@ -137,6 +145,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         mut exec,
         models,
         notes: mut platform_notes,
+        signals,
     } = parts;
     let scenario = config.scenario.clone();
     let inbox = config.external.take().map(|e| e.inbox);
@@ -209,6 +218,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         monitor: Monitor::new(
             HealthMonitor::new(&config.policy),
             start,
+            super::signals::Signals::new(signals),
             #[cfg(target_os = "linux")]
             power,
         ),
@@ -384,6 +394,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             m.rung_counts = self.book.rung_counts[kind.index()].clone();
         }
         summary.window = self.book.stats.window(now);
+        summary.platform_signals = self.monitor.signals.summary();
         summary
     }
 
@@ -432,6 +443,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             notes.extend(m.risk_boost_note());
             notes.extend(m.thread_grant_note());
         }
+        notes.extend(self.monitor.signals.notes.iter().cloned());
         if let Some((n, why)) = &self.vision.refused {
             notes.push(format!(
                 "camera: the scheduler refused its standing reservation {n} time(s), last: {why}"

@@ -10,6 +10,9 @@ use mmsched_runtime::sched::SchedulerKind;
 use mmsched_runtime::sched::virtual_time::VirtualClock;
 use mmsched_scenario::Scenario;
 
+use mmsched_runtime::platform::procfs::{MachineCpu, SchedStat};
+use mmsched_runtime::platform::signals::{CpuSnapshot, SignalSource};
+
 use super::{Quiet, RunParts, run_with};
 use crate::config::{Mechanisms, RunConfig};
 use crate::inputs::DEVICE_EPOCH_NANOS;
@@ -20,6 +23,17 @@ const MS: Nanos = 1_000_000;
 /// A scenario of `duration_s` with a camera, a microphone and text requests (`tokens`
 /// per answer), all generated.
 fn scenario(duration_s: u32, camera_fps: u32, requests_per_min: u32, tokens: u32) -> Scenario {
+    scenario_on(1, duration_s, camera_fps, requests_per_min, tokens)
+}
+
+/// [`scenario`] on `workers` general lanes.
+fn scenario_on(
+    workers: u32,
+    duration_s: u32,
+    camera_fps: u32,
+    requests_per_min: u32,
+    tokens: u32,
+) -> Scenario {
     let toml = format!(
         r#"
 version = 1
@@ -28,7 +42,7 @@ duration_s = {duration_s}
 seed = 7
 
 [device]
-workers = 1
+workers = {workers}
 
 [[models]]
 name = "ocr"
@@ -101,16 +115,28 @@ fn run_virtual_with(
     mechanisms: Mechanisms,
     fakes: impl FnOnce(FakeModels) -> FakeModels,
 ) -> RunSummary {
-    run_virtual_under(Policy::default(), scenario, costs, mechanisms, fakes)
+    run_virtual_under(Policy::default(), scenario, costs, mechanisms, fakes, None)
 }
 
-/// [`run_virtual_with`] under `policy`.
+/// [`run_virtual_with`] with the platform's signals from `signals`.
+fn run_virtual_beside(
+    scenario: Scenario,
+    costs: Costs,
+    mechanisms: Mechanisms,
+    fakes: impl FnOnce(FakeModels) -> FakeModels,
+    signals: Option<Box<dyn SignalSource>>,
+) -> RunSummary {
+    run_virtual_under(Policy::default(), scenario, costs, mechanisms, fakes, signals)
+}
+
+/// [`run_virtual_with`] under `policy`, with the platform's signals from `signals`.
 fn run_virtual_under(
     policy: Policy,
     scenario: Scenario,
     costs: Costs,
     mechanisms: Mechanisms,
     fakes: impl FnOnce(FakeModels) -> FakeModels,
+    signals: Option<Box<dyn SignalSource>>,
 ) -> RunSummary {
     let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
     // The device profile the costs are predicted from until measured: a step of each
@@ -134,6 +160,7 @@ fn run_virtual_under(
         exec,
         models: std::sync::Arc::new(fakes(models)),
         notes: Vec::new(),
+        signals,
     };
     run_with(config, parts, &mut Quiet).expect("run").summary
 }
@@ -311,6 +338,7 @@ fn inputs_dropped_by_the_camera_rate_action_are_counted_as_dropped() {
         slow,
         Mechanisms::default(),
         |m| m,
+        None,
     );
     assert_all_accounted(&s);
     assert!(s.vision.offered >= 110, "{:?}", s.vision);
@@ -552,5 +580,111 @@ fn job_records_are_kept_only_when_asked() {
     assert!(
         vision > 0 && vision + s.vision.unfinished >= ended,
         "{vision} of {ended}"
+    );
+}
+
+/// A machine where a neighbour takes half of every core's time and mmsched's one thread
+/// waits on a run queue for 40 % of the time it is runnable (running 0.6 s a second).
+struct BusyNeighbour;
+
+impl SignalSource for BusyNeighbour {
+    fn snapshot(&mut self, now_nanos: Nanos) -> CpuSnapshot {
+        let ms = now_nanos / MS;
+        // Two cores: 200 ticks of 10 ms a second; busy 0.3 (own) + 0.5 (neighbour).
+        let total = ms / 5;
+        CpuSnapshot {
+            at_nanos: now_nanos,
+            threads: Some(vec![(
+                1,
+                SchedStat {
+                    on_cpu_nanos: ms * 600_000,
+                    wait_nanos: ms * 400_000,
+                    timeslices: ms,
+                },
+            )]),
+            machine: Some(MachineCpu {
+                busy_ticks: total * 8 / 10,
+                total_ticks: total,
+            }),
+            pressure: None,
+            group_pressure: None,
+        }
+    }
+}
+
+#[test]
+fn a_neighbours_slowdown_drops_no_frame_while_the_runs_own_overload_still_does() {
+    // A neighbour stretches every frame to 260 ms against a 200 ms SLA (admission off, so
+    // they run late rather than being shed, and the index degrades). On two lanes the
+    // camera's 5 frames a second take 1.3 s of their 2 s: the lanes have room, and
+    // dropping every second frame would not make the others faster.
+    let slow = Costs {
+        vision: 260 * MS,
+        ..QUICK
+    };
+    let no_admission = Mechanisms {
+        admission: false,
+        ..Mechanisms::default()
+    };
+    let beside = |mechanisms| {
+        run_virtual_beside(
+            scenario_on(2, 20, 5, 1, 20),
+            slow,
+            mechanisms,
+            |m| m,
+            Some(Box::new(BusyNeighbour)),
+        )
+    };
+    let r = beside(no_admission);
+    assert_all_accounted(&r);
+    assert!(
+        r.vision.late > 0,
+        "the neighbour made frames late: {:?}",
+        r.vision
+    );
+    assert_eq!(r.vision.dropped, 0, "{:?} {:?}", r.vision, r.health.actions);
+    assert!(r.ldti.max > 0.0);
+    let p = &r.platform_signals;
+    assert!(p.windows >= 15, "{p:?}");
+    let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 0.02);
+    assert!(near(p.neighbour_cpu_share.mean, 0.5), "{p:?}");
+    assert!(near(p.own_runqueue_wait_share.max, 0.4), "{p:?}");
+    assert!(near(p.own_cpu_share.mean, 0.3), "{p:?}");
+    assert_eq!(
+        p.machine_pressure_some_avg10.mean, None,
+        "unknown, not zero"
+    );
+    assert!(p.own_overload_share.is_some_and(|s| s < 0.05), "{p:?}");
+    // Acting on the index alone, the same run drops frames the lanes had room for.
+    let index_only = beside(Mechanisms {
+        own_overload: false,
+        ..no_admission
+    });
+    assert!(index_only.vision.dropped > 0, "{:?}", index_only.vision);
+    assert_eq!(index_only.platform_signals.own_overload_share, None);
+    // On one lane the same frames are more than the lane can serve: the run's own
+    // overload, and the camera's rate is halved.
+    let own = run_virtual_beside(
+        scenario_on(1, 20, 5, 1, 20),
+        slow,
+        no_admission,
+        |m| m,
+        Some(Box::new(BusyNeighbour)),
+    );
+    assert!(
+        own.vision
+            .dropped_by
+            .get("camera_rate_halved")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "{:?} {:?}",
+        own.vision,
+        own.health.actions
+    );
+    assert!(
+        own.platform_signals
+            .own_overload_share
+            .is_some_and(|s| s > 0.5)
     );
 }

@@ -1,4 +1,5 @@
-//! Platform integration (S11): resource groups, real-time threads, CPU pressure and power.
+//! Platform integration (S11): resource groups, real-time threads, CPU pressure and power,
+//! and the signals that tell mmsched's own load from its neighbours' (`signals`).
 //!
 //! Each file has one job. The Linux-specific parts sit behind `cfg(target_os = "linux")`;
 //! what does not touch the OS (the PSI text parser, the power trait and its budgets) is
@@ -13,6 +14,8 @@ pub mod budget;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod power;
+pub mod procfs;
 pub mod psi;
 #[cfg(target_os = "linux")]
 pub mod rt;
+pub mod signals;

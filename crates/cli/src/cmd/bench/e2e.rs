@@ -3,7 +3,8 @@
 //! its model's cheapest rung), repeated in interleaved order, side by side with the
 //! spread — what mmsched buys over the usual ways; with `--ablate`, what each of its
 //! mechanisms is worth; with `--bound`, how close each comes to what any scheduler could
-//! make of the same jobs.
+//! make of the same jobs; with `--neighbour`, beside another program, the same for every
+//! column, whose own progress is reported beside each column.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,7 @@ use mmsched_report::{RunSummary, render_repeated, repeated_json, write_report};
 use mmsched_runtime::sched::SchedulerKind;
 
 use super::e2e_bound;
+use super::neighbour::{Neighbour, NeighbourKind, NeighbourProgress};
 use crate::cmd::run::{ScenarioArgs, ensure_models, interrupted, prepare, run_one};
 
 /// Platform integration for every scheduler alike.
@@ -58,6 +60,19 @@ pub struct E2eArgs {
     /// run's summary (progress goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Another program on the same cores beside every column's run, started before the
+    /// run and stopped after it, the same for every column: `none`; `niced`, two busy
+    /// loops at nice 19; `busy`, one busy loop at nice 0; `build`, a real compilation
+    /// (`cc -O2` on a generated C file) at nice 19, repeated for the whole run. Its own
+    /// progress (loop iterations per second, compilations per minute, its CPU share) is
+    /// reported beside each column.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "none|niced|busy|build",
+        default_value = "none"
+    )]
+    neighbour: NeighbourKind,
 }
 
 /// One column of the comparison: a scheduler, and for mmsched the mechanisms it has.
@@ -101,6 +116,7 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-risk-boost" => "mmsched-no-risk-boost",
                 "no-thread-grants" => "mmsched-no-thread-grants",
                 "no-rungs" => "mmsched-no-rungs",
+                "no-own-overload" => "mmsched-no-own-overload",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
@@ -126,6 +142,8 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
     }
     let columns = columns(a.ablate);
     let mut results: Vec<Vec<RunSummary>> = vec![Vec::new(); columns.len()];
+    // Per column, what the neighbour did beside each of its runs.
+    let mut beside: Vec<Vec<NeighbourProgress>> = vec![Vec::new(); columns.len()];
     // Per round, the bound of each column's jobs (with --bound).
     let mut bounds: Vec<Vec<f64>> = Vec::new();
     let profile = if a.bound {
@@ -164,7 +182,13 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
                 c.mechanisms = mechanisms;
                 c.rung_mode = rungs;
             };
-            let outcome = run_one(&p, &scenario_args, column.kind, &dir, None, None, &adjust)?;
+            let neighbour = Neighbour::start(a.neighbour, &a.report)?;
+            let outcome = run_one(&p, &scenario_args, column.kind, &dir, None, None, &adjust);
+            // Stopped before anything else, whatever the run's outcome.
+            if let Some(progress) = neighbour.map(Neighbour::stop) {
+                beside[i].push(progress);
+            }
+            let outcome = outcome?;
             write_report(&dir, &outcome.summary, &outcome.series)?;
             if let (Some(profile), Some(round_bounds)) = (&profile, bounds.last_mut()) {
                 round_bounds.push(e2e_bound::run_bound(
@@ -193,6 +217,9 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         if a.bound {
             doc["bound"] = bound_json(&round_bounds, &columns, &results);
         }
+        for (c, runs) in columns.iter().zip(&beside) {
+            doc[c.name]["neighbour"] = neighbour_json(a.neighbour, runs);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let platform = if scenario_args.no_platform {
@@ -219,6 +246,7 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         if a.bound {
             print_bound(&round_bounds, &columns, &results);
         }
+        print_neighbour(a.neighbour, &columns, &beside);
         outln!(
             "reports: {}/<column>/run-<i>/report.html",
             a.report.display()
@@ -228,6 +256,51 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// The neighbour's progress beside each column: median (min–max) over its runs.
+fn print_neighbour(kind: NeighbourKind, columns: &[Column], beside: &[Vec<NeighbourProgress>]) {
+    if kind == NeighbourKind::None {
+        return;
+    }
+    outln!("Neighbour beside every run: {}.", kind.describe());
+    for (c, runs) in columns.iter().zip(beside) {
+        let cell = |f: fn(&NeighbourProgress) -> Option<f64>, scale: f64, digits: usize| {
+            let v: Vec<f64> = runs.iter().filter_map(f).map(|x| x * scale).collect();
+            let (m, lo, hi) = spread(&v);
+            format!("{m:.digits$} ({lo:.digits$}–{hi:.digits$})")
+        };
+        let progress = if kind == NeighbourKind::Build {
+            format!(
+                "{} compilations/min",
+                cell(|p| p.compilations_per_min, 1.0, 1)
+            )
+        } else {
+            format!("{} M iterations/s", cell(|p| p.iterations_per_s, 1e-6, 2))
+        };
+        outln!(
+            "  {:<28} {progress}, {} % of the CPU",
+            c.name,
+            cell(|p| p.cpu_share, 100.0, 0)
+        );
+    }
+}
+
+/// A column's `neighbour` entry of `--json`: its kind, each run's progress and the medians.
+fn neighbour_json(kind: NeighbourKind, runs: &[NeighbourProgress]) -> serde_json::Value {
+    let median = |f: fn(&NeighbourProgress) -> Option<f64>| {
+        let v: Vec<f64> = runs.iter().filter_map(f).collect();
+        let m = spread(&v).0;
+        m.is_finite().then_some(m)
+    };
+    serde_json::json!({
+        "kind": kind,
+        "what": kind.describe(),
+        "iterations_per_s": median(|p| p.iterations_per_s),
+        "compilations_per_min": median(|p| p.compilations_per_min),
+        "cpu_share": median(|p| p.cpu_share),
+        "runs": runs,
     })
 }
 
@@ -310,6 +383,7 @@ mod tests {
         assert_eq!(c[4].rungs, Some(RungMode::Cheapest));
         let c = columns(true);
         assert_eq!(c.len(), 5 + Mechanisms::ablations().len());
+        assert!(c.iter().any(|c| c.name == "mmsched-no-own-overload"));
         assert!(
             c[5..]
                 .iter()

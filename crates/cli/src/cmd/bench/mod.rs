@@ -11,6 +11,7 @@ mod models_llm;
 mod models_llm_batch;
 mod models_ocr_batch;
 mod models_summary;
+mod neighbour;
 pub mod policy;
 pub mod serve;
 mod trace;

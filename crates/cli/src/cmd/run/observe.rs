@@ -61,6 +61,11 @@ impl Observer for ServerFeed {
             self.status.set_applied_etag(etag);
         }
     }
+
+    fn platform(&mut self, f: &mmsched_runtime::platform::signals::PlatformFigures) {
+        self.metrics
+            .set_platform_signals(f.neighbour_cpu_share, f.own_runqueue_wait_share);
+    }
 }
 
 /// Progress line and, with `--serve`, the server's feed.
@@ -190,6 +195,12 @@ impl Observer for Console {
     fn report(&mut self, summary: &mmsched_report::RunSummary, series: &mmsched_report::RunSeries) {
         if let Some(r) = &mut self.reports {
             r.report(summary, series);
+        }
+    }
+
+    fn platform(&mut self, f: &mmsched_runtime::platform::signals::PlatformFigures) {
+        if let Some(s) = &mut self.server {
+            s.platform(f);
         }
     }
 
