@@ -238,6 +238,7 @@ pub fn build(
             },
         },
         platform: t.platform.clone(),
+        decisions: Default::default(),
     };
     summary.utility = summary.compute_utility();
     summary.utility_correct = summary.compute_utility_correct();

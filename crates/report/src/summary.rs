@@ -55,6 +55,9 @@ pub struct RunSummary {
     pub routing: RoutingSummary,
     /// Notes on the platform integration, e.g. `cgroup v1 cpu: workers in mmsched/audio`.
     pub platform: Vec<String>,
+    /// How mmsched's decisions of rung and admission turned out (empty for the
+    /// baselines).
+    pub decisions: crate::decisions::DecisionsSummary,
 }
 
 impl RunSummary {

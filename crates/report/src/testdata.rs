@@ -111,5 +111,6 @@ pub(crate) fn sample() -> RunSummary {
             vision_gate_ms_mean: 0.3,
         },
         platform: vec!["cgroup v1 cpu: workers in mmsched/audio".into()],
+        decisions: Default::default(),
     }
 }

@@ -363,6 +363,8 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 *m.rung_counts.entry(rung.clone()).or_default() += 1;
             }
         }
+        let now = self.clock.now_nanos();
+        summary.decisions = self.book.decisions_summary(now);
         let mut series = std::mem::take(&mut self.monitor.series);
         series.thin_ldti(20_000);
         let Run { book, exec, .. } = self;

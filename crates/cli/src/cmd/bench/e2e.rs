@@ -42,7 +42,9 @@ pub struct E2eArgs {
     repeat: u32,
     /// Also run mmsched with one mechanism off at a time (admission/shedding, standing
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
-    /// a step at risk, thread grants to a lone step): what each is worth here.
+    /// a step at risk, thread grants to a lone step, rungs, choosing by expected value,
+    /// exploration, lines decided after detection, shadow comparisons): what each is worth
+    /// here.
     #[arg(long)]
     ablate: bool,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
@@ -101,6 +103,10 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-risk-boost" => "mmsched-no-risk-boost",
                 "no-thread-grants" => "mmsched-no-thread-grants",
                 "no-rungs" => "mmsched-no-rungs",
+                "no-expected-value" => "mmsched-no-expected-value",
+                "no-exploration" => "mmsched-no-exploration",
+                "no-lines-after-detection" => "mmsched-no-lines-after-detection",
+                "no-shadows" => "mmsched-no-shadows",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
