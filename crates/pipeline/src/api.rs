@@ -54,6 +54,21 @@ pub fn cost_priors(profile: &mmsched_world::profile::Profile) -> [Nanos; 4] {
     })
 }
 
+/// The median and P95 of one step of each kind (in [`Kind::ALL`] order) to assume until
+/// the runtime has measured its own: the profile's, else the fallback (its spread unknown).
+pub fn cost_prior_percentiles(
+    profile: &mmsched_world::profile::Profile,
+) -> [mmsched_runtime::sched::cost::Prior; 4] {
+    use mmsched_runtime::sched::cost::Prior;
+    std::array::from_fn(|i| {
+        profile
+            .latency(Kind::ALL[i].as_str())
+            .map_or(Prior::point(FALLBACK_PRIOR_NANOS[i]), |l| {
+                Prior::new((l.p50_ms * 1e6) as Nanos, (l.p95_ms * 1e6) as Nanos)
+            })
+    })
+}
+
 /// A stream's terms: its results are due `sla_ms` after release; `importance` in [0, 1]
 /// weighs it against the others under overload.
 #[derive(Debug, Clone, Copy, PartialEq)]

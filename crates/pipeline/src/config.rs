@@ -121,8 +121,8 @@ pub struct Mechanisms {
     /// (`mmsched_runtime::sched::exec::thread_grant`; `MMSCHED_THREAD_GRANT=1` turns it off
     /// for every run of the process).
     pub thread_grants: bool,
-    /// Each OCR and speech job runs at the richest quality rung that meets its deadline
-    /// (off: every job at the richest rung, as the baselines run).
+    /// Each OCR and speech job runs at a quality rung the scheduler chooses (off: every
+    /// job at the richest rung, as the baselines run).
     pub rungs: bool,
     /// The health remedies that keep work from the models (the camera's halved rate, the
     /// circuit breaker) act only while the run's own work exceeds its lanes
@@ -130,6 +130,20 @@ pub struct Mechanisms {
     /// (off: they act on the index alone; `MMSCHED_OWN_OVERLOAD=0` turns it off for every
     /// run of the process).
     pub own_overload: bool,
+    /// Rungs and admission chosen by expected correct results on time, less what a job's
+    /// time costs the work behind it (off: the richest rung whose P95 cost fits, the rule
+    /// before).
+    pub expected_value: bool,
+    /// A job no rung is worth running still runs when its cost has not been measured on
+    /// this device and the device has room (off: the verdict of the priors stands).
+    pub exploration: bool,
+    /// How many lines an OCR job reads is decided after its detection (off: the rung's
+    /// line limit, set at admission).
+    pub lines_after_detection: bool,
+    /// Cheaper rungs are compared with the richest on a bounded share of jobs while the
+    /// device is idle, and their chance to be right estimated from the comparisons (off:
+    /// the profile's scores, or one in two).
+    pub shadows: bool,
 }
 
 impl Default for Mechanisms {
@@ -144,6 +158,10 @@ impl Default for Mechanisms {
             thread_grants: true,
             rungs: true,
             own_overload: true,
+            expected_value: true,
+            exploration: true,
+            lines_after_detection: true,
+            shadows: true,
         }
     }
 }
@@ -151,7 +169,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 9] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 13] {
         let all = Mechanisms::default();
         [
             (
@@ -217,6 +235,34 @@ impl Mechanisms {
                     ..all
                 },
             ),
+            (
+                "no-expected-value",
+                Mechanisms {
+                    expected_value: false,
+                    ..all
+                },
+            ),
+            (
+                "no-exploration",
+                Mechanisms {
+                    exploration: false,
+                    ..all
+                },
+            ),
+            (
+                "no-lines-after-detection",
+                Mechanisms {
+                    lines_after_detection: false,
+                    ..all
+                },
+            ),
+            (
+                "no-shadows",
+                Mechanisms {
+                    shadows: false,
+                    ..all
+                },
+            ),
         ]
     }
 }
@@ -258,7 +304,11 @@ impl RunConfig {
         match self.rung_mode {
             Some(m) => m,
             None if self.scheduler == SchedulerKind::Mmsched && self.mechanisms.rungs => {
-                RungMode::Adaptive
+                if self.mechanisms.expected_value {
+                    RungMode::Adaptive
+                } else {
+                    RungMode::Fitting
+                }
             }
             None => RungMode::Richest,
         }

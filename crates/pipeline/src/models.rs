@@ -50,6 +50,9 @@ pub struct JobOrder {
     /// Run every step of the job in one dispatch (OCR beside a camera whose standing
     /// reservation is booked for whole frames).
     pub fused: bool,
+    /// How many of the lines found to read is decided after detection (OCR; the rung's
+    /// line limit is then not applied at detection).
+    pub lines_later: bool,
 }
 
 /// The models of a runtime. Each job's work sends its [`Output`] tagged with its job
@@ -105,7 +108,10 @@ impl Models for Engines {
                 };
                 match self.ocr.is_empty() {
                     true => jobs::missing("OCR"),
-                    false => jobs::vision(self.ocr.clone(), frame, rung, o.fused, o.tag, o.out),
+                    false => {
+                        let how = (o.fused, o.lines_later);
+                        jobs::vision(self.ocr.clone(), frame, rung, how, o.tag, o.out)
+                    }
                 }
             }
             Input::Chunk { samples, .. } => match &self.vad {

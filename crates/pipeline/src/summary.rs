@@ -255,6 +255,7 @@ pub fn build(
         window: Default::default(),
         // Filled in by the run from its signals (`run/signals.rs`).
         platform_signals: Default::default(),
+        decisions: Default::default(),
     };
     summary.utility = summary.compute_utility();
     summary.utility_correct = summary.compute_utility_correct();

@@ -3,6 +3,7 @@
 
 pub mod bound;
 pub mod compare;
+pub mod decisions;
 pub mod escape;
 mod html;
 pub mod num;
@@ -20,6 +21,7 @@ pub use compare::{
     MissRatio, Spread, change_pct, comparison_json, median_summary, render_comparison,
     render_repeated, repeated_json,
 };
+pub use decisions::{CalibrationBin, CalibrationRow, DecisionsSummary, RungEstimate};
 pub use html::render_html;
 pub use series::{
     AlignmentPoint, LdtiPoint, MissPoint, OccupancyPoint, PlayoutPoint, RatePoint, RunSeries,

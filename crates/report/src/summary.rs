@@ -60,6 +60,9 @@ pub struct RunSummary {
     /// mmsched's own signals beside the machine's over the run: the neighbours' CPU
     /// share, its own run-queue wait, CPU pressure.
     pub platform_signals: PlatformSignals,
+    /// How mmsched's decisions of rung and admission turned out (empty for the
+    /// baselines).
+    pub decisions: crate::decisions::DecisionsSummary,
 }
 
 /// What the run read of the machine once a second, mmsched's own figures told apart from

@@ -125,5 +125,6 @@ pub(crate) fn sample() -> RunSummary {
             own_overload_share: Some(0.0),
             ..Default::default()
         },
+        decisions: Default::default(),
     }
 }

@@ -111,6 +111,19 @@ impl OcrReading {
             .map_or(0, |b| b.len().saturating_sub(self.next))
     }
 
+    /// Keeps, of the boxes not yet recognised, the `n` the detector is most confident of
+    /// (at least one), in reading order: how many lines to read, decided once detection
+    /// has said how many there are. Before `detect`, or once recognition has begun, it
+    /// changes nothing.
+    pub fn keep_lines(&mut self, n: usize) {
+        if self.next > 0 {
+            return;
+        }
+        if let Some(boxes) = self.boxes.take() {
+            self.boxes = Some(super::pipeline::most_confident(boxes, Some(n.max(1))));
+        }
+    }
+
     /// `recognize` steps still to run (0 before `detect`).
     pub fn recognize_steps_left(&self) -> usize {
         self.lines_left().div_ceil(self.plan.lines_per_step.max(1))

@@ -13,7 +13,8 @@ use mmsched_backends::asr::AsrStepKind;
 use mmsched_backends::ocr::OcrStepKind;
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::time::Nanos;
-use mmsched_runtime::sched::cost::CostModel;
+use mmsched_runtime::sched::cost::{CostModel, Prior};
+use mmsched_runtime::sched::dist::CostDist;
 use mmsched_world::profile::Profile;
 
 use super::{COST_MAX_AGE_NANOS, COST_MIN_SAMPLES, COST_WINDOW};
@@ -52,7 +53,7 @@ pub(super) struct Costs {
     /// The device profile's figures (priors until measured).
     profile: Profile,
     /// Per kind, the cost of one job or step when the profile says nothing finer.
-    fallback: [Nanos; 4],
+    fallback: [Prior; 4],
 }
 
 impl std::fmt::Debug for Costs {
@@ -65,7 +66,7 @@ impl std::fmt::Debug for Costs {
 
 impl Costs {
     pub(super) fn new(profile: Profile) -> Self {
-        let fallback = crate::api::cost_priors(&profile);
+        let fallback = crate::api::cost_prior_percentiles(&profile);
         Self {
             model: CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS),
             ids: HashMap::new(),
@@ -74,22 +75,29 @@ impl Costs {
         }
     }
 
-    /// The prior of `key`: the profile's P99 for the rung's step or job, else the kind's.
-    fn prior(&self, key: &Key) -> Nanos {
+    /// The prior of `key`: the profile's percentiles for the rung's step or job, else the
+    /// kind's one-job figure.
+    fn prior(&self, key: &Key) -> Prior {
         let rung = self.profile.doc.rung(key.kind.as_str(), &key.rung);
         let measured = match (rung, key.what) {
-            (Some(r), JOB) => Some(r.job.p99_nanos),
-            (Some(r), step) => r.step(step).map(|s| s.stats.p99_nanos),
+            (Some(r), JOB) => Some(&r.job),
+            (Some(r), step) => r.step(step).map(|s| &s.stats),
             (None, _) => None,
         };
+        if let Some(m) = measured {
+            return Prior::new(m.p50_nanos, m.p95_nanos);
+        }
         let one = self.fallback[key.kind.index()];
-        measured.unwrap_or_else(|| match rows_of(key.what) {
+        match rows_of(key.what) {
             // A call decoding N requests' tokens together, until measured: a guess on the
             // safe side, half a lone step more for each further row (one call reads the
             // weights once for all its rows, so it costs less than that).
-            Some(rows) => one.saturating_mul(rows + 1) / 2,
+            Some(rows) => Prior::new(
+                one.p50_nanos.saturating_mul(rows + 1) / 2,
+                one.p95_nanos.saturating_mul(rows + 1) / 2,
+            ),
             None => one,
-        })
+        }
     }
 
     fn id(&mut self, key: Key) -> ClassId {
@@ -145,9 +153,36 @@ impl Costs {
         self.model.predict(id, now)
     }
 
-    /// The predicted cost of the dearest step of a `kind` job at `rung`, over the kinds of
+    /// The distribution of the next step's cost of a `kind` job at `rung` (`step`: the
+    /// kind of step, or the whole job's when `None`).
+    pub(super) fn step_dist(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        step: Option<&'static str>,
+        now: Nanos,
+    ) -> CostDist {
+        let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
+        self.model
+            .dist(id, now)
+            .unwrap_or_else(|| CostDist::from_percentiles(0, 0))
+    }
+
+    /// The distribution of a whole `kind` job's cost at `rung`.
+    pub(super) fn job_dist(&mut self, kind: Kind, rung: &str, now: Nanos) -> CostDist {
+        self.step_dist(kind, rung, None, now)
+    }
+
+    /// Fresh measurements of whole `kind` jobs at `rung` (or of their steps, for jobs in
+    /// steps): none means the prior decides.
+    pub(super) fn fresh(&mut self, kind: Kind, rung: &str, now: Nanos) -> usize {
+        let id = self.id(Self::key(kind, rung, JOB));
+        self.model.fresh(id, now)
+    }
+
+    /// The `q`-quantile of the dearest step of a `kind` job at `rung`, over the kinds of
     /// step the profile measured for that rung (0 when it measured none).
-    pub(super) fn largest_step(&mut self, kind: Kind, rung: &str, now: Nanos) -> Nanos {
+    pub(super) fn largest_step(&mut self, kind: Kind, rung: &str, now: Nanos, q: f64) -> Nanos {
         let labels: Vec<&'static str> = self
             .profile
             .doc
@@ -156,9 +191,28 @@ impl Costs {
             .unwrap_or_default();
         labels
             .into_iter()
-            .map(|what| self.step(kind, rung, Some(what), now))
+            .map(|what| self.step_dist(kind, rung, Some(what), now).quantile(q))
             .max()
             .unwrap_or(0)
+    }
+
+    /// What the profile scored of `kind`'s rung `rung` (none where it did not).
+    pub(super) fn scored(&self, kind: Kind, rung: &str) -> Option<super::accuracy::Scored> {
+        let r = self.profile.doc.rung(kind.as_str(), rung)?;
+        (r.accuracy.samples > 0).then_some(super::accuracy::Scored {
+            correct: r.accuracy.correct,
+            samples: r.accuracy.samples,
+        })
+    }
+
+    /// Whether a whole `kind` job's cost at `rung` is known on this device: the profile
+    /// measured the rung, or jobs at it ran (else only the kind's prior stands in).
+    pub(super) fn cost_known(&mut self, kind: Kind, rung: &str) -> bool {
+        if self.profile.doc.rung(kind.as_str(), rung).is_some() {
+            return true;
+        }
+        let id = self.id(Self::key(kind, rung, JOB));
+        self.model.measured(id) > 0
     }
 
     /// A whole `kind` job at `rung` took `cost` of work and ended at `at` (a job of one

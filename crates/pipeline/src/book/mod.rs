@@ -14,11 +14,16 @@
 //! `text.rs` a text request's progress and figures, `batch.rs` how many text requests a
 //! decoding step serves.
 
+mod accuracy;
 mod batch;
 mod costs;
+mod decide;
+mod hindsight;
+mod lines;
 mod own_load;
 mod record;
 mod rungs;
+mod shadow;
 mod steps;
 mod text;
 
@@ -143,17 +148,30 @@ struct Job {
     admitted: bool,
     /// When its first step started.
     started: Option<Nanos>,
+    /// When its last step so far ended.
+    ended: Option<Nanos>,
     /// Steps run, and their time on the workers.
     steps: u32,
     work: Nanos,
     /// Its quality rung (chosen when it is admitted).
     rung: Option<Rung>,
+    /// The predicted chance, when it was admitted, that it ends by its deadline at its
+    /// rung (mmsched's choice only).
+    p_on_time: Option<f64>,
+    /// Admitted to measure a cost not measured on this device ([`decide::Verdict::Explore`]).
+    explored: bool,
+    /// How many lines to read was decided after detection (OCR).
+    lines_planned: bool,
     /// The kind of the step in flight (for the cost model), if its steps differ.
     running: Option<&'static str>,
     /// A text request's tokens so far.
     text: Option<TextProgress>,
     /// Its right answer, where known.
     truth: Option<crate::truth::Truth>,
+    /// Its input, kept for a shadow comparison ([`shadow`]).
+    kept_input: Option<Input>,
+    /// Set on a shadow job: what it is compared with.
+    shadow: Option<shadow::ShadowOf>,
 }
 
 /// What a step's deadline and a text job's steps follow: mmsched's token preemption, or a
@@ -170,6 +188,17 @@ impl Rules {
     /// baseline (which then decide between tokens in their own way).
     fn preemptible(&self) -> bool {
         self.scheduler != SchedulerKind::Mmsched || self.mechanisms.token_preemption
+    }
+
+    /// How many lines an OCR job reads is decided after its detection (mmsched's choice
+    /// by expected value, with the mechanism on).
+    fn lines_later(&self) -> bool {
+        self.rungs == RungMode::Adaptive && self.mechanisms.lines_after_detection
+    }
+
+    /// Cheaper rungs are compared with the richest ([`shadow`]).
+    fn shadows(&self) -> bool {
+        self.rungs == RungMode::Adaptive && self.mechanisms.shadows
     }
 
     /// A text step is due when the request's remaining tokens still fit (mmsched with
@@ -226,6 +255,19 @@ pub struct Book {
     pub rung_counts: [std::collections::BTreeMap<String, u64>; 4],
     /// The steps on the general lanes, for the run's own load.
     own: own_load::OwnWork,
+    /// Shadow comparisons: how often each cheaper rung agrees with the richest.
+    accuracy: accuracy::Accuracy,
+    shadows: shadow::Shadows,
+    /// How the decisions turned out.
+    pub decisions: hindsight::Hindsight,
+    /// Jobs that ended without reaching the executor (shed at admission), for the next
+    /// [`Book::handle_events`].
+    ended_early: Vec<Ended>,
+    /// When each kind last explored a cost ([`decide::Verdict::Explore`]), and at which
+    /// rung.
+    explored_at: [Option<(Nanos, String)>; 4],
+    /// The rung each kind's jobs were last given.
+    last_rung: [Option<String>; 4],
 }
 
 impl std::fmt::Debug for Book {
@@ -297,6 +339,12 @@ impl Book {
             keep_records: false,
             rung_counts: Default::default(),
             own: own_load::OwnWork::default(),
+            accuracy: accuracy::Accuracy::default(),
+            shadows: shadow::Shadows::default(),
+            decisions: hindsight::Hindsight::with_lanes(general_lanes),
+            ended_early: Vec::new(),
+            explored_at: Default::default(),
+            last_rung: Default::default(),
         }
     }
 
@@ -310,9 +358,13 @@ impl Book {
         self.classes[kind.index()]
     }
 
-    /// The predicted cost of a whole `kind` job at its model's richest rung at `now`.
+    /// The predicted cost (P95) of a whole `kind` job at `now`, at the rung its jobs were
+    /// last given (the richest before any): what a frame takes as the jobs run now, which
+    /// the camera's standing reservation follows.
     pub fn predict_job(&mut self, kind: Kind, now: Nanos) -> Nanos {
-        let rung = self.rungs_of_richest(kind);
+        let rung = self.last_rung[kind.index()]
+            .clone()
+            .unwrap_or_else(|| self.rungs_of_richest(kind));
         self.costs.job(kind, &rung, now)
     }
 
@@ -378,12 +430,18 @@ impl Book {
                 chain,
                 admitted: false,
                 started: None,
+                ended: None,
                 steps: 0,
                 work: 0,
                 rung: None,
+                p_on_time: None,
+                explored: false,
+                lines_planned: false,
                 running: None,
                 text,
                 truth: req.truth,
+                kept_input: None,
+                shadow: None,
             },
         );
         self.places[kind.index()].wait((tag, req.input));
@@ -401,13 +459,36 @@ impl Book {
                     self.abandon(tag);
                     continue;
                 }
-                let rung = self.choose_rung(tag, now);
+                let choice = self.choose(tag, now);
+                self.decisions.admitted(&choice);
+                if choice.verdict == decide::Verdict::Shed {
+                    let mut ended = std::mem::take(&mut self.ended_early);
+                    if let Some(j) = self.jobs.get_mut(&tag) {
+                        // Holding its place until shed; not an admission to calibrate.
+                        j.admitted = true;
+                        j.rung = choice.rung;
+                    }
+                    self.shed(cx, now, tag, ShedReason::Overload, &mut ended);
+                    self.ended_early = ended;
+                    continue;
+                }
+                let rung = choice.rung;
+                if let Some(r) = &rung {
+                    self.last_rung[k] = Some(r.name().to_string());
+                }
+                let keep = self.keeps_input(kind);
                 let Some(j) = self.jobs.get_mut(&tag) else {
                     self.places[k].free();
                     continue;
                 };
                 j.admitted = true;
                 j.rung = rung.clone();
+                j.explored = choice.verdict == decide::Verdict::Explore;
+                // An explored job's chance was not believed: it is not calibrated.
+                j.p_on_time = choice.p_on_time.filter(|_| !j.explored);
+                if keep {
+                    j.kept_input = Some(input.clone());
+                }
                 let order = JobOrder {
                     input,
                     tag,
@@ -416,6 +497,7 @@ impl Book {
                     cancel: j.cancel.clone(),
                     rung,
                     fused: kind == Kind::Vision && self.fuse_vision,
+                    lines_later: self.rules.lines_later(),
                 };
                 let work = cx.models.work(order);
                 self.stats.job(kind);
@@ -443,7 +525,8 @@ impl Book {
             deadline_nanos,
             predicted_cost_nanos: predicted,
             importance: self.importance_of(job),
-            committed: job.chain.committed(),
+            // An explored job runs to be measured: admission does not shed it.
+            committed: job.chain.committed() || job.explored,
             tag,
         })
     }
@@ -457,6 +540,7 @@ impl Book {
         mut work: Box<dyn Work>,
     ) {
         self.limit_batch(now, tag, work.as_mut());
+        self.plan_lines(now, tag, work.as_mut());
         if let Some(info) = self.task_info(now, tag, work.next_step()) {
             if let Some(j) = self.jobs.get(&tag) {
                 self.own.submitted(j.kind, tag, info.predicted_cost_nanos);
@@ -488,11 +572,13 @@ impl Book {
         cx.exec.poll(now, &mut self.events);
         let sent = self.rx.try_iter().map(|o| (o.tag(), o));
         self.outputs.extend(sent);
-        let mut ended = Vec::new();
+        let mut ended = std::mem::take(&mut self.ended_early);
         for ev in std::mem::take(&mut self.events) {
             self.on_event(cx, now, intake, ev, &mut ended);
         }
         self.start_waiting(cx, now);
+        ended.append(&mut self.ended_early);
+        self.decisions.settle(now);
         ended
     }
 
@@ -512,6 +598,10 @@ impl Book {
     /// A request whose client went away before it started: unfinished, nothing to tell.
     fn abandon(&mut self, tag: u64) {
         if let Some(job) = self.jobs.remove(&tag) {
+            if job.shadow.is_some() {
+                self.shadow_ended(job, None, 0);
+                return;
+            }
             self.outputs.remove(&tag);
             self.stats.unfinished(job.kind, job.origin, 1);
             self.record(&job, JobEnd::Unfinished, None);
@@ -524,6 +614,10 @@ impl Book {
             return;
         };
         self.outputs.remove(&tag);
+        if job.shadow.is_some() {
+            self.shadow_ended(job, None, 0);
+            return;
+        }
         if job.admitted {
             self.release(job.kind);
         }
@@ -539,8 +633,18 @@ impl Book {
         }
     }
 
-    /// Keeps the record of a job that ended.
+    /// Keeps the record of a job that ended, and sets the decision it was admitted with
+    /// against how it ended.
     fn record(&mut self, job: &Job, end: JobEnd, correct: Option<bool>) {
+        if let (Some(p), Some(rung)) = (job.p_on_time, &job.rung)
+            && matches!(end, JobEnd::OnTime | JobEnd::Late | JobEnd::Shed)
+        {
+            self.decisions
+                .outcome(job.kind, rung.name(), p, end == JobEnd::OnTime);
+            if end == JobEnd::OnTime && self.richer_would_fit(job) {
+                self.decisions.degraded_needlessly();
+            }
+        }
         if let Some(rung) = &job.rung {
             let counts = &mut self.rung_counts[job.kind.index()];
             // A rung's name is counted under a key made once, not one per job.
@@ -567,6 +671,50 @@ impl Book {
             end,
             correct,
         });
+    }
+
+    /// Whether a job that ran at a cheaper rung and ended in time would have ended in time
+    /// at the richest too: the richest's mean cost in place of the work it ran, its waits
+    /// between steps as they were.
+    fn richer_would_fit(&mut self, job: &Job) -> bool {
+        let richest = self.rungs_of_richest(job.kind);
+        if job.rung.as_ref().is_none_or(|r| r.name() == richest) {
+            return false;
+        }
+        let Some(end) = job.ended else {
+            return false;
+        };
+        let richer = self.costs.job_dist(job.kind, &richest, end).mean();
+        end.saturating_sub(job.work).saturating_add(richer) <= job.deadline
+    }
+
+    /// The figures of the decisions for `summary.json` at the end of the run.
+    pub fn decisions_summary(&mut self, now: Nanos) -> mmsched_report::DecisionsSummary {
+        self.decisions.settle(now);
+        let mut s = self.decisions.summary();
+        if self.rules.rungs != RungMode::Adaptive {
+            return s;
+        }
+        for kind in [Kind::Vision, Kind::Asr] {
+            for f in self.rung_figures(kind, now) {
+                let shadow = self.accuracy.shadow(kind, f.rung.name());
+                s.rungs.push(mmsched_report::RungEstimate {
+                    class: kind.as_str().to_string(),
+                    rung: f.rung.name().to_string(),
+                    p_right: f.estimate.p_right,
+                    source: f.estimate.source.as_str().to_string(),
+                    shadow_runs: u64::from(shadow.runs),
+                    shadow_agreed: u64::from(shadow.agreed),
+                    mean_cost_ms: if f.cost_known {
+                        f.mean_cost as f64 / 1e6
+                    } else {
+                        f64::NAN
+                    },
+                    dominated: f.dominated,
+                });
+            }
+        }
+        s
     }
 
     /// Frees `kind`'s place for the next waiting job (every job that ended was admitted,

@@ -1,21 +1,8 @@
-//! Choosing a job's quality rung when it is admitted: the richest rung whose predicted
-//! finish meets its deadline, given the work already admitted ahead of it. Work counts as
-//! ahead when it is due no later and is at least as important, so under load the least
-//! important jobs degrade first, and with headroom every job runs its richest rung (no
-//! accuracy is given up when nothing is gained). A job's rung is fixed once its first step
-//! has run: Whisper's span is set by its log-mel step, OCR's detector input by its
-//! detection.
-//!
-//! On one general lane the camera's standing reservation takes the lane at every frame, so
-//! another job runs only in the gaps between frames: a rung then meets its deadline only
-//! if its dearest step fits one gap (a longer step waits for a gap that never comes) and
-//! its whole cost fits the gaps before the deadline.
+//! Quality rungs as the book handles them: how it picks them ([`RungMode`]; mmsched's
+//! choice by expected correct results is [`super::decide`]) and the camera's standing
+//! reservation, whose frames take a lane's time between a job's start and its deadline.
 
 use mmsched_core::time::Nanos;
-
-use super::{Book, Job};
-use crate::models::Rung;
-use crate::stats::Kind;
 
 /// How the book picks rungs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,8 +10,13 @@ pub enum RungMode {
     /// Every job at its model's richest rung (what the baselines run).
     #[default]
     Richest,
-    /// Per job, the richest rung whose predicted finish meets its deadline (mmsched).
+    /// Per job, the rung (or none: shed) worth the most right answers on time, less what
+    /// it costs the work behind it (mmsched; [`super::decide`]).
     Adaptive,
+    /// Per job, the richest rung whose predicted finish (a high percentile of its cost)
+    /// meets its deadline: mmsched's rule before it weighed chances and correctness, kept
+    /// for the ablation `mmsched-no-expected-value`.
+    Fitting,
     /// Every job at the cheapest rung (a baseline degraded all the time).
     Cheapest,
 }
@@ -35,6 +27,7 @@ impl RungMode {
         match self {
             RungMode::Richest => "richest",
             RungMode::Adaptive => "adaptive",
+            RungMode::Fitting => "fitting",
             RungMode::Cheapest => "cheapest",
         }
     }
@@ -74,123 +67,6 @@ impl Standing {
     /// The longest stretch between two occurrences.
     pub fn gap(&self) -> Nanos {
         self.period.saturating_sub(self.cost)
-    }
-}
-
-impl Book {
-    /// The rungs of `kind`'s model in the policy, richest first (none for a kind without
-    /// rungs).
-    fn rungs_of(&self, kind: Kind) -> Vec<Rung> {
-        let r = self.policy.rungs();
-        match kind {
-            Kind::Vision => r.vision().iter().cloned().map(Rung::Vision).collect(),
-            Kind::Asr => r.asr().iter().cloned().map(Rung::Asr).collect(),
-            Kind::Vad | Kind::Llm => Vec::new(),
-        }
-    }
-
-    /// The name of `kind`'s richest rung (empty for a kind without rungs).
-    pub(super) fn rungs_of_richest(&self, kind: Kind) -> String {
-        self.rungs_of(kind)
-            .first()
-            .map_or(String::new(), |r| r.name().to_string())
-    }
-
-    /// The rung for the job of `tag`, about to be admitted at `now`.
-    pub(super) fn choose_rung(&mut self, tag: u64, now: Nanos) -> Option<Rung> {
-        let (kind, deadline, importance) = {
-            let j = self.jobs.get(&tag)?;
-            (j.kind, j.deadline, self.importance_of(j))
-        };
-        let mut rungs = self.rungs_of(kind);
-        if rungs.is_empty() {
-            return None;
-        }
-        let cheapest = rungs.len() - 1;
-        let pick = match self.rules.rungs {
-            RungMode::Richest => 0,
-            RungMode::Cheapest => cheapest,
-            RungMode::Adaptive => {
-                let start = now + self.work_ahead(tag, kind, deadline, importance, now);
-                (0..rungs.len())
-                    .find(|&i| self.meets(kind, rungs[i].name(), (start, deadline), now))
-                    .unwrap_or(cheapest)
-            }
-        };
-        Some(rungs.swap_remove(pick))
-    }
-
-    /// Whether a `kind` job at `rung` starting at `start` is predicted to end by
-    /// `deadline`: its cost fits before it and, on one general lane beside the camera's
-    /// standing reservation, its dearest step fits a gap between frames and its cost the
-    /// time the frames leave (with more general lanes a frame takes one of them and a step
-    /// runs on another).
-    fn meets(
-        &mut self,
-        kind: Kind,
-        rung: &str,
-        (start, deadline): (Nanos, Nanos),
-        now: Nanos,
-    ) -> bool {
-        let cost = self.costs.job(kind, rung, now);
-        if start.saturating_add(cost) > deadline {
-            return false;
-        }
-        let beside_frames = matches!(kind, Kind::Asr | Kind::Llm) && self.general_lanes <= 1;
-        match self.standing.filter(|_| beside_frames) {
-            Some(s) => {
-                self.costs.largest_step(kind, rung, now) <= s.gap()
-                    && cost <= s.free_within(start, deadline)
-            }
-            None => true,
-        }
-    }
-
-    /// The importance a job is scheduled with.
-    pub(super) fn importance_of(&self, j: &Job) -> f64 {
-        j.importance
-            .unwrap_or_else(|| self.policy.importance(j.kind.as_str()))
-    }
-
-    /// The time the admitted work ahead of a job takes on its lanes: the rest of every job
-    /// on the same lanes due no later than `deadline` and at least as important, over the
-    /// lanes.
-    fn work_ahead(
-        &mut self,
-        tag: u64,
-        kind: Kind,
-        deadline: Nanos,
-        importance: f64,
-        now: Nanos,
-    ) -> Nanos {
-        let audio = kind == Kind::Vad;
-        let ahead: Vec<(Kind, String, Nanos, u32)> = self
-            .jobs
-            .iter()
-            .filter(|&(&t, j)| {
-                t != tag
-                    && j.admitted
-                    && (j.kind == Kind::Vad) == audio
-                    && j.deadline <= deadline
-                    && self.importance_of(j) >= importance
-            })
-            .map(|(_, j)| {
-                let rung = j.rung.as_ref().map_or("", |r| r.name()).to_string();
-                (j.kind, rung, j.work, j.chain.steps_after + 1)
-            })
-            .collect();
-        let mut total: Nanos = 0;
-        for (kind, rung, done, steps_left) in ahead {
-            let rest = if kind == Kind::Llm {
-                // A text request: its tokens left, a step each.
-                self.costs.step(kind, &rung, None, now) * Nanos::from(steps_left)
-            } else {
-                self.costs.job(kind, &rung, now).saturating_sub(done)
-            };
-            total = total.saturating_add(rest);
-        }
-        let lanes = if audio { 1 } else { self.general_lanes.max(1) };
-        total / lanes as Nanos
     }
 }
 

@@ -40,7 +40,14 @@ impl Book {
                     return;
                 }
                 let output = self.outputs.remove(&tag);
-                if !self.warm.insert((info.class, worker)) {
+                if self.jobs.get(&tag).is_some_and(|j| j.kind != Kind::Vad) {
+                    self.decisions.busy(started_nanos, ended_nanos);
+                }
+                // A model's first step on a lane is not a cost to predict from (it warms
+                // caches), unless its job runs to be measured: a warm-up's figure is
+                // nearer than a prior the device has never confirmed.
+                let explored = self.jobs.get(&tag).is_some_and(|j| j.explored);
+                if !self.warm.insert((info.class, worker)) || explored {
                     let cost = ended_nanos.saturating_sub(started_nanos);
                     if let Some(j) = self.jobs.get(&tag) {
                         let rung = j.rung.as_ref().map_or("", |r| r.name()).to_string();
@@ -180,6 +187,7 @@ impl Book {
             return;
         };
         job.started.get_or_insert(step.started);
+        job.ended = Some(step.ended);
         job.steps += 1;
         job.work += step.ended.saturating_sub(step.started);
         let made = match output {
@@ -220,8 +228,12 @@ impl Book {
         let Some(mut job) = self.jobs.remove(&tag) else {
             return;
         };
-        self.release(job.kind);
         let end = step.ended;
+        if job.shadow.is_some() {
+            self.shadow_ended(job, output.as_ref(), end);
+            return;
+        }
+        self.release(job.kind);
         if job.running.is_some() && job.kind != Kind::Llm {
             // A job of several kinds of step: its whole cost, for choosing rungs (a text
             // request's `job` key is its one-token step's cost, and it has no rungs).
@@ -246,6 +258,9 @@ impl Book {
             },
             score.map(|s| s.correct),
         );
+        if !cancelled {
+            self.maybe_shadow(cx, &mut job, reply.as_ref(), end);
+        }
         if cancelled {
             // The client went away: nothing was delivered.
             self.stats.unfinished(job.kind, job.origin, 1);
@@ -345,6 +360,10 @@ impl Book {
             return;
         };
         self.outputs.remove(&tag);
+        if job.shadow.is_some() {
+            self.shadow_ended(job, None, now);
+            return;
+        }
         self.release(job.kind);
         self.stats.failed(job.kind, job.origin, now, &e.chain());
         if let Some(t) = &job.text {
@@ -401,7 +420,15 @@ impl Book {
             return;
         };
         self.outputs.remove(&tag);
+        if job.shadow.is_some() {
+            self.shadow_ended(job, None, now);
+            return;
+        }
         self.release(job.kind);
+        if job.kind != Kind::Vad {
+            let cost = self.mean_rest(&job, now);
+            self.decisions.shed(now, job.deadline, cost);
+        }
         self.stats.shed(job.kind, job.origin, now);
         if let Some(t) = &job.text {
             self.text.close(job.release, t);

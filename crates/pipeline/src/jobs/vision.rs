@@ -22,16 +22,21 @@ use crate::engines::{Shared, lock};
 pub const OCR_LINES_PER_STEP: usize = 4;
 
 /// OCR on `frame` at `rung`, on whichever of the pipelines is free at each step; with
-/// `fused`, every step in one dispatch.
+/// `fused`, every step in one dispatch. With `lines_later`, the rung's line limit is not
+/// applied at detection: the scheduler decides how many of the lines found to read
+/// ([`Work::keep_parts`]).
 pub fn vision(
     pool: Vec<Shared<OcrPipeline>>,
     frame: RgbFrame,
     rung: &VisionRung,
-    fused: bool,
+    (fused, lines_later): (bool, bool),
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
-    let plan = OcrPlan::for_rung(rung, frame.width(), frame.height(), OCR_LINES_PER_STEP);
+    let mut plan = OcrPlan::for_rung(rung, frame.width(), frame.height(), OCR_LINES_PER_STEP);
+    if lines_later && !fused {
+        plan.max_lines = None;
+    }
     Box::new(VisionWork {
         pool,
         frame: Some(frame),
@@ -68,6 +73,22 @@ impl Work for VisionWork {
             None => "detect",
             Some(r) => r.next_step().map_or("detect", |k| k.as_str()),
         })
+    }
+
+    fn parts_left(&self) -> Option<usize> {
+        let r = self.reading.as_ref()?;
+        let detected = r.next_step() == Some(mmsched_backends::ocr::OcrStepKind::Recognize);
+        (detected && r.lines_left() > 0).then(|| r.lines_left())
+    }
+
+    fn keep_parts(&mut self, n: usize) {
+        if let Some(r) = &mut self.reading {
+            r.keep_lines(n);
+        }
+    }
+
+    fn parts_per_step(&self) -> usize {
+        self.plan.lines_per_step.max(1)
     }
 
     fn step(&mut self) -> Result<StepOutcome, WorkError> {

@@ -357,7 +357,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// The summary of the run so far: `elapsed` of inputs, its window at `now`, with
     /// `notes` on the platform.
-    fn summary_now(&self, elapsed: Nanos, now: Nanos, notes: Vec<String>) -> RunSummary {
+    fn summary_now(&mut self, elapsed: Nanos, now: Nanos, notes: Vec<String>) -> RunSummary {
         let text = &self.book.text;
         let totals = Totals {
             elapsed_nanos: elapsed,
@@ -395,6 +395,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
         summary.window = self.book.stats.window(now);
         summary.platform_signals = self.monitor.signals.summary();
+        summary.decisions = self.book.decisions_summary(now);
         summary
     }
 

@@ -138,10 +138,23 @@ fn run_virtual_under(
     fakes: impl FnOnce(FakeModels) -> FakeModels,
     signals: Option<Box<dyn SignalSource>>,
 ) -> RunSummary {
-    let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
     // The device profile the costs are predicted from until measured: a step of each
     // kind as the lanes will take it (the shipped reference has a whole transcription).
-    let profile = profile_of(costs);
+    let profile = profile_of(costs, None);
+    run_virtual_profiled(policy, scenario, costs, profile, mechanisms, fakes, signals)
+}
+
+/// [`run_virtual_under`] with the costs predicted from `profile` until measured.
+fn run_virtual_profiled(
+    policy: Policy,
+    scenario: Scenario,
+    costs: Costs,
+    profile: tempfile::NamedTempFile,
+    mechanisms: Mechanisms,
+    fakes: impl FnOnce(FakeModels) -> FakeModels,
+    signals: Option<Box<dyn SignalSource>>,
+) -> RunSummary {
+    let mut config = RunConfig::new(scenario, policy.clone(), SchedulerKind::Mmsched);
     config.profile = Some(profile.path().to_path_buf());
     config.platform = false;
     config.fixed_prompts = true;
@@ -166,15 +179,16 @@ fn run_virtual_under(
 }
 
 /// A device profile whose per-job costs are one step of `costs` (written to a temporary
-/// file, kept while the returned handle lives).
-fn profile_of(costs: Costs) -> tempfile::NamedTempFile {
+/// file, kept while the returned handle lives), but a transcription's `asr_prior` where
+/// given.
+fn profile_of(costs: Costs, asr_prior: Option<Nanos>) -> tempfile::NamedTempFile {
     let reference = include_str!("../../../../profiles/reference-2core.json");
     let mut doc: serde_json::Value =
         serde_json::from_str(reference).expect("the reference profile");
     for (kind, nanos) in [
         ("vision", costs.vision),
         ("vad", costs.vad),
-        ("asr", costs.asr),
+        ("asr", asr_prior.unwrap_or(costs.asr)),
         ("llm", costs.llm_token),
     ] {
         for q in ["p50_nanos", "p95_nanos", "p99_nanos"] {
@@ -511,7 +525,7 @@ fn run_reporting(minutes: u32, records: bool) -> (super::RunOutcome, Reports) {
         Policy::default(),
         SchedulerKind::Mmsched,
     );
-    let profile = profile_of(QUICK);
+    let profile = profile_of(QUICK, None);
     config.profile = Some(profile.path().to_path_buf());
     config.platform = false;
     config.fixed_prompts = true;
@@ -687,4 +701,104 @@ fn a_neighbours_slowdown_drops_no_frame_while_the_runs_own_overload_still_does()
             .own_overload_share
             .is_some_and(|s| s > 0.5)
     );
+}
+
+#[test]
+fn a_prior_far_too_dear_gives_way_to_a_measurement_when_the_device_has_room() {
+    // Two general lanes, a 5 fps camera of 40 ms frames; a transcription takes 300 ms, but
+    // the device profile says 20 s: by the prior alone none fits its deadline.
+    let run = |exploration| {
+        let mechanisms = Mechanisms {
+            exploration,
+            ..Mechanisms::default()
+        };
+        let profile = profile_of(QUICK, Some(20_000 * MS));
+        run_virtual_profiled(
+            Policy::default(),
+            scenario_on(2, 40, 5, 1, 5),
+            QUICK,
+            profile,
+            mechanisms,
+            |m| m,
+            None,
+        )
+    };
+    let without = run(false);
+    let with = run(true);
+    for r in [&without, &with] {
+        assert_all_accounted(r);
+        assert!(r.asr.offered >= 4, "speech was heard: {:?}", r.asr);
+    }
+    // The prior's verdict stands: every transcription is shed.
+    assert_eq!(without.asr.on_time, 0, "{:?}", without.asr);
+    assert_eq!(without.decisions.explored, 0);
+    // One is run to be measured; from then on the measurement decides.
+    assert!(with.decisions.explored >= 1, "{:?}", with.decisions);
+    assert!(
+        with.asr.on_time * 10 >= with.asr.offered * 9,
+        "at least nine in ten on time: {:?} {:?}",
+        with.asr,
+        with.decisions
+    );
+    assert_eq!(with.vision.late, 0, "{:?}", with.vision);
+}
+
+#[test]
+fn predicted_chances_of_ending_in_time_are_set_against_what_happened() {
+    let s = run_virtual(scenario(20, 5, 6, 20), QUICK, Mechanisms::default());
+    assert_all_accounted(&s);
+    let d = &s.decisions;
+    assert!(d.decided > 0, "{d:?}");
+    let decisions: u64 = d
+        .calibration
+        .iter()
+        .flat_map(|r| &r.bins)
+        .map(|b| b.decisions)
+        .sum();
+    // Every frame and transcription that finished was admitted with a prediction, and is
+    // in a bin (as is one shed after admission; one unfinished at the end is not).
+    let finished = s.vision.completed + s.asr.completed;
+    let admitted = finished + s.vision.shed + s.asr.shed - d.shed_at_admission;
+    assert!(
+        (finished..=admitted).contains(&decisions),
+        "{decisions} {finished} {admitted} {d:?}"
+    );
+    // Fixed step costs on virtual lanes: what was predicted likely to end in time did.
+    assert!(
+        d.calibration_max_gap.is_nan() || d.calibration_max_gap <= 0.1,
+        "{d:?}"
+    );
+    // The rungs are reported with where their chance to be right comes from.
+    assert!(
+        d.rungs.iter().any(|r| r.source == "reference"),
+        "{:?}",
+        d.rungs
+    );
+}
+
+#[test]
+fn the_baselines_predict_nothing() {
+    let policy = Policy::default();
+    let mut config = RunConfig::new(
+        scenario(5, 5, 6, 20),
+        policy.clone(),
+        SchedulerKind::Mmsched,
+    );
+    config.rung_mode = Some(crate::book::RungMode::Richest);
+    let profile = profile_of(QUICK, None);
+    config.profile = Some(profile.path().to_path_buf());
+    config.platform = false;
+    config.fixed_prompts = true;
+    let clock = VirtualClock::new(DEVICE_EPOCH_NANOS);
+    let (exec, models) = virtual_mmsched(&config.policy, 1, false, &clock, QUICK);
+    let parts = RunParts {
+        clock,
+        exec,
+        models: std::sync::Arc::new(models),
+        notes: Vec::new(),
+        signals: None,
+    };
+    let s = run_with(config, parts, &mut Quiet).expect("run").summary;
+    assert_eq!(s.decisions.decided, 0);
+    assert!(s.decisions.calibration.is_empty() && s.decisions.rungs.is_empty());
 }

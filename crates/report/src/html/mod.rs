@@ -2,6 +2,7 @@
 //! reference) with the run's summary tables and plots.
 
 mod charts;
+mod decisions;
 mod tables;
 
 use std::fmt::Write as _;
@@ -106,6 +107,7 @@ pub fn render_html(summary: &RunSummary, series: &RunSeries) -> String {
             escape(caption)
         );
     }
+    out.push_str(&decisions::section(&summary.decisions));
     out.push_str("<h2>Clock alignment</h2>\n");
     out.push_str(&tables::alignment_table(summary));
     out.push_str("\n<h2>Health actions</h2>\n");

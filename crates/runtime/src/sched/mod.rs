@@ -6,6 +6,7 @@
 //! without threads or sleeping, for tests of the loops that drive it.
 
 pub mod cost;
+pub mod dist;
 pub mod exec;
 pub mod lanes;
 pub mod virtual_time;

@@ -111,6 +111,25 @@ pub trait Work: Send {
         None
     }
 
+    /// How many parts of its input the rest of the job would read, once a step has found
+    /// them and before it reads any (an OCR job's lines after its detection); `None`
+    /// otherwise (the default).
+    fn parts_left(&self) -> Option<usize> {
+        None
+    }
+
+    /// The scheduler lets the job read only `n` (at least 1) of the parts
+    /// [`Work::parts_left`] counted, those it is surest of. Work without parts ignores it
+    /// (the default).
+    fn keep_parts(&mut self, n: usize) {
+        let _ = n;
+    }
+
+    /// Parts each of its later steps reads (1 by default).
+    fn parts_per_step(&self) -> usize {
+        1
+    }
+
     /// How many requests the next step could serve at once (a text step that decodes the
     /// next token of several in-flight requests in one batch); 1 for work that does not
     /// batch (the default).

@@ -44,7 +44,9 @@ pub struct E2eArgs {
     repeat: u32,
     /// Also run mmsched with one mechanism off at a time (admission/shedding, standing
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
-    /// a step at risk, thread grants to a lone step): what each is worth here.
+    /// a step at risk, thread grants to a lone step, rungs, choosing by expected value,
+    /// exploration, lines decided after detection, shadow comparisons): what each is worth
+    /// here.
     #[arg(long)]
     ablate: bool,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
@@ -117,6 +119,10 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-thread-grants" => "mmsched-no-thread-grants",
                 "no-rungs" => "mmsched-no-rungs",
                 "no-own-overload" => "mmsched-no-own-overload",
+                "no-expected-value" => "mmsched-no-expected-value",
+                "no-exploration" => "mmsched-no-exploration",
+                "no-lines-after-detection" => "mmsched-no-lines-after-detection",
+                "no-shadows" => "mmsched-no-shadows",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,

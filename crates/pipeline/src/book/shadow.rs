@@ -1,0 +1,219 @@
+//! Shadow comparisons: what a cheaper rung gives up, measured on this device's own inputs
+//! where their truth is unknown. On a bounded share of OCR and speech jobs (one in
+//! [`SHADOW_EVERY`] of each kind, one at a time), a job that ended in time while the device
+//! is idle is run again at another rung: the richest, if it ran at a cheaper one; else the
+//! cheaper rung compared least so far. The two answers are compared (the richest's taken
+//! as the truth, by the same rules results are scored by) and the agreement feeds the
+//! rung's chance to be right ([`super::accuracy`]); the shadow's steps are measured like
+//! any other, so a rung never chosen gets a cost too.
+//!
+//! A shadow is nobody's request: it is not counted, traced as a result or answered. It
+//! runs at importance 0 and a lax deadline, so admission sheds it first and earliest
+//! deadline first runs it last; it starts only while its model has a free place and no
+//! other job is admitted on the general lanes.
+
+use mmsched_core::time::Nanos;
+
+use super::{Book, Ctx, Job, Reply};
+use crate::jobs::Output;
+use crate::models::{JobOrder, Rung};
+use crate::request::{Input, Reply as Answer};
+use crate::stats::Kind;
+use crate::truth::Truth;
+
+/// One in this many jobs of a kind may be compared.
+pub const SHADOW_EVERY: u64 = 10;
+
+/// A shadow job's part in its comparison.
+#[derive(Debug, Clone)]
+pub(super) struct ShadowOf {
+    /// The answer it is compared with.
+    other: Answer,
+    /// Whether the shadow runs the richest rung (the other answer is the cheaper rung's).
+    richest: bool,
+    /// The cheaper rung of the two.
+    cheaper: String,
+}
+
+/// The book's shadow bookkeeping.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Shadows {
+    /// Jobs of each kind finished since that kind's last shadow.
+    since: [u64; 4],
+    /// A shadow in flight.
+    running: bool,
+}
+
+impl Book {
+    /// Whether a `kind` job about to be admitted keeps its input for a shadow.
+    pub(super) fn keeps_input(&self, kind: Kind) -> bool {
+        self.rules.shadows()
+            && matches!(kind, Kind::Vision | Kind::Asr)
+            && !self.shadows.running
+            && self.shadows.since[kind.index()] + 1 >= SHADOW_EVERY
+            && self.rungs_of(kind).len() > 1
+    }
+
+    /// A job that kept its input ended at `end` with `answer`: its shadow starts if the
+    /// device is idle and the job ended in time.
+    pub(super) fn maybe_shadow(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        job: &mut Job,
+        answer: Option<&Answer>,
+        end: Nanos,
+    ) {
+        if !matches!(job.kind, Kind::Vision | Kind::Asr) {
+            return;
+        }
+        let k = job.kind.index();
+        self.shadows.since[k] += 1;
+        let (Some(input), Some(answer)) = (job.kept_input.take(), answer) else {
+            return;
+        };
+        let busy = self
+            .jobs
+            .values()
+            .any(|j| j.admitted && j.kind != Kind::Vad);
+        let room =
+            self.places[k].taken() < self.places[k].capacity() && self.places[k].waiting() == 0;
+        if end > job.deadline || busy || !room || self.shadows.running {
+            return;
+        }
+        let Some((rung, of)) = self.shadow_rung(job, answer) else {
+            return;
+        };
+        self.shadows.since[k] = 0;
+        self.shadows.running = true;
+        self.start_shadow(cx, end, job, input, rung, of);
+    }
+
+    /// The rung a shadow of `job` runs, and its part in the comparison.
+    fn shadow_rung(&self, job: &Job, answer: &Answer) -> Option<(Rung, ShadowOf)> {
+        let rungs = self.rungs_of(job.kind);
+        let ran = job.rung.as_ref()?.name().to_string();
+        if rungs.first()?.name() != ran {
+            let of = ShadowOf {
+                other: answer.clone(),
+                richest: true,
+                cheaper: ran,
+            };
+            return Some((rungs[0].clone(), of));
+        }
+        let cheaper = rungs[1..]
+            .iter()
+            .min_by_key(|r| self.accuracy.shadow(job.kind, r.name()).runs)?
+            .clone();
+        let of = ShadowOf {
+            other: answer.clone(),
+            richest: false,
+            cheaper: cheaper.name().to_string(),
+        };
+        Some((cheaper, of))
+    }
+
+    fn start_shadow(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Nanos,
+        job: &Job,
+        input: Input,
+        rung: Rung,
+        of: ShadowOf,
+    ) {
+        self.next_tag += 1;
+        let tag = self.next_tag;
+        let k = job.kind.index();
+        // Lax: a shadow waits behind every job due, and is never late enough to matter.
+        let mean = self.costs.job_dist(job.kind, rung.name(), now).mean();
+        let deadline = now.saturating_add(mean.saturating_mul(20).max(2_000_000_000));
+        let mut shadow = job.shadow_of(now, deadline, of);
+        shadow.rung = Some(rung.clone());
+        self.jobs.insert(tag, shadow);
+        // A free place and nobody waiting were checked: the shadow is admitted at once.
+        self.places[k].wait((tag, input));
+        let Some((_, input)) = self.places[k].admit() else {
+            return;
+        };
+        let order = JobOrder {
+            input,
+            tag,
+            out: self.tx.clone(),
+            preemptible: self.rules.preemptible(),
+            cancel: crate::request::Cancel::new(),
+            rung: Some(rung),
+            fused: job.kind == Kind::Vision && self.fuse_vision,
+            lines_later: false,
+        };
+        let work = cx.models.work(order);
+        self.submit_step(cx.exec, now, tag, work);
+    }
+
+    /// A shadow ended at `end` (`output`: its answer, none if it failed, was shed or the
+    /// run stopped): its cost is measured and the two answers compared.
+    pub(super) fn shadow_ended(&mut self, job: Job, output: Option<&Output>, end: Nanos) {
+        self.shadows.running = false;
+        self.release(job.kind);
+        if output.is_some() && job.running.is_some() {
+            let rung = job.rung.as_ref().map_or("", |r| r.name()).to_string();
+            self.costs.record_job(job.kind, &rung, job.work, end);
+        }
+        let (Some(of), Some(output)) = (job.shadow, output) else {
+            return;
+        };
+        let mine = match output {
+            Output::Vision { lines, .. } => Answer::Lines(lines.clone()),
+            Output::Asr { text, .. } => Answer::Transcript(text.clone()),
+            _ => return,
+        };
+        let (richest, cheaper) = if of.richest {
+            (mine, of.other)
+        } else {
+            (of.other, mine)
+        };
+        let truth = match richest {
+            Answer::Lines(l) => Truth::Lines(l.into_iter().map(|l| l.text).collect()),
+            Answer::Transcript(t) => Truth::Transcript(t),
+            _ => return,
+        };
+        let Some(score) = crate::truth::score(&truth, &cheaper) else {
+            return;
+        };
+        self.accuracy.compared(job.kind, &of.cheaper, score.correct);
+        self.decisions.shadows += 1;
+    }
+}
+
+impl Job {
+    /// A shadow of this job: its kind and stream, released at `now` and due at
+    /// `deadline`, importance 0, nobody to answer.
+    fn shadow_of(&self, now: Nanos, deadline: Nanos, of: ShadowOf) -> Job {
+        Job {
+            kind: self.kind,
+            origin: self.origin,
+            stream: self.stream.clone(),
+            capture: now,
+            release: now,
+            deadline,
+            importance: Some(0.0),
+            chunk: 0,
+            reply: Reply::Loop,
+            cancel: crate::request::Cancel::new(),
+            chain: mmsched_core::steps::Chain::new(deadline, 1, false),
+            admitted: true,
+            started: None,
+            ended: None,
+            steps: 0,
+            work: 0,
+            rung: None,
+            p_on_time: None,
+            explored: false,
+            lines_planned: true,
+            running: None,
+            text: None,
+            truth: None,
+            kept_input: None,
+            shadow: Some(of),
+        }
+    }
+}

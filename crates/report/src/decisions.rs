@@ -1,0 +1,116 @@
+//! `summary.json`'s `decisions`: how mmsched's choices of rung and admission turned out —
+//! how many of each kind it made, which were wrong in hindsight, how well its predicted
+//! chances of ending in time matched what happened (a reliability table per class and
+//! rung), and what it estimated of each rung's chance to be right. Empty for the
+//! baselines, which predict nothing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::num::de_f64;
+
+/// Decisions that populate a calibration bin enough to read it: with fewer, the realised
+/// share's sampling error alone (±0.1 at 95 % needs about 100 decisions near ½, 25 near
+/// 0.9) would hide any miscalibration.
+pub const POPULATED_BIN: u64 = 20;
+
+/// See the [module docs](self).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DecisionsSummary {
+    /// Jobs whose rung (or shedding) was decided by expected correct results.
+    pub decided: u64,
+    /// Of which shed at once: no rung was worth what it cost the work behind.
+    pub shed_at_admission: u64,
+    /// Of which run though no rung was worth it, to measure a cost not yet measured on
+    /// this device while it had room.
+    pub explored: u64,
+    /// Admitted but late, shed later or unfinished.
+    pub admitted_late: u64,
+    /// Run at a cheaper rung and on time, though the richest rung would have ended in time
+    /// too (the richest's mean cost in place of the work run).
+    pub degraded_richer_fit: u64,
+    /// Shed (at admission or later) though the general lanes stood idle for at least the
+    /// job's mean cost before its deadline.
+    pub shed_device_idle: u64,
+    /// OCR jobs whose lines to read were decided after detection: every line found read.
+    pub lines_all_read: u64,
+    /// Of those, the lines cut short to end in time.
+    pub lines_cut: u64,
+    /// Shadow comparisons run (a job's input at another rung while the device was idle).
+    pub shadows: u64,
+    /// Reliability per class and rung.
+    pub calibration: Vec<CalibrationRow>,
+    /// The largest gap between predicted and realised in any populated bin
+    /// ([`POPULATED_BIN`]) of any row; NaN when no bin is populated.
+    #[serde(deserialize_with = "de_f64")]
+    pub calibration_max_gap: f64,
+    /// Each rung's estimated chance to be right, its mean cost and whether dominated.
+    pub rungs: Vec<RungEstimate>,
+}
+
+/// One class and rung's reliability table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CalibrationRow {
+    /// Job class (`vision`, `asr`).
+    pub class: String,
+    /// Rung.
+    pub rung: String,
+    /// Bins of predicted chance, tenths, each with at least one decision.
+    pub bins: Vec<CalibrationBin>,
+}
+
+/// Decisions whose predicted chance of ending in time fell in `[lo, hi)`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CalibrationBin {
+    /// Lower edge.
+    pub lo: f64,
+    /// Upper edge.
+    pub hi: f64,
+    /// Decisions.
+    pub decisions: u64,
+    /// Mean predicted chance.
+    #[serde(deserialize_with = "de_f64")]
+    pub predicted: f64,
+    /// Share that ended in time.
+    #[serde(deserialize_with = "de_f64")]
+    pub on_time: f64,
+}
+
+/// A rung as the decisions saw it at the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RungEstimate {
+    /// Job class.
+    pub class: String,
+    /// Rung.
+    pub rung: String,
+    /// Estimated chance to be right, 0..=1.
+    #[serde(deserialize_with = "de_f64")]
+    pub p_right: f64,
+    /// Where the estimate comes from: `reference` (the richest rung), `profile`,
+    /// `shadow` (this run's comparisons, with the profile's scores where it has them),
+    /// `assumed` (nothing measured: one in two).
+    pub source: String,
+    /// Shadow comparisons with the richest rung, and how many agreed.
+    pub shadow_runs: u64,
+    /// Of which agreed.
+    pub shadow_agreed: u64,
+    /// Mean cost of a whole job, milliseconds.
+    #[serde(deserialize_with = "de_f64")]
+    pub mean_cost_ms: f64,
+    /// Never chosen: a richer rung serves more right answers per second of device time.
+    pub dominated: bool,
+}
+
+impl CalibrationRow {
+    /// The largest |predicted − on time| over its populated bins.
+    pub fn max_gap(&self) -> Option<f64> {
+        self.bins
+            .iter()
+            .filter(|b| b.decisions >= POPULATED_BIN)
+            .map(|b| (b.predicted - b.on_time).abs())
+            .reduce(f64::max)
+    }
+}
