@@ -539,6 +539,7 @@ fn run_reporting(minutes: u32, records: bool) -> (super::RunOutcome, Reports) {
         exec,
         models: std::sync::Arc::new(models),
         notes: Vec::new(),
+        signals: None,
     };
     let mut reports = Reports::default();
     let outcome = run_with(config, parts, &mut reports).expect("run");
