@@ -235,7 +235,8 @@ impl Book {
             .iter()
             .any(|f| !f.dominated && self.fits_p95(kind, f.rung.name(), (start, deadline), now));
         if value <= 0.0 || !fits {
-            if let Some(i) = self.exploration(kind, &figures, now) {
+            let budget = deadline.saturating_sub(start);
+            if let Some(i) = self.exploration(kind, &figures, budget, now) {
                 let p = self.p_on_time(kind, figures[i].rung.name(), (start, deadline), now);
                 return chosen(Verdict::Explore, &figures[i], p);
             }
@@ -251,8 +252,16 @@ impl Book {
     /// rung not dominated with no fresh measurement of its cost, while no other job of the
     /// kind explores, the general lanes have room (fewer admitted jobs than lanes), and
     /// the kind's last exploration is long enough ago that exploring takes at most one
-    /// [`EXPLORE_EVERY`]th of a lane's time (and no sooner than its measurements go stale).
-    fn exploration(&mut self, kind: Kind, figures: &[RungFigures], now: Nanos) -> Option<usize> {
+    /// [`EXPLORE_EVERY`]th of a lane's time (and no sooner than its measurements go stale),
+    /// and `budget`, the time before its deadline, would fit a cost that many times below
+    /// the prediction.
+    fn exploration(
+        &mut self,
+        kind: Kind,
+        figures: &[RungFigures],
+        budget: Nanos,
+        now: Nanos,
+    ) -> Option<usize> {
         if !self.rules.mechanisms.exploration {
             return None;
         }
@@ -269,6 +278,15 @@ impl Book {
             .rev()
             .filter(|&i| !figures[i].dominated)
             .find(|&i| self.costs.fresh(kind, figures[i].rung.name(), now) == 0)?;
+        // A job is explored only if it could end in time should the cost prove as far below
+        // its prediction as exploring allows for: a frame due in 1 ms is not.
+        let median = self
+            .costs
+            .job_dist(kind, figures[pick].rung.name(), now)
+            .quantile(0.5);
+        if budget < median / EXPLORE_EVERY {
+            return None;
+        }
         // The last exploration's cost as measured since (or as predicted, if it was not).
         if let Some((last, rung)) = &self.explored_at[kind.index()] {
             let cost = self.costs.job_dist(kind, rung, now).mean();

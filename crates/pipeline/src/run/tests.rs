@@ -126,7 +126,14 @@ fn run_virtual_beside(
     fakes: impl FnOnce(FakeModels) -> FakeModels,
     signals: Option<Box<dyn SignalSource>>,
 ) -> RunSummary {
-    run_virtual_under(Policy::default(), scenario, costs, mechanisms, fakes, signals)
+    run_virtual_under(
+        Policy::default(),
+        scenario,
+        costs,
+        mechanisms,
+        fakes,
+        signals,
+    )
 }
 
 /// [`run_virtual_with`] under `policy`, with the platform's signals from `signals`.
@@ -697,10 +704,14 @@ fn a_neighbours_slowdown_drops_no_frame_while_the_runs_own_overload_still_does()
         own.vision,
         own.health.actions
     );
+    // Overloaded until the camera's rate is halved (then 2.5 frames of 260 ms a second fit
+    // the lane): a large share of the run, against none on two lanes.
     assert!(
         own.platform_signals
             .own_overload_share
-            .is_some_and(|s| s > 0.5)
+            .is_some_and(|s| s > 0.25),
+        "{:?}",
+        own.platform_signals
     );
 }
 
