@@ -101,32 +101,60 @@ impl LongRunArgs {
     }
 }
 
-/// Writes the report so far into its directory (an observer of a run still going); a
-/// failure is said once per kind of error and the run goes on.
+/// Writes the report so far into its directory (an observer of a run still going) on a
+/// thread of its own: rendering and `fsync` on a slow card must not hold up the run loop.
+/// A report handed over while the previous one is still being written is skipped; a
+/// failure is said once until a write succeeds again, and the run goes on. Dropping it
+/// waits for the write under way, so the final report written after it is the last.
 pub struct ReportWriter {
-    dir: PathBuf,
-    failing: bool,
+    tx: Option<std::sync::mpsc::SyncSender<(RunSummary, RunSeries)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ReportWriter {
     /// Reports into `dir`.
     pub fn new(dir: &Path) -> Self {
+        let dir: PathBuf = dir.to_path_buf();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(RunSummary, RunSeries)>(1);
+        let thread = std::thread::Builder::new()
+            .name("mmsched-report".into())
+            .spawn(move || {
+                let mut failing = false;
+                for (summary, series) in rx {
+                    match write_report(&dir, &summary, &series) {
+                        Ok(_) => failing = false,
+                        Err(e) if !failing => {
+                            failing = true;
+                            eprintln!(
+                                "the report so far could not be written (the run goes on): {e}"
+                            );
+                        }
+                        Err(_) => {}
+                    }
+                }
+            })
+            .ok();
         Self {
-            dir: dir.to_path_buf(),
-            failing: false,
+            tx: thread.is_some().then_some(tx),
+            thread,
         }
     }
 }
 
 impl Observer for ReportWriter {
     fn report(&mut self, summary: &RunSummary, series: &RunSeries) {
-        match write_report(&self.dir, summary, series) {
-            Ok(_) => self.failing = false,
-            Err(e) if !self.failing => {
-                self.failing = true;
-                eprintln!("the report so far could not be written (the run goes on): {e}");
-            }
-            Err(_) => {}
+        if let Some(tx) = &self.tx {
+            // Full: the previous report is still being written; this one is skipped.
+            let _ = tx.try_send((summary.clone(), series.clone()));
+        }
+    }
+}
+
+impl Drop for ReportWriter {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
