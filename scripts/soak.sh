@@ -12,8 +12,9 @@
 # server's report (OUT_DIR/report). Samples every 60 s (runs shorter than an hour sample
 # 60 times over the run, at least every 5 s). Settings, by environment:
 #   MMSCHED_BIN            the binary (default: target/release/mmsched, else target/debug)
-#   SOAK_WARMUP_S          samples before this are not in the slopes (default: a tenth
-#                          of the run, 60 to 600 s)
+#   SOAK_WARMUP_S          samples before this are not in the slopes (default: a third
+#                          of the run, 60 to 600 s: the engines still take a step of
+#                          RSS up to nine minutes in, as each first meets an input size)
 #   SOAK_RSS_SLOPE_MAX     MB per minute (default 0.1, the goal of issue #43)
 #   SOAK_FD_SLOPE_MAX, SOAK_THREAD_SLOPE_MAX   per minute (default 0.05)
 #   SOAK_TRACE_MIB         --trace-max-mib of the server (default 64)
@@ -41,7 +42,7 @@ done
 [ -x "$bin" ] || { echo "soak: no binary at $bin: build it (cargo build --release -p mmsched) or set MMSCHED_BIN" >&2; exit 2; }
 
 interval_s=$(( duration_s / 60 )); [ "$interval_s" -gt 60 ] && interval_s=60; [ "$interval_s" -lt 5 ] && interval_s=5
-warmup_default=$(( duration_s / 10 )); [ "$warmup_default" -lt 60 ] && warmup_default=60; [ "$warmup_default" -gt 600 ] && warmup_default=600
+warmup_default=$(( duration_s / 3 )); [ "$warmup_default" -lt 60 ] && warmup_default=60; [ "$warmup_default" -gt 600 ] && warmup_default=600
 warmup_s="${SOAK_WARMUP_S:-$warmup_default}"
 trace_mib="${SOAK_TRACE_MIB:-64}"
 mkdir -p "$out"

@@ -17,8 +17,8 @@ pub const DEFAULT_WINDOW_NANOS: Nanos = 600_000_000_000;
 /// The longest step of the window.
 const MAX_STEP_NANOS: Nanos = 60_000_000_000;
 
-/// Width of the window's latency buckets (5 %): a coarse figure, and 472 counters per kind
-/// and step.
+/// Width of the window's latency buckets (5 %): a coarse figure, and about 520 counters per
+/// kind and step.
 const BUCKET_RATIO: f64 = 1.05;
 
 /// An outcome, as the window counts it.

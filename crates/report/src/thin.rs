@@ -143,6 +143,9 @@ impl RunSeries {
             Keep::Largest,
         );
         // The alignment plot draws one line per pair: each pair is thinned on its own.
+        if self.alignment.len() <= 2 * SERIES_CAP {
+            return;
+        }
         let pairs: std::collections::BTreeSet<String> =
             self.alignment.iter().map(|p| p.pair.clone()).collect();
         if self.alignment.len() > 2 * SERIES_CAP * pairs.len().max(1) {
