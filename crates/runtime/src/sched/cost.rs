@@ -1,7 +1,7 @@
 //! Job cost prediction: a prior per class (from the device latency profile, S8) corrected
 //! online by what jobs of the class actually took on this device.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use mmsched_core::arbiter::ClassId;
 use mmsched_core::time::Nanos;
@@ -36,7 +36,9 @@ pub struct CostModel {
     window: usize,
     min_samples: usize,
     max_age_nanos: Nanos,
-    classes: Vec<ClassCost>,
+    /// By class id: sparse (the book numbers its cost keys from a million up, and a vector
+    /// indexed by id held a million empty entries, 80 MB).
+    classes: HashMap<ClassId, ClassCost>,
 }
 
 /// A class's prior: its distribution until measured.
@@ -84,16 +86,12 @@ impl CostModel {
             window,
             min_samples: min_samples.clamp(1, window),
             max_age_nanos,
-            classes: Vec::new(),
+            classes: HashMap::new(),
         }
     }
 
     fn entry(&mut self, class: ClassId) -> &mut ClassCost {
-        let i = class.0 as usize;
-        if self.classes.len() <= i {
-            self.classes.resize_with(i + 1, ClassCost::default);
-        }
-        &mut self.classes[i]
+        self.classes.entry(class).or_default()
     }
 
     /// Sets the prior of `class` (e.g. the profile's percentiles for its model and input).
@@ -114,7 +112,7 @@ impl CostModel {
     /// Fresh measurements of `class` at `now_nanos` (how many decide whether they are
     /// trusted alone).
     pub fn fresh(&self, class: ClassId, now_nanos: Nanos) -> usize {
-        self.classes.get(class.0 as usize).map_or(0, |e| {
+        self.classes.get(&class).map_or(0, |e| {
             e.recent
                 .iter()
                 .filter(|&&(at, _)| at.saturating_add(self.max_age_nanos) >= now_nanos)
@@ -124,15 +122,13 @@ impl CostModel {
 
     /// Measurements of `class` kept, fresh or not.
     pub fn measured(&self, class: ClassId) -> usize {
-        self.classes
-            .get(class.0 as usize)
-            .map_or(0, |e| e.recent.len())
+        self.classes.get(&class).map_or(0, |e| e.recent.len())
     }
 
     /// The distribution of the next cost of `class` at `now_nanos` (`None`: nothing is
     /// known of it, neither a prior nor a measurement).
     pub fn dist(&self, class: ClassId, now_nanos: Nanos) -> Option<CostDist> {
-        let e = self.classes.get(class.0 as usize)?;
+        let e = self.classes.get(&class)?;
         let fresh: Vec<Nanos> = e
             .recent
             .iter()
