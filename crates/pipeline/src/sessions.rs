@@ -25,7 +25,9 @@ pub struct LlmPool {
     /// (its weights, tokenizer and warm-up).
     sessions: Arc<Vec<(Shared<LlmSession>, Arc<AtomicBool>)>>,
     batch: Option<Arc<TextBatch>>,
-    tokenizer: GgufTokenizer,
+    /// Shared: a pool is cloned for every text job, and a tokenizer's vocabulary is
+    /// millions of allocations to copy.
+    tokenizer: Arc<GgufTokenizer>,
     max_seq_len: usize,
 }
 
@@ -98,7 +100,7 @@ impl LlmPool {
 
     /// `first` and `more` sessions forked from it on the same weights (at least one).
     pub fn new(first: LlmSession, more: usize) -> Result<Self, BackendError> {
-        let tokenizer = first.tokenizer().clone();
+        let tokenizer = Arc::new(first.tokenizer().clone());
         let max_seq_len = first.max_seq_len();
         let mut sessions = Vec::with_capacity(more + 1);
         for _ in 0..more {
