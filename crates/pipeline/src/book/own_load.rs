@@ -30,10 +30,12 @@ impl OwnWork {
         }
     }
 
-    /// `tag`'s step ended (done, failed or shed); `ran` its time on a lane, if it ran.
-    pub(super) fn ended(&mut self, kind: Kind, tag: u64, ran: Option<(Nanos, Nanos)>) {
+    /// `tag`'s step ended (done, failed or shed); `ran` its time on a lane, if it ran;
+    /// `kind` its job's (`None`: the job is no longer booked, its step still leaves).
+    pub(super) fn ended(&mut self, kind: Option<Kind>, tag: u64, ran: Option<(Nanos, Nanos)>) {
         self.in_flight.remove(&tag);
-        if let Some((start, end)) = ran.filter(|_| kind != Kind::Vad) {
+        let general = kind.is_some_and(|k| k != Kind::Vad);
+        if let Some((start, end)) = ran.filter(|_| general) {
             self.spans.push_back((start, end.max(start)));
         }
     }
@@ -79,13 +81,13 @@ mod tests {
         let mut w = OwnWork::default();
         // Ended before the window: forgotten.
         w.submitted(Kind::Vision, 1, 80 * MS);
-        w.ended(Kind::Vision, 1, Some((0, 100 * MS)));
+        w.ended(Some(Kind::Vision), 1, Some((0, 100 * MS)));
         // Straddles the window's start: only its part inside counts.
         w.submitted(Kind::Asr, 2, 700 * MS);
-        w.ended(Kind::Asr, 2, Some((900 * MS, 1_300 * MS)));
+        w.ended(Some(Kind::Asr), 2, Some((900 * MS, 1_300 * MS)));
         // Voice activity runs on a lane of its own.
         w.submitted(Kind::Vad, 3, 5 * MS);
-        w.ended(Kind::Vad, 3, Some((1_500 * MS, 1_505 * MS)));
+        w.ended(Some(Kind::Vad), 3, Some((1_500 * MS, 1_505 * MS)));
         // In flight: its prediction.
         w.submitted(Kind::Vision, 4, 90 * MS);
         w.submitted(Kind::Vad, 5, 5 * MS);
@@ -95,7 +97,7 @@ mod tests {
         assert_eq!(load.capacity_nanos, 4_000 * MS);
         assert!(!load.overloaded());
         // A shed step leaves the lanes without having run.
-        w.ended(Kind::Vision, 4, None);
+        w.ended(None, 4, None);
         assert_eq!(w.load(3_000 * MS, 2_000 * MS, 2).outstanding_nanos, 0);
     }
 
@@ -104,7 +106,7 @@ mod tests {
         let mut w = OwnWork::default();
         for lane in 0..2u64 {
             w.submitted(Kind::Vision, lane, 0);
-            w.ended(Kind::Vision, lane, Some((0, 2_000 * MS)));
+            w.ended(Some(Kind::Vision), lane, Some((0, 2_000 * MS)));
         }
         assert!(
             !w.load(2_000 * MS, 2_000 * MS, 2).overloaded(),

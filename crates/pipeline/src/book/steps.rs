@@ -112,9 +112,8 @@ impl Book {
             } => (info.tag, Some((*started_nanos, *ended_nanos))),
             ExecEvent::Shed { info, .. } | ExecEvent::Pruned { info, .. } => (info.tag, None),
         };
-        if let Some(j) = self.jobs.get(&tag) {
-            self.own.ended(j.kind, tag, ran);
-        }
+        let kind = self.jobs.get(&tag).map(|j| j.kind);
+        self.own.ended(kind, tag, ran);
     }
 
     fn deferrable(&self, tag: u64, now: Nanos, intake: Intake) -> bool {
