@@ -134,6 +134,34 @@ impl Costs {
         self.model.predict(id, now)
     }
 
+    /// [`Costs::step`], but a kind of step this device has not measured and the profile
+    /// has no figure for is priced as the whole job's prediction over `steps` (the work's
+    /// hint of the steps it has left), not as a whole job: a transcription's first step
+    /// priced at the whole transcription fits no gap between a camera's frames, so it was
+    /// never run and never measured.
+    pub(super) fn step_hinted(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        step: Option<&'static str>,
+        steps: Option<u32>,
+        now: Nanos,
+    ) -> Nanos {
+        let (Some(what), Some(steps)) = (step, steps.filter(|&n| n > 1)) else {
+            return self.step(kind, rung, step, now);
+        };
+        let id = self.id(Self::key(kind, rung, what));
+        let profiled = self
+            .profile
+            .doc
+            .rung(kind.as_str(), rung)
+            .is_some_and(|r| r.step(what).is_some());
+        if profiled || self.model.measured(id) > 0 {
+            return self.model.predict(id, now);
+        }
+        self.job(kind, rung, now) / Nanos::from(steps)
+    }
+
     /// A step of that key took `cost` and ended at `at`.
     pub(super) fn record_step(
         &mut self,
@@ -220,5 +248,32 @@ impl Costs {
     pub(super) fn record_job(&mut self, kind: Kind, rung: &str, cost: Nanos, at: Nanos) {
         let id = self.id(Self::key(kind, rung, JOB));
         self.model.record(id, cost, at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmsched_world::profile::Profile;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn a_step_never_measured_is_priced_as_its_share_of_the_job() {
+        // The reference profile knows a transcription as a whole (P95 1.19 s), not its
+        // steps.
+        let mut c = Costs::new(Profile::reference());
+        let whole = c.job(Kind::Asr, "window", 0);
+        assert!(whole > 1_000 * MS, "{whole}");
+        // Unhinted, a step is priced as the whole job (the rule for one-step jobs).
+        assert_eq!(c.step(Kind::Asr, "window", Some("mel"), 0), whole);
+        // Hinted with twenty steps left: a twentieth of it.
+        let hinted = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
+        assert_eq!(hinted, whole / 20);
+        // Once measured, the measurement decides, hint or not: the prior's spread around
+        // it (its P95 is 1.25 times its median).
+        c.record_step(Kind::Asr, "window", Some("mel"), 130 * MS, 0);
+        let measured = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
+        assert!((155 * MS..170 * MS).contains(&measured), "{measured}");
     }
 }

@@ -234,7 +234,13 @@ impl Book {
         let fits = figures
             .iter()
             .any(|f| !f.dominated && self.fits_p95(kind, f.rung.name(), (start, deadline), now));
-        if value <= 0.0 || !fits {
+        // Only the device's own streams explore: an outside client that asked for a
+        // deadline its request cannot make is told so at once (503), not answered late.
+        let own = self
+            .jobs
+            .get(&tag)
+            .is_some_and(|j| j.origin == crate::request::Origin::Streams);
+        if (value <= 0.0 || !fits) && own {
             let budget = deadline.saturating_sub(start);
             if let Some(i) = self.exploration(kind, &figures, budget, now) {
                 let p = self.p_on_time(kind, figures[i].rung.name(), (start, deadline), now);

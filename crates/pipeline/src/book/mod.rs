@@ -508,13 +508,18 @@ impl Book {
 
     /// The task info of `tag`'s next step (of kind `step`) at `now`: the one place it is
     /// built.
-    fn task_info(&mut self, now: Nanos, tag: u64, step: Option<&'static str>) -> Option<TaskInfo> {
+    fn task_info(
+        &mut self,
+        now: Nanos,
+        tag: u64,
+        (step, steps_hint): (Option<&'static str>, Option<u32>),
+    ) -> Option<TaskInfo> {
         let (kind, rung) = {
             let j = self.jobs.get_mut(&tag)?;
             j.running = step;
             (j.kind, j.rung.as_ref().map_or("", |r| r.name()).to_string())
         };
-        let predicted = self.costs.step(kind, &rung, step, now);
+        let predicted = self.costs.step_hinted(kind, &rung, step, steps_hint, now);
         let job = self.jobs.get(&tag)?;
         let class = self.class(job.kind);
         let spread = self.rules.spreads_text_deadlines();
@@ -541,7 +546,7 @@ impl Book {
     ) {
         self.limit_batch(now, tag, work.as_mut());
         self.plan_lines(now, tag, work.as_mut());
-        if let Some(info) = self.task_info(now, tag, work.next_step()) {
+        if let Some(info) = self.task_info(now, tag, (work.next_step(), work.steps_hint())) {
             if let Some(j) = self.jobs.get(&tag) {
                 self.own.submitted(j.kind, tag, info.predicted_cost_nanos);
             }

@@ -19,6 +19,13 @@ use crate::engines::{Shared, lock};
 /// frames' time (tiny.en has four blocks).
 pub const ASR_LAYERS_PER_STEP: usize = 1;
 
+/// Encoder blocks of Whisper tiny.en, for [`Work::steps_hint`] (a hint: another model's
+/// count only moves the first prediction, which measurements replace).
+const TINY_ENCODER_LAYERS: usize = 4;
+
+/// Tokens Whisper decodes per second of speech, about (for [`Work::steps_hint`]).
+const SPOKEN_TOKENS_PER_S: u64 = 3;
+
 /// Whisper on `samples` (16 kHz mono) at `rung`.
 pub fn asr(
     model: Shared<AsrSession>,
@@ -71,6 +78,15 @@ impl Work for AsrWork {
                 .and_then(Transcription::next_step)
                 .map_or("mel", |k| k.as_str()),
         )
+    }
+
+    fn steps_hint(&self) -> Option<u32> {
+        // Only before the transcription begins: its first step is the one a prior prices.
+        let clip = self.clip.as_ref()?;
+        let seconds = clip.samples.len() as u64 / 16_000;
+        let encoder = TINY_ENCODER_LAYERS.div_ceil(self.plan.layers_per_step.max(1)) as u64;
+        let tokens = SPOKEN_TOKENS_PER_S * seconds + 2;
+        Some((2 + encoder + 1 + tokens) as u32)
     }
 
     fn step(&mut self) -> Result<StepOutcome, WorkError> {

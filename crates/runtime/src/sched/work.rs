@@ -130,6 +130,14 @@ pub trait Work: Send {
         1
     }
 
+    /// About how many steps the job has left, where the work can tell before they run (a
+    /// transcription: its log-mel, encoder and decoding steps, the decoding ones estimated
+    /// from the audio's length); `None` when it cannot (the default). A hint: until a kind
+    /// of step has been measured, its cost is predicted as the whole job's over this count.
+    fn steps_hint(&self) -> Option<u32> {
+        None
+    }
+
     /// How many requests the next step could serve at once (a text step that decodes the
     /// next token of several in-flight requests in one batch); 1 for work that does not
     /// batch (the default).
