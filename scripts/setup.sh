@@ -63,4 +63,8 @@ echo "setup: fetching models into ${MMSCHED_HOME:-$HOME/.cache/mmsched}"
 "${CARGO_TARGET_DIR:-target}/debug/mmsched" models fetch ${MMSCHED_FETCH_FLAGS:-}
 # The Arm build's ONNX Runtime library (lib/aarch64/), for its emulated tests.
 "${CARGO_TARGET_DIR:-target}/debug/mmsched" models fetch --arch aarch64 --only onnxruntime --json >/dev/null
+# The benchmark scenarios on real inputs: signs rendered by ffmpeg and a sentence spoken by
+# espeak-ng, with their truth (not committed: generated here from the installed tools).
+[ -f scenarios/bench/many-lines/truth.json ] || scenarios/bench/render-many-lines.sh >/dev/null
+[ -f scenarios/bench/speech.wav ] || scenarios/bench/render-speech.sh >/dev/null
 echo "setup: done"
