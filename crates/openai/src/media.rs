@@ -208,19 +208,8 @@ fn reserve(api: &Arc<OpenAi>, kind: Kind, bytes: u64) -> Result<Reserved, Respon
 
 /// Any audio ffmpeg reads, as 16 kHz mono WAV bytes.
 fn ffmpeg_to_wav(data: &[u8], name: &str) -> Result<Vec<u8>, Response> {
-    ffmpeg_output(data, name).map_err(|why| unsupported_media(chain(&why), Some("file")))
-}
-
-/// The error and its causes on one line, for an error body.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut next = error.source();
-    while let Some(e) = next {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        next = e.source();
-    }
-    out
+    ffmpeg_output(data, name)
+        .map_err(|why| unsupported_media(mmsched_runtime::chain::chain(&why), Some("file")))
 }
 
 /// Why ffmpeg did not turn an upload into WAV.
