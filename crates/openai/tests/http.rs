@@ -76,6 +76,9 @@ fn server(s: Setup) -> Server {
     );
     config.duration_nanos = FOREVER_NANOS;
     config.platform = false;
+    // Without shedding, neither the executor nor the book sheds (the `no-admission`
+    // ablation's pair of settings).
+    config.mechanisms.admission = s.shedding;
     let host = Host::with_parts(config, parts, Box::new(Quiet)).expect("runtime");
     let keys = s.keys.map(|k| ApiKeys::parse(k).expect("keys"));
     let mut api = OpenAi::new(host.client(), s.caps, s.upload_limit, feed_channel(), keys);
