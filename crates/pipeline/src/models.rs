@@ -286,6 +286,39 @@ pub mod fake {
         }
     }
 
+    /// A transcription in `steps` steps. In more than one it runs as Whisper does: a
+    /// `mel` step, then `encoder-layers` steps, each a kind of step the device profile
+    /// may not know, and it hints its count as the real one does.
+    struct FakeAsr {
+        steps: u32,
+        ran: u32,
+        tag: u64,
+        out: Sender<Output>,
+    }
+
+    impl Work for FakeAsr {
+        fn step(&mut self) -> Result<StepOutcome, WorkError> {
+            self.ran += 1;
+            if self.ran < self.steps {
+                return Ok(StepOutcome::Yield);
+            }
+            let (tag, text, timing) = (self.tag, TRANSCRIPT.into(), Default::default());
+            done(&self.out, Output::Asr { tag, text, timing })
+        }
+
+        fn next_step(&self) -> Option<&'static str> {
+            match (self.steps, self.ran) {
+                (1, _) => None,
+                (_, 0) => Some("mel"),
+                _ => Some("encoder-layers"),
+            }
+        }
+
+        fn steps_hint(&self) -> Option<u32> {
+            (self.steps > 1).then_some(self.steps)
+        }
+    }
+
     fn done(out: &Sender<Output>, o: Output) -> Result<StepOutcome, WorkError> {
         let _ = out.send(o);
         Ok(StepOutcome::Finished)
@@ -340,18 +373,12 @@ pub mod fake {
                         done(&out, Output::Vad { tag, prob, timing })
                     })
                 }
-                Input::Utterance(_) => {
-                    let mut left = self.asr_steps;
-                    Box::new(move || {
-                        left -= 1;
-                        if left > 0 {
-                            return Ok(StepOutcome::Yield);
-                        }
-                        let text = TRANSCRIPT.into();
-                        let timing = Default::default();
-                        done(&out, Output::Asr { tag, text, timing })
-                    })
-                }
+                Input::Utterance(_) => Box::new(FakeAsr {
+                    steps: self.asr_steps,
+                    ran: 0,
+                    tag,
+                    out,
+                }),
                 Input::Prompt(p) => {
                     let made = Arc::clone(&self.tokens_last_step);
                     let mut left = p.max_tokens.max(1);

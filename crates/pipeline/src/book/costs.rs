@@ -136,9 +136,10 @@ impl Costs {
 
     /// [`Costs::step`], but a kind of step this device has not measured and the profile
     /// has no figure for is priced as the whole job's prediction over `steps` (the work's
-    /// hint of the steps it has left), not as a whole job: a transcription's first step
-    /// priced at the whole transcription fits no gap between a camera's frames, so it was
-    /// never run and never measured.
+    /// hint of the steps the whole job takes), not as a whole job: a transcription's step
+    /// priced at the whole transcription fits no gap between a camera's frames, so it
+    /// waited until its deadline forced it in (or, as a first step, was never run and never
+    /// measured).
     pub(super) fn step_hinted(
         &mut self,
         kind: Kind,
@@ -267,7 +268,7 @@ mod tests {
         assert!(whole > 1_000 * MS, "{whole}");
         // Unhinted, a step is priced as the whole job (the rule for one-step jobs).
         assert_eq!(c.step(Kind::Asr, "window", Some("mel"), 0), whole);
-        // Hinted with twenty steps left: a twentieth of it.
+        // Hinted with twenty steps in all: a twentieth of it.
         let hinted = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
         assert_eq!(hinted, whole / 20);
         // Once measured, the measurement decides, hint or not: the prior's spread around

@@ -34,16 +34,19 @@ pub fn asr(
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
+    let plan = AsrPlan {
+        span: rung.span,
+        layers_per_step: ASR_LAYERS_PER_STEP,
+    };
+    let steps = steps_of(samples.len(), plan);
     Box::new(AsrWork {
         model,
         clip: Some(AudioClip {
             samples,
             sample_rate_hz: 16_000,
         }),
-        plan: AsrPlan {
-            span: rung.span,
-            layers_per_step: ASR_LAYERS_PER_STEP,
-        },
+        plan,
+        steps,
         transcription: None,
         tag,
         out,
@@ -52,11 +55,23 @@ pub fn asr(
     })
 }
 
+/// About how many steps a transcription of `samples` (16 kHz) takes under `plan`: the
+/// log-mel and encoder stem, the encoder's blocks, its cross step and a decoding step per
+/// token spoken, and two more.
+fn steps_of(samples: usize, plan: AsrPlan) -> u32 {
+    let seconds = samples as u64 / 16_000;
+    let encoder = TINY_ENCODER_LAYERS.div_ceil(plan.layers_per_step.max(1)) as u64;
+    let tokens = SPOKEN_TOKENS_PER_S * seconds + 2;
+    u32::try_from(2 + encoder + 1 + tokens).unwrap_or(u32::MAX)
+}
+
 struct AsrWork {
     model: Shared<AsrSession>,
     /// The audio, until the transcription begins.
     clip: Option<AudioClip>,
     plan: AsrPlan,
+    /// About how many steps the whole transcription takes ([`steps_of`]).
+    steps: u32,
     transcription: Option<Transcription>,
     tag: u64,
     out: Sender<Output>,
@@ -81,12 +96,7 @@ impl Work for AsrWork {
     }
 
     fn steps_hint(&self) -> Option<u32> {
-        // Only before the transcription begins: its first step is the one a prior prices.
-        let clip = self.clip.as_ref()?;
-        let seconds = clip.samples.len() as u64 / 16_000;
-        let encoder = TINY_ENCODER_LAYERS.div_ceil(self.plan.layers_per_step.max(1)) as u64;
-        let tokens = SPOKEN_TOKENS_PER_S * seconds + 2;
-        Some((2 + encoder + 1 + tokens) as u32)
+        Some(self.steps)
     }
 
     fn step(&mut self) -> Result<StepOutcome, WorkError> {
@@ -121,5 +131,27 @@ impl Work for AsrWork {
             timing,
         });
         Ok(StepOutcome::Finished)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmsched_backends::asr::EncoderSpan;
+
+    #[test]
+    fn a_transcription_hints_its_steps_from_its_length() {
+        let plan = AsrPlan {
+            span: EncoderSpan::Window,
+            layers_per_step: 1,
+        };
+        // 3 s: log-mel and stem, four blocks, the cross step, 3 × 3 + 2 tokens.
+        assert_eq!(steps_of(3 * 16_000, plan), 2 + 4 + 1 + 11);
+        // Two blocks a step halve the encoder's steps; silence still decodes two tokens.
+        let two = AsrPlan {
+            layers_per_step: 2,
+            ..plan
+        };
+        assert_eq!(steps_of(0, two), 2 + 2 + 1 + 2);
     }
 }

@@ -813,3 +813,79 @@ fn the_baselines_predict_nothing() {
     assert_eq!(s.decisions.decided, 0);
     assert!(s.decisions.calibration.is_empty() && s.decisions.rungs.is_empty());
 }
+
+/// One general worker with room: a 3 fps camera due in 300 ms and a microphone, no text.
+fn one_worker_with_room(duration_s: u32) -> Scenario {
+    let toml = format!(
+        r#"
+version = 1
+name = "one-worker-with-room"
+duration_s = {duration_s}
+seed = 23
+
+[device]
+workers = 1
+
+[[models]]
+name = "ocr"
+kind = "vision"
+file = "models/ppocr-v4/det.onnx"
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[models]]
+name = "asr"
+kind = "asr"
+file = "models/whisper-tiny.en/model.safetensors"
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["ocr"]
+fps = 3
+sla_ms = 300
+importance = 0.7
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad", "asr"]
+packet_ms = 20
+sla_ms = 60
+importance = 0.9
+"#
+    );
+    Scenario::from_toml(&toml, "one-worker-with-room.toml").expect("scenario")
+}
+
+#[test]
+fn on_one_worker_with_room_frames_and_transcriptions_both_keep_their_deadlines() {
+    // Frames of 90 ms every 333 ms leave 243 ms gaps; a transcription takes five steps
+    // of 170 ms, each fitting a gap, 850 ms in all within its deadline of 2 s or more.
+    // The profile knows a transcription as a whole, as the reference one does: a kind of
+    // step not measured yet is priced as its share of the whole, at every step (priced as
+    // the whole, the first transcription's second step waited for a gap as long as the
+    // whole job until its deadline forced it over the frames: one late, frames shed).
+    let costs = Costs {
+        vision: 90 * MS,
+        asr: 170 * MS,
+        ..QUICK
+    };
+    let profile = profile_of(costs, Some(850 * MS));
+    let s = run_virtual_profiled(
+        Policy::default(),
+        one_worker_with_room(60),
+        costs,
+        profile,
+        Mechanisms::default(),
+        |m| m.with_asr_steps(5),
+        None,
+    );
+    assert_all_accounted(&s);
+    assert!(s.asr.offered >= 4, "speech was heard: {:?}", s.asr);
+    assert_eq!(s.asr.on_time, s.asr.offered, "{:?}", s.asr);
+    assert_eq!(s.vision.on_time, s.vision.offered, "{:?}", s.vision);
+}

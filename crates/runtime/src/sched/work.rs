@@ -130,10 +130,12 @@ pub trait Work: Send {
         1
     }
 
-    /// About how many steps the job has left, where the work can tell before they run (a
-    /// transcription: its log-mel, encoder and decoding steps, the decoding ones estimated
-    /// from the audio's length); `None` when it cannot (the default). A hint: until a kind
-    /// of step has been measured, its cost is predicted as the whole job's over this count.
+    /// About how many steps the whole job takes, where the work can tell before they run
+    /// (a transcription: its log-mel, encoder and decoding steps, the decoding ones
+    /// estimated from the audio's length); `None` when it cannot (the default). A hint:
+    /// until a kind of step has been measured, its cost is predicted as the whole job's
+    /// over this count — at every step, not only the first: a later kind of step priced
+    /// at the whole job waits for a gap between a camera's frames that never comes.
     fn steps_hint(&self) -> Option<u32> {
         None
     }
