@@ -174,6 +174,46 @@ struct Job {
     shadow: Option<shadow::ShadowOf>,
 }
 
+impl Job {
+    /// A job of `kind` from `origin`'s `stream`, captured, released and due at `times`,
+    /// not admitted yet, nothing run: what every job starts as.
+    fn new(
+        (kind, origin, stream): (Kind, Origin, String),
+        (capture, release, deadline): (Nanos, Nanos, Nanos),
+        reply: Reply,
+        cancel: Cancel,
+        chain: Chain,
+    ) -> Self {
+        Self {
+            kind,
+            origin,
+            stream,
+            capture,
+            release,
+            deadline,
+            importance: None,
+            chunk: 0,
+            reply,
+            cancel,
+            chain,
+            admitted: false,
+            started: None,
+            ended: None,
+            steps: 0,
+            work: 0,
+            rung: None,
+            p_on_time: None,
+            explored: false,
+            lines_planned: false,
+            running: None,
+            text: None,
+            truth: None,
+            kept_input: None,
+            shadow: None,
+        }
+    }
+}
+
 /// What a step's deadline and a text job's steps follow: mmsched's token preemption, or a
 /// baseline's rules.
 #[derive(Debug, Clone, Copy)]
@@ -414,36 +454,19 @@ impl Book {
             crate::request::Input::Chunk { index, .. } => *index,
             _ => 0,
         };
-        self.jobs.insert(
-            tag,
-            Job {
-                kind,
-                origin: req.origin,
-                stream: req.stream,
-                capture: req.capture_nanos,
-                release: req.release_nanos,
-                deadline: req.deadline_nanos,
-                importance: req.importance,
-                chunk,
-                reply,
-                cancel: req.cancel,
-                chain,
-                admitted: false,
-                started: None,
-                ended: None,
-                steps: 0,
-                work: 0,
-                rung: None,
-                p_on_time: None,
-                explored: false,
-                lines_planned: false,
-                running: None,
-                text,
-                truth: req.truth,
-                kept_input: None,
-                shadow: None,
-            },
+        let times = (req.capture_nanos, req.release_nanos, req.deadline_nanos);
+        let mut job = Job::new(
+            (kind, req.origin, req.stream),
+            times,
+            reply,
+            req.cancel,
+            chain,
         );
+        job.importance = req.importance;
+        job.chunk = chunk;
+        job.text = text;
+        job.truth = req.truth;
+        self.jobs.insert(tag, job);
         self.places[kind.index()].wait((tag, req.input));
         self.start_waiting(cx, now);
     }

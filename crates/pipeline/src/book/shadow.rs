@@ -188,32 +188,17 @@ impl Job {
     /// A shadow of this job: its kind and stream, released at `now` and due at
     /// `deadline`, importance 0, nobody to answer.
     fn shadow_of(&self, now: Nanos, deadline: Nanos, of: ShadowOf) -> Job {
-        Job {
-            kind: self.kind,
-            origin: self.origin,
-            stream: self.stream.clone(),
-            capture: now,
-            release: now,
-            deadline,
-            importance: Some(0.0),
-            chunk: 0,
-            reply: Reply::Loop,
-            cancel: crate::request::Cancel::new(),
-            chain: mmsched_core::steps::Chain::new(deadline, 1, false),
-            admitted: true,
-            started: None,
-            ended: None,
-            steps: 0,
-            work: 0,
-            rung: None,
-            p_on_time: None,
-            explored: false,
-            lines_planned: true,
-            running: None,
-            text: None,
-            truth: None,
-            kept_input: None,
-            shadow: Some(of),
-        }
+        let mut job = Job::new(
+            (self.kind, self.origin, self.stream.clone()),
+            (now, now, deadline),
+            Reply::Loop,
+            crate::request::Cancel::new(),
+            mmsched_core::steps::Chain::new(deadline, 1, false),
+        );
+        job.importance = Some(0.0);
+        job.admitted = true;
+        job.lines_planned = true;
+        job.shadow = Some(of);
+        job
     }
 }
