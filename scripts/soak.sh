@@ -21,10 +21,10 @@
 #   SOAK_REPORT_MIB        what the report may take beside the trace (default 16)
 #   SOAK_CHAT_EVERY_S, SOAK_ASR_EVERY_S   how often the clients ask (default 10 and 30)
 #   SOAK_JUDGE             `all` (default) judges every goal; `short` (CI's few minutes)
-#                          judges the server staying up, the clients being answered, open
-#                          files and the disk cap, and only prints the RSS and thread slopes
-#                          and the on-time shares: minutes in, the engines are still warming
-#                          up (RSS steps of 4 to 16 MB) and a slope says nothing yet
+#                          judges the server staying up, the clients being answered and the
+#                          disk cap, and only prints the slopes and the on-time shares:
+#                          minutes in, the engines are still warming up (RSS steps of 4 to
+#                          16 MB) and one more keep-alive connection is a step of open files
 # Uses only what scripts/setup.sh installs: ffmpeg, espeak-ng, curl, python3 and the
 # `openai` virtual environment at $MMSCHED_HOME/venv-openai.
 set -euo pipefail
@@ -117,13 +117,16 @@ cat >"$work/clients.py" <<'EOF'
 import sys, time, threading, openai
 base, wav, chat_every, asr_every, until = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 c = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
-counts = {"chat": [0, 0], "asr": [0, 0]}
+counts = {"chat": [0, 0, 0], "asr": [0, 0, 0]}
 def loop(name, every, ask):
     while time.time() < until:
         t0 = time.time()
         try:
             ask()
             counts[name][0] += 1
+        except openai.APIStatusError as e:
+            # 503 + Retry-After: the class cap or a deadline the server cannot make.
+            counts[name][2 if e.status_code == 503 else 1] += 1
         except Exception:
             counts[name][1] += 1
         time.sleep(max(0.0, every - (time.time() - t0)))
@@ -138,10 +141,12 @@ def asr():
 ts = [threading.Thread(target=loop, args=a) for a in (("chat", chat_every, chat), ("asr", asr_every, asr))]
 for t in ts: t.start()
 for t in ts: t.join()
-print("clients: chat ok/failed %d/%d, transcriptions ok/failed %d/%d" % (*counts["chat"], *counts["asr"]))
-# A refusal (503, the class cap) is an answer; no answer at all of a kind is a failure.
-if counts["chat"][0] == 0 or counts["asr"][0] == 0:
-    sys.exit("clients: no %s was answered" % ("chat" if counts["chat"][0] == 0 else "transcription"))
+print("clients: chat ok/failed/refused %d/%d/%d, transcriptions ok/failed/refused %d/%d/%d"
+      % (*counts["chat"], *counts["asr"]))
+# A refusal (503) is an answer; no answer at all of a kind is a failure.
+for name, (ok, _, refused) in counts.items():
+    if ok + refused == 0:
+        sys.exit("clients: no %s request was answered" % name)
 EOF
 until=$(( $(date +%s) + duration_s ))
 "$venv" "$work/clients.py" "http://127.0.0.1:$port" "$work/a.wav" \
@@ -191,7 +196,7 @@ clients_ok, judge = sys.argv[5] == "1", sys.argv[6]
 if judge not in ("all", "short"):
     sys.exit(f"soak: SOAK_JUDGE must be `all` or `short`, not `{judge}`")
 # What a short run only prints: slopes that warm-up still dominates, shares of few inputs.
-printed_only = {"rss_mb", "threads", "shares"} if judge == "short" else set()
+printed_only = {"rss_mb", "fds", "threads", "shares"} if judge == "short" else set()
 rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(open(path))]
 env = lambda k, d: float(os.environ.get(k, d))
 goals = {"rss_mb": env("SOAK_RSS_SLOPE_MAX", 0.1), "fds": env("SOAK_FD_SLOPE_MAX", 0.05),
