@@ -20,6 +20,23 @@ use crate::models::fake::{Costs, FakeModels, OCR_BROKEN, QUICK, virtual_mmsched}
 
 const MS: Nanos = 1_000_000;
 
+/// The OCR, voice-activity and speech models of the virtual scenarios.
+const VISION_AND_SPEECH_MODELS: &str = r#"[[models]]
+name = "ocr"
+kind = "vision"
+file = "models/ppocr-v4/det.onnx"
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[models]]
+name = "asr"
+kind = "asr"
+file = "models/whisper-tiny.en/model.safetensors"
+"#;
+
 /// A scenario of `duration_s` with a camera, a microphone and text requests (`tokens`
 /// per answer), all generated.
 fn scenario(duration_s: u32, camera_fps: u32, requests_per_min: u32, tokens: u32) -> Scenario {
@@ -44,21 +61,7 @@ seed = 7
 [device]
 workers = {workers}
 
-[[models]]
-name = "ocr"
-kind = "vision"
-file = "models/ppocr-v4/det.onnx"
-
-[[models]]
-name = "vad"
-kind = "vad"
-file = "models/silero-vad/silero_vad.onnx"
-
-[[models]]
-name = "asr"
-kind = "asr"
-file = "models/whisper-tiny.en/model.safetensors"
-
+{VISION_AND_SPEECH_MODELS}
 [[models]]
 name = "llm"
 kind = "llm"
@@ -826,21 +829,7 @@ seed = 23
 [device]
 workers = 1
 
-[[models]]
-name = "ocr"
-kind = "vision"
-file = "models/ppocr-v4/det.onnx"
-
-[[models]]
-name = "vad"
-kind = "vad"
-file = "models/silero-vad/silero_vad.onnx"
-
-[[models]]
-name = "asr"
-kind = "asr"
-file = "models/whisper-tiny.en/model.safetensors"
-
+{VISION_AND_SPEECH_MODELS}
 [[streams]]
 name = "camera"
 kind = "camera"
