@@ -144,6 +144,11 @@ pub struct Mechanisms {
     /// device is idle, and their chance to be right estimated from the comparisons (off:
     /// the profile's scores, or one in two).
     pub shadows: bool,
+    /// Admission counts the steps running now, which cannot be preempted, in a job's
+    /// start, and decides again by expected value when the scheduling core's
+    /// high-percentile admission sheds a job's first step as it comes to run (off: the
+    /// core's verdict stands).
+    pub running_steps: bool,
 }
 
 impl Default for Mechanisms {
@@ -162,6 +167,7 @@ impl Default for Mechanisms {
             exploration: true,
             lines_after_detection: true,
             shadows: true,
+            running_steps: true,
         }
     }
 }
@@ -169,7 +175,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 13] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 14] {
         let all = Mechanisms::default();
         [
             (
@@ -260,6 +266,13 @@ impl Mechanisms {
                 "no-shadows",
                 Mechanisms {
                     shadows: false,
+                    ..all
+                },
+            ),
+            (
+                "no-running-steps",
+                Mechanisms {
+                    running_steps: false,
                     ..all
                 },
             ),

@@ -184,6 +184,9 @@ pub mod fake {
         pub asr: Nanos,
         /// One generated token.
         pub llm_token: Nanos,
+        /// Every fourth OCR frame takes this instead of `vision` (0: none does), so the
+        /// frames' high percentile lies well above their mean, as on a real device.
+        pub vision_slow: Nanos,
     }
 
     /// Costs of the order of this machine's models.
@@ -192,6 +195,7 @@ pub mod fake {
         vad: MS,
         asr: 300 * MS,
         llm_token: 30 * MS,
+        vision_slow: 0,
     };
 
     /// The text the fake OCR reads on every frame.
@@ -217,12 +221,20 @@ pub mod fake {
         // The classes by kind, known once the executor has named them.
         let ids: Arc<OnceLock<[mmsched_core::arbiter::ClassId; 4]>> = Arc::default();
         let known = Arc::clone(&ids);
+        let frames = AtomicU32::new(0);
         let cost = Box::new(move |info: &TaskInfo| {
             let kind = known
                 .get()
                 .and_then(|ids| ids.iter().position(|&c| c == info.class));
             match kind {
-                Some(0) => costs.vision,
+                Some(0) => {
+                    let n = frames.fetch_add(1, Ordering::SeqCst);
+                    if costs.vision_slow > 0 && n % 4 == 3 {
+                        costs.vision_slow
+                    } else {
+                        costs.vision
+                    }
+                }
                 Some(1) => costs.vad,
                 Some(2) => costs.asr,
                 _ => costs.llm_token * Nanos::from(made.load(Ordering::SeqCst).max(1)),

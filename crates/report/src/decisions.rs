@@ -38,6 +38,10 @@ pub struct DecisionsSummary {
     pub lines_cut: u64,
     /// Shadow comparisons run (a job's input at another rung while the device was idle).
     pub shadows: u64,
+    /// Jobs whose first step the scheduling core's admission shed when it came to run (the
+    /// high percentiles of the work due by its deadline overflowed), and which ran because
+    /// their rung was still worth its time by expected value.
+    pub kept_over_core: u64,
     /// Reliability per class and rung.
     pub calibration: Vec<CalibrationRow>,
     /// The largest gap between predicted and realised in any populated bin

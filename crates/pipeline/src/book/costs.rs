@@ -148,8 +148,50 @@ impl Costs {
         steps: Option<u32>,
         now: Nanos,
     ) -> Nanos {
+        match self.share_of_job(kind, rung, step, steps) {
+            Some(steps) => self.job(kind, rung, now) / Nanos::from(steps),
+            None => self.step(kind, rung, step, now),
+        }
+    }
+
+    /// The mean of what is left of a step that has run for `elapsed`, its cost priced as
+    /// [`Costs::step_hinted`] prices its high percentile (a share of the job's when the
+    /// kind of step is not known here).
+    pub(super) fn step_rest_hinted(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        (step, steps): (Option<&'static str>, Option<u32>),
+        elapsed: Nanos,
+        now: Nanos,
+    ) -> Nanos {
+        match self.share_of_job(kind, rung, step, steps) {
+            // A step is a share of the job: what is left of it, a share of what is left of
+            // a job that ran `steps` times as long.
+            Some(steps) => {
+                let n = Nanos::from(steps);
+                self.job_dist(kind, rung, now)
+                    .mean_rest_after(elapsed.saturating_mul(n))
+                    / n
+            }
+            None => self
+                .step_dist(kind, rung, step, now)
+                .mean_rest_after(elapsed),
+        }
+    }
+
+    /// How many shares of the whole job a step of kind `step` is priced at: `steps` (the
+    /// work's hint) when that kind of step was neither profiled nor measured here, else
+    /// none (its own figures price it).
+    fn share_of_job(
+        &mut self,
+        kind: Kind,
+        rung: &str,
+        step: Option<&'static str>,
+        steps: Option<u32>,
+    ) -> Option<u32> {
         let (Some(what), Some(steps)) = (step, steps.filter(|&n| n > 1)) else {
-            return self.step(kind, rung, step, now);
+            return None;
         };
         let id = self.id(Self::key(kind, rung, what));
         let profiled = self
@@ -157,10 +199,7 @@ impl Costs {
             .doc
             .rung(kind.as_str(), rung)
             .is_some_and(|r| r.step(what).is_some());
-        if profiled || self.model.measured(id) > 0 {
-            return self.model.predict(id, now);
-        }
-        self.job(kind, rung, now) / Nanos::from(steps)
+        (!profiled && self.model.measured(id) == 0).then_some(steps)
     }
 
     /// A step of that key took `cost` and ended at `at`.

@@ -34,6 +34,12 @@ use crate::stats::Kind;
 /// at a mean cost `c` is followed by the next of its kind no sooner than `c` times this.
 pub(super) const EXPLORE_EVERY: Nanos = 20;
 
+/// A job whose high-percentile cost does not fit before its deadline runs only if its
+/// chance to end in time is at least this: more likely on time than not. Its value counts
+/// what its time costs the admitted work behind it, not the work still to arrive, which a
+/// job likely to be late would take the lanes from for little.
+const LIKELY: f64 = 0.5;
+
 /// What admission decided for a job.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Choice {
@@ -204,18 +210,14 @@ impl Book {
         now: Nanos,
     ) -> Choice {
         let figures = self.rung_figures(kind, now);
-        let ahead = self.work_ahead(tag, kind, deadline, importance, now, Reading::Mean);
-        let start = now + ahead;
+        let start = self.start_of(tag, kind, (deadline, importance), now);
         // (rung, value, chance on time); running nothing is worth 0.
         let mut best: Option<(usize, f64, f64)> = None;
         for (i, f) in figures.iter().enumerate() {
             if f.dominated {
                 continue;
             }
-            let p_on = self.p_on_time(kind, f.rung.name(), (start, deadline), now);
-            let gain = importance * f.estimate.p_right * p_on;
-            let loss = self.loss_behind(tag, kind, deadline, importance, f.mean_cost, now);
-            let value = gain - loss;
+            let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, start, now);
             if best.is_none_or(|(_, v, _)| value > v) {
                 best = Some((i, value, p_on));
             }
@@ -247,11 +249,87 @@ impl Book {
                 return chosen(Verdict::Explore, &figures[i], p);
             }
         }
+        // A job more likely late than not whose high percentile does not fit either would be
+        // shed by the core's admission as it came to run, or run for little if the core did
+        // not see what holds the lanes (it counts the work queued, not the steps running).
+        let likely = !self.rules.mechanisms.running_steps
+            || p_on >= LIKELY
+            || self.fits_p95(kind, figures[pick].rung.name(), (start, deadline), now);
         // Without admission control nothing is shed: the best rung runs, worth it or not.
-        if value > 0.0 || !self.rules.mechanisms.admission {
+        if (value > 0.0 && likely) || !self.rules.mechanisms.admission {
             return chosen(Verdict::Run, &figures[pick], p_on);
         }
         chosen(Verdict::Shed, &figures[pick], p_on)
+    }
+
+    /// When a `kind` job due at `deadline` with `importance` would start: after the work
+    /// ahead of it at its mean, and the steps running now that hold its lanes.
+    fn start_of(
+        &mut self,
+        tag: u64,
+        kind: Kind,
+        (deadline, importance): (Nanos, f64),
+        now: Nanos,
+    ) -> Nanos {
+        let ahead = self.work_ahead(tag, kind, deadline, importance, now, Reading::Mean);
+        let blocked = self.blocked(tag, kind, (deadline, importance), now);
+        now.saturating_add(ahead).saturating_add(blocked)
+    }
+
+    /// What running the job of `tag` at `f`'s rung from `start` is worth: its importance
+    /// times its chance to be right times its chance to end by its deadline, less what its
+    /// time costs the admitted work behind it; and that chance to end in time.
+    fn value_of(
+        &mut self,
+        tag: u64,
+        kind: Kind,
+        (deadline, importance): (Nanos, f64),
+        f: &RungFigures,
+        start: Nanos,
+        now: Nanos,
+    ) -> (f64, f64) {
+        let p_on = self.p_on_time(kind, f.rung.name(), (start, deadline), now);
+        let gain = importance * f.estimate.p_right * p_on;
+        let loss = self.loss_behind(tag, kind, deadline, importance, f.mean_cost, now);
+        (gain - loss, p_on)
+    }
+
+    /// Whether the job of `tag`, whose first step the scheduling core's admission shed as
+    /// it came to run, runs all the same. The core sheds when the high percentiles of the
+    /// work due by a deadline overflow it — the rule before expected values, and a step it
+    /// sheds is often one that waited behind a step it could not preempt. With expected
+    /// values the book decides again at that moment: the job runs if its rung is still
+    /// worth its time and it is more likely on time than not, and its steps are then committed, so the core does not shed them
+    /// again. Its predicted chance is the one of this decision, the one calibrated.
+    pub(super) fn keeps_over_core(&mut self, tag: u64, now: Nanos) -> bool {
+        let m = self.rules.mechanisms;
+        if self.rules.rungs != RungMode::Adaptive || !m.admission || !m.running_steps {
+            return false;
+        }
+        let Some((kind, deadline, importance, rung)) = self.jobs.get(&tag).and_then(|j| {
+            let first = !j.chain.started && !j.kept && j.shadow.is_none();
+            let rung = j.rung.as_ref().filter(|_| first)?.name().to_string();
+            Some((j.kind, j.deadline, self.importance_of(j), rung))
+        }) else {
+            return false;
+        };
+        let figures = self.rung_figures(kind, now);
+        let Some(f) = figures.iter().find(|f| f.rung.name() == rung) else {
+            return false;
+        };
+        let start = self.start_of(tag, kind, (deadline, importance), now);
+        let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, start, now);
+        if value <= 0.0 || p_on < LIKELY {
+            return false;
+        }
+        if let Some(j) = self.jobs.get_mut(&tag) {
+            j.kept = true;
+            if !j.explored {
+                j.p_on_time = Some(p_on);
+            }
+        }
+        self.decisions.kept_over_core += 1;
+        true
     }
 
     /// The rung to explore for a `kind` job no rung was worth running, if any: the cheapest
@@ -390,20 +468,27 @@ impl Book {
     }
 
     /// The admitted jobs on the same lanes as a `kind` job (the voice-activity lane's, or
-    /// the general lanes'), but for `tag`: (kind, rung, work done, steps left, deadline,
-    /// importance).
-    fn admitted_beside(&self, tag: u64, kind: Kind) -> Vec<(Kind, String, Nanos, u32, Nanos, f64)> {
+    /// the general lanes'), but for `tag`, at `now`: (kind, rung, work done — its steps
+    /// ended and the time its step running has run —, steps left, deadline, importance).
+    fn admitted_beside(
+        &self,
+        tag: u64,
+        kind: Kind,
+        now: Nanos,
+    ) -> Vec<(Kind, String, Nanos, u32, Nanos, f64)> {
         let audio = kind == Kind::Vad;
         self.jobs
             .iter()
             .filter(|&(&t, j)| t != tag && j.admitted && (j.kind == Kind::Vad) == audio)
-            .map(|(_, j)| {
+            .map(|(&t, j)| {
                 let rung = j.rung.as_ref().map_or("", |r| r.name()).to_string();
                 let imp = self.importance_of(j);
+                let running = self.running_steps.iter().find(|&&(r, _)| r == t);
+                let elapsed = running.map_or(0, |&(_, started)| now.saturating_sub(started));
                 (
                     j.kind,
                     rung,
-                    j.work,
+                    j.work.saturating_add(elapsed),
                     j.chain.steps_after + 1,
                     j.deadline,
                     imp,
@@ -412,7 +497,7 @@ impl Book {
             .collect()
     }
 
-    fn lanes_of(&self, kind: Kind) -> Nanos {
+    pub(super) fn lanes_of(&self, kind: Kind) -> Nanos {
         if kind == Kind::Vad {
             1
         } else {
@@ -433,7 +518,7 @@ impl Book {
         reading: Reading,
     ) -> Nanos {
         let mut total: Nanos = 0;
-        for (k, rung, done, steps, d, imp) in self.admitted_beside(tag, kind) {
+        for (k, rung, done, steps, d, imp) in self.admitted_beside(tag, kind, now) {
             if d <= deadline && imp >= importance {
                 let rest = self.rest_of((k, &rung, done, steps), now, reading);
                 total = total.saturating_add(rest);
@@ -456,7 +541,7 @@ impl Book {
         now: Nanos,
     ) -> f64 {
         let lanes = self.lanes_of(kind);
-        let beside = self.admitted_beside(tag, kind);
+        let beside = self.admitted_beside(tag, kind, now);
         let rests: Vec<Nanos> = beside
             .iter()
             .map(|(k, r, done, steps, ..)| self.rest_of((*k, r, *done, *steps), now, Reading::Mean))

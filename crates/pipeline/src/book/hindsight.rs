@@ -47,6 +47,7 @@ pub struct Hindsight {
     pub(super) lines_all_read: u64,
     pub(super) lines_cut: u64,
     pub(super) shadows: u64,
+    pub(super) kept_over_core: u64,
     table: BTreeMap<(Kind, String), [Bin; BINS]>,
     pending: Vec<PendingShed>,
     /// Steps run on the general lanes: (start, end), in the order they ended.
@@ -171,6 +172,7 @@ impl Hindsight {
             lines_all_read: self.lines_all_read,
             lines_cut: self.lines_cut,
             shadows: self.shadows,
+            kept_over_core: self.kept_over_core,
             calibration,
             calibration_max_gap,
             rungs: Vec::new(),

@@ -19,6 +19,7 @@ mod batch;
 mod costs;
 mod decide;
 mod hindsight;
+mod in_flight;
 mod lines;
 mod own_load;
 mod record;
@@ -164,6 +165,12 @@ struct Job {
     lines_planned: bool,
     /// The kind of the step in flight (for the cost model), if its steps differ.
     running: Option<&'static str>,
+    /// How many steps the work said the whole job takes, when its step in flight was
+    /// submitted (prices a kind of step never measured).
+    running_hint: Option<u32>,
+    /// The core's admission shed its first step by the high-percentile sum, and the book's
+    /// expected value kept it ([`decide`]): its steps are committed.
+    kept: bool,
     /// A text request's tokens so far.
     text: Option<TextProgress>,
     /// Its right answer, where known.
@@ -206,6 +213,8 @@ impl Job {
             explored: false,
             lines_planned: false,
             running: None,
+            running_hint: None,
+            kept: false,
             text: None,
             truth: None,
             kept_input: None,
@@ -308,6 +317,8 @@ pub struct Book {
     explored_at: [Option<(Nanos, String)>; 4],
     /// The rung each kind's jobs were last given.
     last_rung: [Option<String>; 4],
+    /// The steps running on the workers when the executor was last asked: tag, started.
+    running_steps: Vec<(u64, Nanos)>,
 }
 
 impl std::fmt::Debug for Book {
@@ -385,6 +396,7 @@ impl Book {
             ended_early: Vec::new(),
             explored_at: Default::default(),
             last_rung: Default::default(),
+            running_steps: Vec::new(),
         }
     }
 
@@ -474,6 +486,7 @@ impl Book {
     /// Hands waiting jobs to the executor while their kind has room; drops those whose
     /// client has gone.
     pub fn start_waiting(&mut self, cx: &mut Ctx<'_>, now: Nanos) {
+        self.look_at_running(cx.exec);
         for kind in Kind::ALL {
             let k = kind.index();
             while let Some((tag, input)) = self.places[k].admit() {
@@ -540,6 +553,7 @@ impl Book {
         let (kind, rung) = {
             let j = self.jobs.get_mut(&tag)?;
             j.running = step;
+            j.running_hint = steps_hint;
             (j.kind, j.rung.as_ref().map_or("", |r| r.name()).to_string())
         };
         let predicted = self.costs.step_hinted(kind, &rung, step, steps_hint, now);
@@ -554,7 +568,7 @@ impl Book {
             predicted_cost_nanos: predicted,
             importance: self.importance_of(job),
             // An explored job runs to be measured: admission does not shed it.
-            committed: job.chain.committed() || job.explored,
+            committed: job.chain.committed() || job.explored || job.kept,
             tag,
         })
     }
@@ -598,6 +612,7 @@ impl Book {
     /// the jobs that ended, in order.
     pub fn handle_events(&mut self, cx: &mut Ctx<'_>, now: Nanos, intake: Intake) -> Vec<Ended> {
         cx.exec.poll(now, &mut self.events);
+        self.look_at_running(cx.exec);
         let sent = self.rx.try_iter().map(|o| (o.tag(), o));
         self.outputs.extend(sent);
         let mut ended = std::mem::take(&mut self.ended_early);

@@ -91,6 +91,13 @@ impl Book {
                 // its deadline allows; past it, it counts as shed.
                 self.deferred.push((info.tag, now + RETRY_NANOS, work));
             }
+            ExecEvent::Shed {
+                info,
+                work: Some(work),
+                ..
+            } if self.keeps_over_core(info.tag, now) => {
+                self.submit_step(cx.exec, now, info.tag, work)
+            }
             ExecEvent::Shed { info, .. } => {
                 self.shed(cx, now, info.tag, ShedReason::Overload, ended)
             }

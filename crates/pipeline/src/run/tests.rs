@@ -878,3 +878,73 @@ fn on_one_worker_with_room_frames_and_transcriptions_both_keep_their_deadlines()
     assert_eq!(s.asr.on_time, s.asr.offered, "{:?}", s.asr);
     assert_eq!(s.vision.on_time, s.vision.offered, "{:?}", s.vision);
 }
+
+#[test]
+fn a_frame_behind_a_running_step_is_predicted_as_waiting_and_kept_where_likely_on_time() {
+    // One worker: frames of 90 ms (every fourth 200 ms: their P95 is 200 ms) every 333 ms,
+    // due in 300 ms; transcriptions of 300 ms that the profile prices at 100 ms until
+    // measured, so one overruns the gap it was booked into and a frame arrives behind it.
+    // The core's admission sheds that frame when the step ends (its P95 no longer fits
+    // the time left); where it is still more likely on time than not, the book keeps it.
+    let costs = Costs {
+        vision: 90 * MS,
+        vision_slow: 200 * MS,
+        asr: 300 * MS,
+        ..QUICK
+    };
+    let run = |mechanisms| {
+        let profile = profile_of(costs, Some(100 * MS));
+        run_virtual_profiled(
+            Policy::default(),
+            one_worker_with_room(60),
+            costs,
+            profile,
+            mechanisms,
+            |m| m,
+            None,
+        )
+    };
+    let with = run(Mechanisms::default());
+    let without = run(Mechanisms {
+        running_steps: false,
+        ..Mechanisms::default()
+    });
+    for s in [&with, &without] {
+        assert_all_accounted(s);
+    }
+    // The frames admitted with a chance above 0.9: as many on time as predicted when the
+    // step running counts, fewer without (those behind it were predicted as if the worker
+    // were free).
+    let top = |s: &RunSummary| {
+        let row = s
+            .decisions
+            .calibration
+            .iter()
+            .rfind(|r| r.class == "vision" && r.rung == "det320")
+            .expect("frames were decided at det320");
+        let bin = row.bins.iter().find(|b| b.lo >= 0.9).expect("a top bin");
+        (bin.predicted, bin.on_time, bin.decisions)
+    };
+    let (predicted, realised, n) = top(&with);
+    assert!(
+        n >= 100 && (predicted - realised).abs() < 0.03,
+        "with: {:?}",
+        with.decisions
+    );
+    let (predicted, realised, _) = top(&without);
+    assert!(
+        realised < predicted - 0.05,
+        "without: {:?}",
+        without.decisions
+    );
+    // Frames the core shed behind the step, still more likely on time than not, ran.
+    assert!(with.decisions.kept_over_core >= 1, "{:?}", with.decisions);
+    assert_eq!(without.decisions.kept_over_core, 0);
+    assert!(
+        with.vision.on_time >= without.vision.on_time,
+        "{:?} {:?}",
+        with.vision,
+        without.vision
+    );
+    assert_eq!(with.asr.on_time, with.asr.offered, "{:?}", with.asr);
+}

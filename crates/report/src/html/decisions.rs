@@ -29,6 +29,7 @@ pub fn section(d: &DecisionsSummary) -> String {
          <tr><th>wrong in hindsight: shed, the device then stood idle long enough</th><td>{}</td></tr>\
          <tr><th>OCR lines decided after detection: all read / cut short</th><td>{} / {}</td></tr>\
          <tr><th>shadow comparisons</th><td>{}</td></tr>\
+         <tr><th>kept though the core's high-percentile admission shed them</th><td>{}</td></tr>\
          </tbody></table>",
         d.decided,
         d.shed_at_admission,
@@ -38,7 +39,8 @@ pub fn section(d: &DecisionsSummary) -> String {
         d.shed_device_idle,
         d.lines_all_read,
         d.lines_cut,
-        d.shadows
+        d.shadows,
+        d.kept_over_core
     );
     out.push_str(&rungs_table(d));
     out.push_str(&calibration_table(d));

@@ -115,6 +115,25 @@ impl CostDist {
         }
     }
 
+    /// The mean of what is left of a cost that has run for `elapsed`: E[X − e | X > e], from
+    /// the quantiles of the tail beyond `elapsed` (a step that overran its median is not
+    /// about to end: the longer it has run, the longer its tail says it may still run).
+    pub fn mean_rest_after(&self, elapsed: Nanos) -> Nanos {
+        const POINTS: u32 = 16;
+        let from = if elapsed == 0 {
+            0.0
+        } else {
+            self.within(elapsed)
+        };
+        let sum: u128 = (0..POINTS)
+            .map(|i| {
+                let q = from + (1.0 - from) * (f64::from(i) + 0.5) / f64::from(POINTS);
+                u128::from(self.quantile(q).max(elapsed) - elapsed)
+            })
+            .sum();
+        (sum / u128::from(POINTS)) as Nanos
+    }
+
     /// The mean cost.
     pub fn mean(&self) -> Nanos {
         match self {
@@ -204,6 +223,26 @@ pub fn normal_quantile(p: f64) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn what_is_left_of_a_cost_grows_with_its_tail() {
+        // Lognormal, median 100 ms, σ 0.3: mean 104.6 ms (e^{σ²/2}).
+        let d = CostDist::LogNormal {
+            median: 100e6,
+            sigma: 0.3,
+        };
+        let fresh = d.mean_rest_after(0) as f64;
+        assert!((fresh / 104.6e6 - 1.0).abs() < 0.03, "{fresh}");
+        let half = d.mean_rest_after(50_000_000);
+        assert!(half.abs_diff(55_000_000) < 4_000_000, "{half}");
+        // Past its median, what is left is the tail beyond it, not nothing.
+        let late = d.mean_rest_after(150_000_000);
+        assert!(late > 10_000_000 && late < 60_000_000, "{late}");
+        // Measured 100, 200, 300 ms: past 150 ms, 200 or 300 remain to end (100 ± 50 left).
+        let m = CostDist::measured(vec![100_000_000, 200_000_000, 300_000_000]).unwrap();
+        let left = m.mean_rest_after(150_000_000);
+        assert!((50_000_000..=150_000_000).contains(&left), "{left}");
+    }
 
     #[test]
     fn the_normal_functions_match_tabulated_values() {

@@ -123,6 +123,7 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-exploration" => "mmsched-no-exploration",
                 "no-lines-after-detection" => "mmsched-no-lines-after-detection",
                 "no-shadows" => "mmsched-no-shadows",
+                "no-running-steps" => "mmsched-no-running-steps",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,

@@ -60,6 +60,8 @@ pub fn thread_grant(max: usize, others: bool, booked: bool) -> usize {
 struct Entry {
     info: TaskInfo,
     work: Option<Box<dyn Work>>,
+    /// When its step started on a worker (none while it waits).
+    started: Option<Nanos>,
 }
 
 use crate::sched::work::Work;
@@ -249,6 +251,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
             Entry {
                 info: i,
                 work: Some(task.work),
+                started: None,
             },
         );
         id
@@ -324,6 +327,7 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     let Some(mut work) = entry.work.take() else {
                         continue;
                     };
+                    entry.started = Some(now_nanos);
                     work.grant_threads(grant);
                     if grant > 1 {
                         self.grants.started(job, entry.info.predicted_cost_nanos);
@@ -363,6 +367,13 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
 
     fn in_flight(&self) -> usize {
         self.jobs.len()
+    }
+
+    fn running(&self) -> Vec<(u64, Nanos)> {
+        self.jobs
+            .values()
+            .filter_map(|e| e.started.map(|at| (e.info.tag, at)))
+            .collect()
     }
 
     fn occupancy(&self, now_nanos: Nanos) -> Vec<f64> {

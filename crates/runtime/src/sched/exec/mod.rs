@@ -227,6 +227,13 @@ pub trait Executor: Send {
     /// Jobs submitted and not yet done, shed or pruned.
     fn in_flight(&self) -> usize;
 
+    /// The steps running on the workers now: each one's tag and when it started. A step
+    /// cannot be preempted, so a job that arrives behind it waits for its end however
+    /// soon it is due. The baselines, which the book does not ask, tell nothing.
+    fn running(&self) -> Vec<(u64, Nanos)> {
+        Vec::new()
+    }
+
     /// Worker threads running work right now, per worker (1.0 busy, 0.0 idle), or the
     /// share of the coming window booked on each worker's slot table where there is one.
     fn occupancy(&self, now_nanos: Nanos) -> Vec<f64>;
