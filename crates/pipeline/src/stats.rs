@@ -107,7 +107,7 @@ pub const OTHER_REASONS: &str = "other reasons";
 pub struct KindStats {
     /// Inputs that arrived, whatever became of them.
     pub offered: u64,
-    /// Jobs created (inputs that reached a model).
+    /// Jobs created (inputs admitted to the book: run, or shed by its admission).
     pub jobs: u64,
     /// Jobs finished.
     pub completed: u64,

@@ -170,8 +170,8 @@ pub struct ModalitySummary {
     pub on_time: u64,
     /// Results after their deadline (the same count as `deadline_misses`).
     pub late: u64,
-    /// Jobs handed to the scheduler (inputs that reached a model): `offered` less what was
-    /// skipped, dropped, failed before submission, or still waiting to be submitted.
+    /// Jobs handed to the scheduler (run, or shed by its admission): `offered` less what
+    /// was skipped, dropped, failed before submission, or still waiting to be submitted.
     pub jobs: u64,
     /// Jobs that produced a result (`on_time + late`).
     pub completed: u64,

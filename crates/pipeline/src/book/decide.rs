@@ -299,8 +299,9 @@ impl Book {
     /// work due by a deadline overflow it — the rule before expected values, and a step it
     /// sheds is often one that waited behind a step it could not preempt. With expected
     /// values the book decides again at that moment: the job runs if its rung is still
-    /// worth its time and it is more likely on time than not, and its steps are then committed, so the core does not shed them
-    /// again. Its predicted chance is the one of this decision, the one calibrated.
+    /// worth its time and it is more likely on time than not, and its steps are then
+    /// committed, so the core does not shed them again. Its predicted chance is the one of
+    /// this decision, the one calibrated.
     pub(super) fn keeps_over_core(&mut self, tag: u64, now: Nanos) -> bool {
         let m = self.rules.mechanisms;
         if self.rules.rungs != RungMode::Adaptive || !m.admission || !m.running_steps {

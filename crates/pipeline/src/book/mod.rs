@@ -497,6 +497,8 @@ impl Book {
                 }
                 let choice = self.choose(tag, now);
                 self.decisions.admitted(&choice);
+                // A job in the book, whether it runs or is shed here.
+                self.stats.job(kind);
                 if choice.verdict == decide::Verdict::Shed {
                     let mut ended = std::mem::take(&mut self.ended_early);
                     if let Some(j) = self.jobs.get_mut(&tag) {
@@ -536,7 +538,6 @@ impl Book {
                     lines_later: self.rules.lines_later(),
                 };
                 let work = cx.models.work(order);
-                self.stats.job(kind);
                 self.submit_step(cx.exec, now, tag, work);
             }
         }

@@ -45,8 +45,8 @@ pub struct E2eArgs {
     /// Also run mmsched with one mechanism off at a time (admission/shedding, standing
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
     /// a step at risk, thread grants to a lone step, rungs, choosing by expected value,
-    /// exploration, lines decided after detection, shadow comparisons): what each is worth
-    /// here.
+    /// exploration, lines decided after detection, shadow comparisons, the steps running
+    /// counted in admission): what each is worth here.
     #[arg(long)]
     ablate: bool,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
