@@ -143,6 +143,54 @@ fn a_thread_grant_takes_effect_between_steps_and_leaves_the_tokens_unchanged() {
     assert_eq!(c.grant_threads(1), None);
 }
 
+/// Greedy tokens of `prompt` in a lone llama.cpp session fed in chunks of `chunk` tokens on
+/// `threads` threads.
+fn lone_greedy(s: &mut LlmSession, prompt: &str, chunk: usize, threads: usize) -> Vec<u32> {
+    assert_eq!(s.grant_threads(threads), Some(threads));
+    s.start(prompt).expect("start");
+    let first = loop {
+        if let Some(t) = s.prefill_chunk(chunk).expect("prefill") {
+            break t.id;
+        }
+    };
+    let mut out = vec![first];
+    while out.len() < 48 {
+        out.push(s.step().expect("step").id);
+    }
+    out
+}
+
+#[test]
+fn a_greedy_answer_is_the_same_whatever_the_prompt_chunk_and_thread_count() {
+    let _serial = serial();
+    let mut s = session_on(LlmEngine::Llama);
+    // The runtime feeds a prompt in chunks of 4 on one thread while the device is shared
+    // and of 64 on two threads while a request has it alone. "A short history of the
+    // bicycle:" answered "the German inventor, Karl…" alone and "the German inventor
+    // Karl…" beside other requests when a 64-token chunk ran as one graph (from 8 rows on
+    // llama.cpp takes another matrix product).
+    for prompt in [
+        "A short history of the bicycle:",
+        "Write a haiku about the sea.",
+        "Explain why the sky is blue in two sentences.",
+        "The capital of France is",
+        "def fibonacci(n):\n    ",
+        "List three uses of a paperclip and say which is the most common, and why it is so popular among office workers:",
+    ] {
+        let shared = lone_greedy(&mut s, prompt, 4, 1);
+        let alone = lone_greedy(&mut s, prompt, 64, 2);
+        // A chunk of 3 splits a prompt at other places again.
+        let threes = lone_greedy(&mut s, prompt, 3, 2);
+        assert_eq!(threes, shared, "{prompt:?}");
+        assert_eq!(
+            s.tokenizer().decode(&alone),
+            s.tokenizer().decode(&shared),
+            "{prompt:?}"
+        );
+        assert_eq!(alone, shared, "{prompt:?}");
+    }
+}
+
 #[test]
 fn an_unknown_engine_name_is_refused_with_the_choices() {
     let e = "onnx".parse::<LlmEngine>().expect_err("unknown");

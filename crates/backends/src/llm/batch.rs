@@ -39,7 +39,7 @@ use crate::llm::engine::LlmEngine;
 use crate::llm::llama::MAX_EXACT_ROWS;
 #[cfg(feature = "llama")]
 use crate::llm::llama_batch::{LlamaMultiSeq, SlotTokens};
-use crate::llm::session::{LlmSession, StepStages, Token, pick};
+use crate::llm::session::{LlmSession, StepStages, Token, pick, prompt_take};
 use crate::llm::tokenizer::GgufTokenizer;
 
 /// How a batch decoder is sized.
@@ -499,9 +499,10 @@ impl BatchDecoder {
             .saturating_sub(s.position + s.pending.len()))
     }
 
-    /// Feeds up to `chunk` of `seq`'s queued prompt tokens, in calls of their own of at
-    /// most [`MAX_EXACT_ROWS`] tokens each: from 8 rows on llama.cpp takes another matrix
-    /// product, so a prompt fed in larger calls would fill the cache with slightly
+    /// Feeds about `chunk` of `seq`'s queued prompt tokens (see `prompt_take`), in calls of
+    /// their own of two to [`MAX_EXACT_ROWS`] tokens each (`prompt_calls`): from 8 rows on
+    /// llama.cpp takes another matrix product and a single row another attention
+    /// product, so a prompt fed in other calls would fill the cache with slightly
     /// different values and its answer could depend on the chunk size asked for (the
     /// runtime asks for 4 tokens while the device is shared and 64 when a request has it
     /// alone). When the prompt is exhausted, picks and returns the first generated token;
@@ -515,17 +516,20 @@ impl BatchDecoder {
             if s.pending.is_empty() {
                 return Err(BatchError::NothingToPrefill { seq });
             }
-            let n = chunk.max(1).min(s.pending.len());
+            let n = prompt_take(s.pending.len(), chunk);
             (s.pending[..n].to_vec(), s.position)
         };
         let t0 = self.clock.now_nanos();
         let mut logits = Vec::new();
-        for (k, tokens) in ids.chunks(MAX_ROWS).enumerate() {
+        let mut at = 0;
+        for n in prompt_calls(ids.len()) {
+            let tokens = &ids[at..at + n];
             let part = Part {
                 slot,
-                pos: pos + k * MAX_ROWS,
+                pos: pos + at,
                 tokens,
             };
+            at += n;
             logits = match self.engine.decode(&[part]) {
                 Ok(mut rows) => rows.pop().unwrap_or_default(),
                 Err(e) => return Err(self.fail(&[slot], e)),
@@ -689,6 +693,25 @@ impl BatchDecoder {
     }
 }
 
+/// The sizes of the calls that feed `n` prompt tokens of one sequence: at most
+/// [`MAX_ROWS`] each, and none of one row unless `n` is one. A row's results do not
+/// depend on how many other rows of its sequence share its call from two rows to
+/// [`MAX_ROWS`], but a call of one row attends with another product (a vector, not a
+/// matrix), so a prompt fed as 7 + 1 tokens fills the cache with other values than one fed
+/// as 4 + 4 ("Write a haiku about the sea." answers differently).
+pub(crate) fn prompt_calls(n: usize) -> Vec<usize> {
+    let mut calls = vec![MAX_ROWS; n / MAX_ROWS];
+    match n % MAX_ROWS {
+        0 => {}
+        1 if !calls.is_empty() => {
+            calls.pop();
+            calls.extend([MAX_ROWS - 1, 2]);
+        }
+        rest => calls.push(rest),
+    }
+    calls
+}
+
 /// Rows one graph decodes at most, where llama.cpp is compiled in; also the longest prompt
 /// chunk a lone [`LlmSession`] may be fed for its tokens to equal a batched sequence's.
 #[cfg(feature = "llama")]
@@ -702,4 +725,21 @@ struct Part<'a> {
     slot: usize,
     pos: usize,
     tokens: &'a [u32],
+}
+
+#[cfg(all(test, feature = "llama"))]
+mod prompt_call_tests {
+    use super::*;
+
+    #[test]
+    fn prompt_calls_cover_the_prompt_within_the_exact_rows_and_never_in_one_row() {
+        for n in 1..=60 {
+            let calls = prompt_calls(n);
+            assert_eq!(calls.iter().sum::<usize>(), n, "{n}: {calls:?}");
+            assert!(calls.iter().all(|&c| c <= MAX_ROWS), "{n}: {calls:?}");
+            assert!(n == 1 || calls.iter().all(|&c| c >= 2), "{n}: {calls:?}");
+        }
+        assert_eq!(prompt_calls(8), [6, 2]);
+        assert_eq!(prompt_calls(14), [7, 7]);
+    }
 }

@@ -17,6 +17,8 @@ use mmsched_core::time::Clock;
 
 use crate::backend::BackendError;
 #[cfg(feature = "llama")]
+use crate::llm::batch::prompt_calls;
+#[cfg(feature = "llama")]
 use crate::llm::llama::LlamaGemma;
 use crate::llm::model::{Gemma3, StageTimer};
 use crate::llm::session::StepStages;
@@ -274,10 +276,27 @@ impl LoadedModel {
             #[cfg(feature = "llama")]
             LoadedModel::Llama(m) => {
                 let t0 = clock.now_nanos();
-                let logits = m
-                    .forward(ids)
-                    .map_err(|e| BackendError::engine("llama.cpp", e))?
-                    .to_vec();
+                // In the calls of `prompt_calls`, as the batch decoder feeds prompts: from
+                // 8 rows on llama.cpp takes another matrix product, and one row another
+                // attention product, so a prompt fed in other calls would fill the cache
+                // with slightly other values and a greedy answer would depend on the chunk
+                // size the runtime asked for (64 tokens when a request has the device
+                // alone, 4 beside others): "the German inventor, Karl…" alone, "the German
+                // inventor Karl…" beside three other requests.
+                let engine = |e| BackendError::engine("llama.cpp", e);
+                let mut at = 0;
+                let mut logits = &[][..];
+                // No tokens: one empty call, which llama.cpp's wrapper refuses by name.
+                let calls = if ids.is_empty() {
+                    vec![0]
+                } else {
+                    prompt_calls(ids.len())
+                };
+                for n in calls {
+                    logits = m.forward(&ids[at..at + n]).map_err(engine)?;
+                    at += n;
+                }
+                let logits = logits.to_vec();
                 let stages = StepStages {
                     rest_nanos: clock.now_nanos().saturating_sub(t0),
                     ..StepStages::default()

@@ -102,6 +102,16 @@ pub struct TopTwo {
     pub margin: f32,
 }
 
+/// How many of `pending` prompt tokens a prefill step asked for `chunk` of them feeds: at
+/// least two, and never all but one, so no step leaves a last call of one row — a
+/// one-row call attends with another product than a call of several rows, and a greedy
+/// answer would depend on the chunk sizes the runtime asked for (they follow the device's
+/// load). Only a one-token prompt is fed in one row.
+pub(crate) fn prompt_take(pending: usize, chunk: usize) -> usize {
+    let n = chunk.max(2).min(pending);
+    if pending - n == 1 { n + 1 } else { n }
+}
+
 /// The two highest logits' token ids (the first index of a tie ranks first, as [`argmax`]
 /// picks it) and their difference, in one pass; `None` for fewer than two logits or any
 /// that is not finite.
@@ -413,7 +423,7 @@ impl LlmSession {
                 "nothing to prefill: call start() with a prompt first".into(),
             ));
         }
-        let n = chunk.max(1).min(self.pending.len());
+        let n = prompt_take(self.pending.len(), chunk);
         let ids: Vec<u32> = self.pending.drain(..n).collect();
         let done = self.pending.is_empty();
         let (logits, stages, nanos) = self.forward(&ids)?;

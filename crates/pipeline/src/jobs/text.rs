@@ -26,8 +26,11 @@ pub const SHARED_PREFILL_CHUNK_TOKENS: usize = 4;
 /// Prompt tokens fed per prefill step when the step has the device to itself — the
 /// scheduler granted it more than one thread, which it does only while nothing else is
 /// queued or booked — and when a request runs whole in one step (a scheduler without token
-/// preemption): a 64-token chunk keeps the prefill at full speed (a 200-token prompt takes
-/// 1.6 s at one thread; 3.5 s in 4-token chunks).
+/// preemption): a 64-token chunk is one step, not sixteen (a 200-token prompt took 1.6 s at
+/// one thread in one graph, 3.5 s in 4-token steps). The engine feeds it in calls of at
+/// most 7 tokens all the same, so that the answer does not depend on the chunk: one
+/// 64-token graph took 202 ms for a 68-token prompt on two threads, calls of 7 take 383 ms
+/// (`mmsched_backends::llm::session::prompt_take`).
 pub const ALONE_PREFILL_CHUNK_TOKENS: usize = 64;
 
 /// One text request, generated step by step in a session of its own (leased from the pool
