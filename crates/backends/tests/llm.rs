@@ -168,7 +168,8 @@ fn a_greedy_answer_is_the_same_whatever_the_prompt_chunk_and_thread_count() {
     // and of 64 on two threads while a request has it alone. "A short history of the
     // bicycle:" answered "the German inventor, Karl…" alone and "the German inventor
     // Karl…" beside other requests when a 64-token chunk ran as one graph (from 8 rows on
-    // llama.cpp takes another matrix product).
+    // llama.cpp takes another matrix product); "Write a haiku about the sea." when a
+    // chunk left one token for a last call of one row (another attention product).
     for prompt in [
         "A short history of the bicycle:",
         "Write a haiku about the sea.",

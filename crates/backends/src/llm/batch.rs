@@ -712,8 +712,8 @@ pub(crate) fn prompt_calls(n: usize) -> Vec<usize> {
     calls
 }
 
-/// Rows one graph decodes at most, where llama.cpp is compiled in; also the longest prompt
-/// chunk a lone [`LlmSession`] may be fed for its tokens to equal a batched sequence's.
+/// Rows one graph decodes at most, where llama.cpp is compiled in; also the most tokens one
+/// call of a prompt takes, alone or in a batch ([`prompt_calls`]).
 #[cfg(feature = "llama")]
 pub const MAX_ROWS: usize = MAX_EXACT_ROWS;
 /// Rows one graph decodes at most (one: no batching engine is compiled in).
