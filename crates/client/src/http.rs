@@ -107,10 +107,29 @@ fn error_message(body: &str) -> String {
         .unwrap_or_else(|| body.trim().chars().take(300).collect())
 }
 
+/// Why a served document is not a policy this build can apply.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InvalidPolicy {
+    #[error("not a policy document")]
+    Json(#[source] serde_json::Error),
+    #[error("{}", .0.to_string().replace('\n', "; "))]
+    Fields(#[source] mmsched_core::policy::PolicyErrors),
+}
+
+impl InvalidPolicy {
+    /// The error and its cause on one line (for [`ClientError::Invalid`]).
+    fn message(&self) -> String {
+        match self {
+            Self::Json(e) => format!("{self}: {e}"),
+            Self::Fields(_) => self.to_string(),
+        }
+    }
+}
+
 /// Parses and validates a served document.
-pub(crate) fn validate(body: &str) -> Result<Policy, String> {
-    let spec: PolicySpec = serde_json::from_str(body).map_err(|e| e.to_string())?;
-    Policy::try_from(spec).map_err(|e| e.to_string().replace('\n', "; "))
+pub(crate) fn validate(body: &str) -> Result<Policy, InvalidPolicy> {
+    let spec: PolicySpec = serde_json::from_str(body).map_err(InvalidPolicy::Json)?;
+    Policy::try_from(spec).map_err(InvalidPolicy::Fields)
 }
 
 impl PolicyClient {
@@ -185,9 +204,9 @@ impl PolicyClient {
                         message: "the server sent no ETag; is this an mmsched policy URL?".into(),
                     })
                 } else {
-                    validate(&body).map_err(|message| ClientError::Invalid {
+                    validate(&body).map_err(|e| ClientError::Invalid {
                         etag: etag.clone(),
-                        message,
+                        message: e.message(),
                     })
                 };
                 Ok(Conditional::Modified { etag, policy })
@@ -287,10 +306,12 @@ mod tests {
 
     #[test]
     fn validation_reports_field_errors_on_one_line() {
-        let e =
-            validate(r#"{"ldti":{"evaluate_hz":0},"slots":{"slot_len_micros":1}}"#).unwrap_err();
+        let e = validate(r#"{"ldti":{"evaluate_hz":0},"slots":{"slot_len_micros":1}}"#)
+            .unwrap_err()
+            .message();
         assert!(e.contains("ldti.evaluate_hz") && e.contains("; "), "{e}");
         assert!(validate("{}").is_ok());
-        assert!(validate("[").is_err());
+        let e = validate("[").unwrap_err().message();
+        assert!(e.starts_with("not a policy document: "), "{e}");
     }
 }

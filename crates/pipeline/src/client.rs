@@ -33,8 +33,9 @@ impl std::fmt::Debug for Submission {
 /// What a client sends the runtime's loop.
 #[derive(Debug)]
 pub enum Inbound {
-    /// A request to book.
-    Submit(Box<Submission>),
+    /// Requests to book at one moment, in order: none is started before all are in the
+    /// book, so the scheduler chooses among them as among jobs released together.
+    Submit(Vec<Submission>),
     /// A request of `kind` the client refused at its own door (a class's cap of
     /// concurrent requests): counted offered and shed, so every request a client received
     /// shows in the summary.
@@ -96,7 +97,7 @@ impl Client {
     /// being `Finished`, `Shed` or `Failed`.
     pub fn submit_to(&self, request: Request, sink: UpdateSink) -> Result<(), Stopped> {
         self.tx
-            .send(Inbound::Submit(Box::new(Submission { request, sink })))
+            .send(Inbound::Submit(vec![Submission { request, sink }]))
             .map_err(|_| Stopped)
     }
 
@@ -109,20 +110,39 @@ impl Client {
     /// Submits `request`; its updates come on the returned ticket. Dropping the ticket
     /// before the end cancels the request.
     pub fn submit(&self, request: Request) -> Result<Ticket, Stopped> {
-        let (tx, rx) = mpsc::channel();
-        let cancel = request.cancel.clone();
-        self.submit_to(
-            request,
-            Box::new(move |u| {
-                let _ = tx.send(u);
-            }),
-        )?;
-        Ok(Ticket {
-            updates: rx,
-            cancel,
-            ended: false,
-        })
+        let (submission, ticket) = ticketed(request);
+        self.tx
+            .send(Inbound::Submit(vec![submission]))
+            .map_err(|_| Stopped)?;
+        Ok(ticket)
     }
+
+    /// Submits `requests` to be booked together, in order, before any of them starts (a
+    /// frame and the utterance captured with it): the scheduler then chooses among them
+    /// as among jobs released at one moment, whatever the threads were doing. Their
+    /// tickets come back in the same order.
+    pub fn submit_together(&self, requests: Vec<Request>) -> Result<Vec<Ticket>, Stopped> {
+        let (submissions, tickets) = requests.into_iter().map(ticketed).unzip();
+        self.tx
+            .send(Inbound::Submit(submissions))
+            .map_err(|_| Stopped)?;
+        Ok(tickets)
+    }
+}
+
+/// `request` with a sink that feeds the returned ticket.
+fn ticketed(request: Request) -> (Submission, Ticket) {
+    let (tx, rx) = mpsc::channel();
+    let cancel = request.cancel.clone();
+    let sink: UpdateSink = Box::new(move |u| {
+        let _ = tx.send(u);
+    });
+    let ticket = Ticket {
+        updates: rx,
+        cancel,
+        ended: false,
+    };
+    (Submission { request, sink }, ticket)
 }
 
 /// One submitted request's updates, read blocking. Dropping it before its last update

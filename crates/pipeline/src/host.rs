@@ -133,6 +133,7 @@ mod tests {
     use mmsched_runtime::sched::virtual_time::VirtualClock;
 
     use super::*;
+    use crate::client::Ticket;
     use crate::config::PolicyUpdate;
     use crate::inputs::DEVICE_EPOCH_NANOS;
     use crate::models::fake::{Costs, QUICK, virtual_mmsched};
@@ -156,17 +157,22 @@ mod tests {
     }
 
     /// A frame and an utterance released together, each 200 ms of work due in `due_ms`,
-    /// on one worker: with 300 ms only one can be on time.
+    /// on one worker: with 300 ms only one can be on time. Submitted together, so the
+    /// runtime's thread cannot start the frame before the utterance is in the book.
     fn contest(client: &Client, due_ms: u64) -> (Update, Update) {
         let now = client.now_nanos();
         let frame = mmsched_backends::RgbFrame::new(8, 8, vec![0; 192]).expect("frame");
-        let submit = |input| {
-            let r = Request::new(input, Origin::Api, "test", now, now + due_ms * MS);
-            client.submit(r).expect("submitted")
-        };
-        let a = submit(Input::Frame(frame));
-        let b = submit(Input::Utterance(vec![0.0; 1600]));
-        (a.wait(), b.wait())
+        let request = |input| Request::new(input, Origin::Api, "test", now, now + due_ms * MS);
+        let tickets = client
+            .submit_together(vec![
+                request(Input::Frame(frame)),
+                request(Input::Utterance(vec![0.0; 1600])),
+            ])
+            .expect("submitted");
+        let mut updates = tickets.into_iter().map(Ticket::wait);
+        let frame = updates.next().expect("the frame's ticket");
+        let speech = updates.next().expect("the utterance's ticket");
+        (frame, speech)
     }
 
     #[test]

@@ -26,7 +26,11 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// refused.
     pub(super) fn accept(&mut self, now: Nanos, m: Inbound) {
         match m {
-            Inbound::Submit(s) => self.book_request(now, *s),
+            Inbound::Submit(together) => {
+                for s in together {
+                    self.book_request(now, s);
+                }
+            }
             Inbound::Refused(kind) => {
                 self.book.offer(kind, Origin::Api);
                 self.book.stats.shed(kind, Origin::Api, now);

@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 
 use mmsched_core::time::Nanos;
 
-use super::procfs::{self, MachineCpu, NANOS_PER_TICK, SchedStat};
+use super::procfs::{self, MachineCpu, NANOS_PER_TICK, ProcParseError, SchedStat};
 use super::psi::{self, CpuPressure};
+use crate::chain::chain;
 
 /// What a source read at one moment. A `None` is a figure the machine does not offer.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -162,9 +163,12 @@ impl ProcSource {
         }
     }
 
-    fn read_threads(&self) -> Result<Vec<(u32, SchedStat)>, String> {
+    fn read_threads(&self) -> Result<Vec<(u32, SchedStat)>, ProcReadError> {
         let dir = self.proc_root.join("self/task");
-        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(&dir).map_err(|source| ProcReadError::Read {
+            path: dir.clone(),
+            source,
+        })?;
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let Some(tid) = entry
@@ -179,24 +183,23 @@ impl ProcSource {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            let s =
-                procfs::parse_schedstat(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let s = procfs::parse_schedstat(&text)
+                .map_err(|source| ProcReadError::Parse { path, source })?;
             out.push((tid, s));
         }
         if out.is_empty() {
-            return Err(format!(
-                "no readable schedstat under {} (a kernel without CONFIG_SCHED_INFO)",
-                dir.display()
-            ));
+            return Err(ProcReadError::NoThreads { dir });
         }
         Ok(out)
     }
 
-    fn read_machine(&self) -> Result<MachineCpu, String> {
+    fn read_machine(&self) -> Result<MachineCpu, ProcReadError> {
         let path = self.proc_root.join("stat");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        procfs::parse_proc_stat(&text).map_err(|e| e.to_string())
+        let text = std::fs::read_to_string(&path).map_err(|source| ProcReadError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        procfs::parse_proc_stat(&text).map_err(|source| ProcReadError::Parse { path, source })
     }
 
     fn read_group_pressure(&self) -> Option<CpuPressure> {
@@ -205,6 +208,25 @@ impl ProcSource {
             .filter_map(|g| psi::read(&g.join("cpu.pressure")).ok())
             .max_by_key(|p| p.some.avg10_centi_pct)
     }
+}
+
+/// Why a figure of `/proc` could not be read (kept as a note of the run, once).
+#[derive(Debug, thiserror::Error)]
+enum ProcReadError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot parse {}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: ProcParseError,
+    },
+    #[error("no readable schedstat under {} (a kernel without CONFIG_SCHED_INFO)", dir.display())]
+    NoThreads { dir: PathBuf },
 }
 
 impl SignalSource for ProcSource {
@@ -220,13 +242,13 @@ impl SignalSource for ProcSource {
             group_pressure: self.read_group_pressure(),
         };
         if let Err(e) = threads {
-            self.missing("own run-queue wait and CPU time", e);
+            self.missing("own run-queue wait and CPU time", chain(&e));
         }
         if let Err(e) = machine {
-            self.missing("the neighbours' CPU share", e);
+            self.missing("the neighbours' CPU share", chain(&e));
         }
         if let Err(e) = pressure {
-            self.missing("the machine's CPU pressure", e.to_string());
+            self.missing("the machine's CPU pressure", chain(&e));
         }
         snap
     }
