@@ -4,7 +4,9 @@
 //! runtime every client uses ([`mmsched_pipeline::client::Client`]): `POST
 //! /v1/chat/completions` and `/v1/completions` (whole or streamed as server-sent events),
 //! `POST /v1/audio/transcriptions`, `POST /api/v1/ocr`, `GET /v1/models` and `GET
-//! /api/v1/results`.
+//! /api/v1/results`; and the Open Inference Protocol (KServe v2) for the same models
+//! ([`v2`]): `GET /v2`, `/v2/health/live`, `/v2/health/ready`, `/v2/models/{name}` and
+//! `…/ready`, `POST /v2/models/{name}/infer` with JSON or binary tensors.
 //!
 //! Every request becomes one request to the runtime, booked, scheduled, traced and counted
 //! like a scenario stream's (`origin: api` in the summary): a chat is stepped token by token
@@ -32,6 +34,7 @@ mod generate;
 pub mod keys;
 mod media;
 pub mod results;
+pub mod v2;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -331,7 +334,9 @@ pub fn router(api: Arc<OpenAi>) -> Router {
             api.clone(),
             require_key,
         ))
-        .with_state(api)
+        .with_state(api.clone())
+        // After the layers above: the v2 routes have their own limits and error shape.
+        .merge(v2::routes(api))
 }
 
 /// With API keys, refuses a request without a listed key before anything is read.
