@@ -86,7 +86,10 @@ fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
     assert_eq!(line("llm_same_as_completions"), "True", "{stdout}");
     assert!(line("unknown_model").starts_with("404 "), "{stdout}");
     let wrong = line("wrong_datatype");
-    assert!(wrong.starts_with("400 ") && wrong.contains("BYTES"), "{stdout}");
+    assert!(
+        wrong.starts_with("400 ") && wrong.contains("BYTES"),
+        "{stdout}"
+    );
     assert_eq!(line("unknown_ready"), "False");
     assert!(line("latency_ms").starts_with("v2 "), "{stdout}");
 }

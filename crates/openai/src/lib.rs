@@ -340,7 +340,11 @@ pub fn router(api: Arc<OpenAi>) -> Router {
 }
 
 /// With API keys, refuses a request without a listed key before anything is read.
-pub(crate) async fn require_key(State(api): State<Arc<OpenAi>>, req: HttpRequest, next: Next) -> Response {
+pub(crate) async fn require_key(
+    State(api): State<Arc<OpenAi>>,
+    req: HttpRequest,
+    next: Next,
+) -> Response {
     if let Some(keys) = &api.keys
         && let Err(why) = keys.importance(req.headers())
     {

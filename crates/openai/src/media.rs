@@ -157,8 +157,7 @@ pub(crate) async fn audio_upload(
     name: String,
 ) -> Result<AudioClip, Response> {
     let decoding = Arc::clone(api);
-    match tokio::task::spawn_blocking(move || decode_audio(&decoding, data.as_ref(), &name)).await
-    {
+    match tokio::task::spawn_blocking(move || decode_audio(&decoding, data.as_ref(), &name)).await {
         Ok(decoded) => decoded,
         Err(e) => Err(failed(&mmsched_runtime::sched::WorkError::Panicked {
             message: e.to_string(),

@@ -178,7 +178,10 @@ async fn json_inference_for_each_model() {
         .await;
     assert_eq!(r.status(), StatusCode::OK);
     let v = json_of(r).await;
-    assert_eq!(v["outputs"][0]["data"], json!(["turn left at the next sign"]));
+    assert_eq!(
+        v["outputs"][0]["data"],
+        json!(["turn left at the next sign"])
+    );
     // Text with max_tokens.
     let r = s
         .send(infer(
@@ -232,17 +235,25 @@ async fn binary_inference_as_tritonclient_sends_it() {
         .sum();
     assert_eq!(total as usize, body.len() - n, "the outputs fill the body");
     // Samples in binary, only `text` asked for and as JSON.
-    let samples: Vec<u8> = [0.0f32; 1600].iter().flat_map(|f| f.to_le_bytes()).collect();
+    let samples: Vec<u8> = [0.0f32; 1600]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
     let header = json!({
         "inputs": [{"name": "audio", "shape": [1600], "datatype": "FP32",
                     "parameters": {"binary_data_size": samples.len()}}],
         "outputs": [{"name": "text", "parameters": {"binary_data": false}}],
     });
-    let r = s.send(infer_binary("whisper-tiny.en", &header, &samples)).await;
+    let r = s
+        .send(infer_binary("whisper-tiny.en", &header, &samples))
+        .await;
     assert_eq!(r.status(), StatusCode::OK);
     assert!(r.headers().get("inference-header-content-length").is_none());
     let v = json_of(r).await;
-    assert_eq!(v["outputs"][0]["data"], json!(["turn left at the next sign"]));
+    assert_eq!(
+        v["outputs"][0]["data"],
+        json!(["turn left at the next sign"])
+    );
     // A WAV file and a prompt, binary both ways.
     let file = bytes_element(&wav(8000));
     let header = json!({
@@ -250,7 +261,9 @@ async fn binary_inference_as_tritonclient_sends_it() {
                     "parameters": {"binary_data_size": file.len()}}],
         "outputs": [{"name": "text", "parameters": {"binary_data": true}}],
     });
-    let r = s.send(infer_binary("whisper-tiny.en", &header, &file)).await;
+    let r = s
+        .send(infer_binary("whisper-tiny.en", &header, &file))
+        .await;
     assert_eq!(r.status(), StatusCode::OK);
     let prompt = bytes_element(b"Hello");
     let header = json!({
@@ -268,9 +281,7 @@ async fn binary_inference_as_tritonclient_sends_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_error_has_the_protocol_shape_and_its_status() {
     let s = server(Setup::default());
-    let text = |data: Value, datatype: &str| {
-        json!({"inputs": [{"name": "text_input", "shape": [1], "datatype": datatype, "data": data}]})
-    };
+    let text = |data: Value, datatype: &str| json!({"inputs": [{"name": "text_input", "shape": [1], "datatype": datatype, "data": data}]});
     let cases: Vec<(Request<Body>, StatusCode, &str)> = vec![
         (
             infer("gemma-3-270m", json!("{")),
@@ -411,10 +422,7 @@ async fn shed_over_the_cap_late_and_unauthorised_answers() {
     let r = s.send(infer("pp-ocrv4", pixels.clone())).await;
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
     assert_eq!(error_of(r).await.0, StatusCode::UNAUTHORIZED);
-    assert_eq!(
-        get(&s, "/v2/health/ready").await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(get(&s, "/v2/health/ready").await.status(), StatusCode::OK);
     // Due in 5 ms, OCR (40 ms) is shed: 503 with Retry-After.
     let mut req = with_key(infer("pp-ocrv4", pixels.clone()));
     req.headers_mut()

@@ -78,4 +78,3 @@ pub fn render_sign(path: &Path, text: &str) {
         .expect("ffmpeg runs (scripts/setup.sh installs it)");
     assert!(ok.success());
 }
-

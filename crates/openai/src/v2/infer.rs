@@ -158,7 +158,10 @@ fn take_input(model: Builtin, req: &mut InferRequest) -> Result<Tensor, Response
     match req.inputs.len() {
         1 => Ok(req.inputs.remove(0)),
         0 => Err(invalid(
-            format!("the request has no input; {} wants one of {list}", model.id()),
+            format!(
+                "the request has no input; {} wants one of {list}",
+                model.id()
+            ),
             None,
         )),
         _ => Err(invalid(
@@ -395,14 +398,21 @@ async fn asr(
         Ok(s) => s,
         Err(r) => return r,
     };
-    run_one(api, Kind::Asr, slot, terms, Input::Utterance(samples), |a| {
-        let head = head(model, &req, &terms, a.on_time);
-        let text = match a.reply {
-            Reply::Transcript(t) => t,
-            other => other.text(),
-        };
-        respond(&req, head, vec![bytes_out("text", vec![text])])
-    })
+    run_one(
+        api,
+        Kind::Asr,
+        slot,
+        terms,
+        Input::Utterance(samples),
+        |a| {
+            let head = head(model, &req, &terms, a.on_time);
+            let text = match a.reply {
+                Reply::Transcript(t) => t,
+                other => other.text(),
+            };
+            respond(&req, head, vec![bytes_out("text", vec![text])])
+        },
+    )
     .await
 }
 
@@ -529,10 +539,10 @@ async fn generate(
         Some(Update::Shed(_)) | Some(Update::Failed(_)) | None if tokens > 0 => Ok((text, false)),
         Some(Update::Shed(why)) => Err(shed(Kind::Llm, terms.deadline_ms, &why)),
         Some(Update::Failed(e)) => Err(failed(&e)),
-        Some(Update::Token(_)) | None => Err(failed(
-            &mmsched_runtime::sched::WorkError::Cancelled {
+        Some(Update::Token(_)) | None => {
+            Err(failed(&mmsched_runtime::sched::WorkError::Cancelled {
                 why: "the generation ended without an answer",
-            },
-        )),
+            }))
+        }
     }
 }

@@ -40,7 +40,10 @@ pub fn routes(api: Arc<OpenAi>) -> Router {
     let models = Router::new()
         .route("/v2", get(server_metadata))
         .route("/v2/models/{name}", get(model_metadata))
-        .route("/v2/models/{name}/versions/{version}", get(version_metadata))
+        .route(
+            "/v2/models/{name}/versions/{version}",
+            get(version_metadata),
+        )
         .route("/v2/models/{name}/ready", get(model_ready))
         .route(
             "/v2/models/{name}/versions/{version}/ready",

@@ -342,13 +342,12 @@ pub fn parse_request(body: &[u8], header_len: Option<&str>) -> Result<InferReque
                 .trim()
                 .parse()
                 .map_err(|_| TensorError::HeaderLength(h.to_string()))?;
-            let at = usize::try_from(n)
-                .ok()
-                .filter(|&n| n <= body.len())
-                .ok_or(TensorError::HeaderPastEnd {
+            let at = usize::try_from(n).ok().filter(|&n| n <= body.len()).ok_or(
+                TensorError::HeaderPastEnd {
                     header: n,
                     body: body.len(),
-                })?;
+                },
+            )?;
             (&body[..at], Some(&body[at..]))
         }
     };

@@ -102,7 +102,10 @@ fn malformed_json_and_fields_are_named() {
             json!({"name": 3, "shape": [1], "datatype": "FP32", "data": [1]}),
             "name",
         ),
-        (json!({"name": "x", "shape": [1], "datatype": "FP32"}), "no data"),
+        (
+            json!({"name": "x", "shape": [1], "datatype": "FP32"}),
+            "no data",
+        ),
         (
             json!({"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}),
             "2 elements",
@@ -204,10 +207,7 @@ fn truncated_and_inconsistent_binary_bodies_are_refused() {
     ));
     // The header length one short cuts the JSON; one long takes a data byte into it.
     let short = (n.parse::<usize>().expect("n") - 1).to_string();
-    assert!(matches!(
-        refused(&body, Some(&short)),
-        TensorError::Json(_)
-    ));
+    assert!(matches!(refused(&body, Some(&short)), TensorError::Json(_)));
     // Extra bytes after the last input.
     let (extra, n) = binary(&header, &[0; 12]);
     assert!(matches!(
@@ -311,7 +311,10 @@ fn an_answer_is_json_or_json_then_binary() {
     };
     let mut head = Map::new();
     head.insert("model_name".into(), "pp-ocrv4".into());
-    let (body, len) = encode_answer(head.clone(), &[(text.clone(), false), (scores.clone(), false)]);
+    let (body, len) = encode_answer(
+        head.clone(),
+        &[(text.clone(), false), (scores.clone(), false)],
+    );
     assert_eq!(len, None);
     let v: Value = serde_json::from_slice(&body).expect("JSON");
     assert_eq!(v["outputs"][0]["data"], json!(["EXIT", "12"]));

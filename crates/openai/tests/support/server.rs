@@ -91,4 +91,3 @@ impl Server {
         self.host.finish().expect("the runtime stops").summary
     }
 }
-
