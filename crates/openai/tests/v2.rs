@@ -467,3 +467,31 @@ async fn a_late_answer_is_returned_marked_deadline_missed() {
     let summary = s.finish();
     assert_eq!(summary.vision.origin["api"].late, 1);
 }
+
+/// A JSON body is parsed within the decode budget: one that would take more than all of it
+/// is a 413 that points to binary data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_larger_than_the_decode_budget_gets_413() {
+    let s = server(Setup {
+        decode_budget: Some(64 << 10),
+        ..Setup::default()
+    });
+    let samples = vec![0.25f32; 4000];
+    let (status, message) = error_of(
+        s.send(infer(
+            "whisper-tiny.en",
+            json!({"inputs": [{"name": "audio", "shape": [4000], "datatype": "FP32", "data": samples}]}),
+        ))
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(message.contains("binary data"), "{message}");
+    // The same samples in binary fit.
+    let raw: Vec<u8> = samples.iter().flat_map(|f| f.to_le_bytes()).collect();
+    let header = json!({"inputs": [{"name": "audio", "shape": [4000], "datatype": "FP32",
+                                    "parameters": {"binary_data_size": raw.len()}}]});
+    let r = s.send(infer_binary("whisper-tiny.en", &header, &raw)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    s.finish();
+}

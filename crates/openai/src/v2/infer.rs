@@ -84,7 +84,19 @@ async fn read(
         .as_deref()
         .and_then(|h| h.trim().parse::<usize>().ok())
         .map_or(body.len(), |n| n.min(body.len()));
-    let share = reserve(api, kind, json_len as u64 * JSON_EXPANSION)?;
+    let parsing = json_len as u64 * JSON_EXPANSION;
+    if parsing > api.budget.limit() as u64 {
+        return Err(too_large(
+            format!(
+                "parsing this request's {} KiB of JSON takes about {} MiB, more than the server's decode budget of {} MiB: send the tensors as binary data (binary_data_size; tritonclient's default), or start the server with a larger --decode-budget-mib",
+                json_len.div_ceil(1024),
+                parsing.div_ceil(1 << 20),
+                api.budget.limit() >> 20
+            ),
+            None,
+        ));
+    }
+    let share = reserve(api, kind, parsing)?;
     let parsed = tokio::task::spawn_blocking(move || {
         let _share = share;
         parse_request(&body, header_len.as_deref())
