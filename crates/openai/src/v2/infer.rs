@@ -543,9 +543,9 @@ async fn generate(
     };
     submitted.guard.disarm();
     match end {
+        // The whole answer comes with the end, stop sequences removed.
         Some(Update::Finished(a)) => match a.reply {
-            // The whole answer, stop sequences removed.
-            Reply::Text { text, .. } => Ok((text, a.on_time)),
+            Reply::Text { text: whole, .. } => Ok((whole, a.on_time)),
             _ => Ok((text, a.on_time)),
         },
         Some(Update::Shed(_)) | Some(Update::Failed(_)) | None if tokens > 0 => Ok((text, false)),
