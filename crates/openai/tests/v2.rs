@@ -128,6 +128,10 @@ async fn server_and_model_metadata_and_health() {
     assert!(message.contains("pp-ocrv4"), "names the models: {message}");
     let (status, _) = error_of(get(&s, "/v2/models/pp-ocrv4/versions/7/ready").await).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // Triton's own extensions are not served: 404 listing what is.
+    let (status, message) = error_of(get(&s, "/v2/models/pp-ocrv4/config").await).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(message.contains("/infer"), "{message}");
     s.finish();
 }
 

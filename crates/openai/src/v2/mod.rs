@@ -23,10 +23,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 
 use crate::OpenAi;
@@ -62,6 +62,7 @@ pub fn routes(api: Arc<OpenAi>) -> Router {
     Router::new()
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))
+        .route("/v2/{*rest}", any(not_here))
         .merge(models)
         .layer(map_response(move |r| protocol_error(upload, r)))
         .with_state(api)
@@ -99,6 +100,26 @@ fn unavailable(message: &str) -> Response {
             HeaderValue::from_static("application/json"),
         )],
         json!({ "error": message }).to_string(),
+    )
+        .into_response()
+}
+
+/// Any other path under `/v2` (Triton's own extensions, such as `…/config` or
+/// `/v2/repository/index`): 404 listing the endpoints there are.
+async fn not_here(uri: Uri) -> Response {
+    let body = json!({
+        "error": format!(
+            "{} is not an endpoint here; mmsched serves GET /v2, /v2/health/live, /v2/health/ready, /v2/models/NAME[/versions/1][/ready] and POST /v2/models/NAME[/versions/1]/infer",
+            uri.path()
+        )
+    });
+    (
+        StatusCode::NOT_FOUND,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
     )
         .into_response()
 }
