@@ -2,7 +2,7 @@
 //! official Triton HTTP client, `tritonclient[http]` 2.73.0 (installed into
 //! `$MMSCHED_HOME/venv-triton` by `scripts/setup.sh`), running
 //! `tests/support/v2_client.py`: health, metadata, OCR of a sign rendered by ffmpeg (as a
-//! PNG file and as pixels), transcription of a sentence spoken by espeak-ng (as a WAV file
+//! PNG file, as pixels, and as gzip-compressed pixels), transcription of a sentence spoken by espeak-ng (as a WAV file
 //! and as samples), a text answer equal to `/v1/completions`' for the same greedy prompt,
 //! and the 404 and 400 answers. Needs the models (`mmsched models fetch`), espeak-ng and
 //! ffmpeg; fails when any is missing.
@@ -69,7 +69,7 @@ fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
         ],
         "{stdout}"
     );
-    for key in ["ocr_file", "ocr_pixels"] {
+    for key in ["ocr_file", "ocr_pixels", "ocr_gzip"] {
         assert!(line(key).contains("EXIT 12"), "{key}: {stdout}");
     }
     assert!(line("ocr_boxes").ends_with("x4x2"), "{stdout}");

@@ -63,6 +63,10 @@ image = httpclient.InferInput("image", [height, width, 3], "UINT8")
 image.set_data_from_numpy(pixels.reshape(height, width, 3))
 r = c.infer("pp-ocrv4", [image], headers=SLOW)
 print("ocr_pixels", " | ".join(t.decode() for t in r.as_numpy("text")))
+# The same pixels gzip-compressed (Content-Encoding: gzip). The client adds that header to
+# the dict it is given, so it gets a copy.
+r = c.infer("pp-ocrv4", [image], headers=dict(SLOW), request_compression_algorithm="gzip")
+print("ocr_gzip", " | ".join(t.decode() for t in r.as_numpy("text")))
 
 # Speech: the WAV file as BYTES, and 16 kHz FP32 samples [1, N] sent as JSON with a JSON
 # answer and the deadline as a parameter.

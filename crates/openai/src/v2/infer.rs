@@ -31,16 +31,10 @@ pub const HEADER_LENGTH: &str = "inference-header-content-length";
 
 /// Runs one inference request on `model` and answers it.
 pub async fn infer(api: Arc<OpenAi>, model: Builtin, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(enc) = headers.get(header::CONTENT_ENCODING)
-        && enc.as_bytes() != b"identity"
-    {
-        return invalid(
-            format!(
-                "Content-Encoding {enc:?} is not read here: send the request uncompressed (no request_compression_algorithm)"
-            ),
-            None,
-        );
-    }
+    let body = match inflated(&api, &headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let req = match read(&api, model.kind(), &headers, body).await {
         Ok(r) => r,
         Err(r) => return r,
@@ -56,6 +50,30 @@ pub async fn infer(api: Arc<OpenAi>, model: Builtin, headers: HeaderMap, body: B
         Builtin::Ocr => ocr(&api, &headers, req, given_ms).await,
         Builtin::Asr => asr(&api, &headers, req, given_ms).await,
         Builtin::Llm => text(&api, &headers, req, given_ms).await,
+    }
+}
+
+/// The body as sent, or inflated off the async threads when it is compressed (at most
+/// the upload limit: 413 past it; 400 for an unknown encoding or corrupt data).
+async fn inflated(api: &OpenAi, headers: &HeaderMap, body: Bytes) -> Result<Bytes, Response> {
+    let Some(encoding) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(body);
+    };
+    let encoding = encoding.to_str().unwrap_or("(not text)").to_string();
+    let limit = api.upload_limit_bytes;
+    let done = tokio::task::spawn_blocking(move || {
+        super::compress::inflate(Some(&encoding), &body, limit).map(|b| b.map_or(body, Bytes::from))
+    })
+    .await;
+    match done {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e @ super::compress::InflateError::TooLarge { .. })) => {
+            Err(too_large(mmsched_runtime::chain::chain(&e), None))
+        }
+        Ok(Err(e)) => Err(invalid(mmsched_runtime::chain::chain(&e), None)),
+        Err(e) => Err(failed(&mmsched_runtime::sched::WorkError::Panicked {
+            message: e.to_string(),
+        })),
     }
 }
 

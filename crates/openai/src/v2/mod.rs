@@ -4,7 +4,8 @@
 //! - `GET /v2` (server metadata), `GET /v2/health/live`, `GET /v2/health/ready`;
 //! - `GET /v2/models/{name}[/versions/1]` (a model's inputs and outputs) and `…/ready`;
 //! - `POST /v2/models/{name}[/versions/1]/infer`: JSON tensors, or the binary tensor data
-//!   extension (`Inference-Header-Content-Length`), as `tritonclient` sends them.
+//!   extension (`Inference-Header-Content-Length`), as `tritonclient` sends them; the
+//!   body plain or gzip/deflate compressed.
 //!
 //! A request's deadline is its `X-Deadline-Ms` header, else its `deadline_ms` parameter,
 //! else its class's default; the answer's `parameters` say `deadline_ms` and
@@ -14,6 +15,7 @@
 //! served, 413 past a size limit, 503 with `Retry-After` when shed or over a class's cap.
 //! The health endpoints need no key (probes carry none; they tell nothing about models).
 
+mod compress;
 mod infer;
 mod models;
 pub mod tensor;
