@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(policy_parse policy_http_body scenario_toml mmtrace_read wav_decode image_decode proc_signals)
+  targets=(policy_parse policy_http_body scenario_toml mmtrace_read wav_decode image_decode proc_signals v2_infer_request)
 fi
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
 export RUSTC_BOOTSTRAP=1

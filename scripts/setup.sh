@@ -56,6 +56,12 @@ OPENAI_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-openai"
 "$OPENAI_VENV/bin/python" -c 'import openai' 2>/dev/null \
   || { python3 -m venv "$OPENAI_VENV" && "$OPENAI_VENV/bin/pip" install -q openai==3.51.0; }
 
+# The Open Inference Protocol (KServe v2) test drives it with the official Triton HTTP client
+# (`tritonclient[http]`, with numpy for its tensors), in a virtual environment of its own.
+TRITON_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-triton"
+"$TRITON_VENV/bin/python" -c 'import tritonclient.http, numpy' 2>/dev/null \
+  || { python3 -m venv "$TRITON_VENV" && "$TRITON_VENV/bin/pip" install -q 'tritonclient[http]==2.73.0' numpy==2.4.6; }
+
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.
 cargo test --workspace --no-run

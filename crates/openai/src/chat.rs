@@ -159,7 +159,7 @@ fn chat_prompt(req: &Value) -> Result<String, Response> {
 }
 
 /// The request's `stop`: a string or an array of up to 4 strings.
-fn stops(req: &Value) -> Result<Vec<String>, Response> {
+pub(crate) fn stops(req: &Value) -> Result<Vec<String>, Response> {
     let bad = || {
         invalid(
             "`stop` must be a string or an array of up to 4 non-empty strings".into(),
@@ -223,6 +223,39 @@ fn sampling(req: &Value) -> Result<Sampling, Response> {
     Ok(Sampling { temperature, seed })
 }
 
+/// The prompt `text` with `fields`' `max_tokens`, `temperature` and `seed` (the request
+/// body's, or the v2 protocol's parameters) and `stops`, and its length in tokens; 400
+/// unless prompt and answer fit the model's context.
+pub(crate) fn prompt_for(
+    api: &OpenAi,
+    fields: &Value,
+    text: String,
+    stops: Vec<String>,
+) -> Result<(Prompt, usize), Response> {
+    let asked = max_tokens(fields)?;
+    let sampling = sampling(fields)?;
+    let prompt_tokens = api.client.count_tokens(&text).unwrap_or(0);
+    let context = api.client.context_tokens().unwrap_or(0);
+    let room = u32::try_from(context.saturating_sub(prompt_tokens)).unwrap_or(u32::MAX);
+    // Without `max_tokens`, the answer may fill what the context leaves, up to the default.
+    let max = asked.unwrap_or(DEFAULT_MAX_TOKENS.min(room));
+    if prompt_tokens >= context || max > room || max == 0 {
+        return Err(invalid(
+            format!(
+                "the prompt has {prompt_tokens} tokens and max_tokens is {max}: together at most the model's context of {context} tokens; shorten the prompt or lower max_tokens"
+            ),
+            Some("max_tokens"),
+        ));
+    }
+    let prompt = Prompt {
+        text,
+        max_tokens: max,
+        sampling,
+        stops,
+    };
+    Ok((prompt, prompt_tokens))
+}
+
 /// Reads the common fields, checks the prompt against the model's context and runs the
 /// generation.
 async fn generate(
@@ -244,30 +277,12 @@ async fn generate(
             "model {model:?} is not served here; use \"{LLM_ID}\" (GET /v1/models lists the models)"
         ));
     }
-    let (asked, sampling) = match (max_tokens(req), sampling(req)) {
-        (Ok(m), Ok(s)) => (m, s),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (prompt, prompt_tokens) = match prompt_for(&api, req, text, stops) {
+        Ok(p) => p,
+        Err(r) => return r,
     };
-    let prompt_tokens = api.client.count_tokens(&text).unwrap_or(0);
-    let context = api.client.context_tokens().unwrap_or(0);
-    let room = u32::try_from(context.saturating_sub(prompt_tokens)).unwrap_or(u32::MAX);
-    // Without `max_tokens`, the answer may fill what the context leaves, up to the default.
-    let max = asked.unwrap_or(DEFAULT_MAX_TOKENS.min(room));
-    if prompt_tokens >= context || max > room || max == 0 {
-        return invalid(
-            format!(
-                "the prompt has {prompt_tokens} tokens and max_tokens is {max}: together at most the model's context of {context} tokens; shorten the prompt or lower max_tokens"
-            ),
-            Some("max_tokens"),
-        );
-    }
     let g = Generation {
-        prompt: Prompt {
-            text,
-            max_tokens: max,
-            sampling,
-            stops,
-        },
+        prompt,
         prompt_tokens,
         stream: req["stream"].as_bool().unwrap_or(false),
         model,

@@ -4,7 +4,9 @@
 //! runtime every client uses ([`mmsched_pipeline::client::Client`]): `POST
 //! /v1/chat/completions` and `/v1/completions` (whole or streamed as server-sent events),
 //! `POST /v1/audio/transcriptions`, `POST /api/v1/ocr`, `GET /v1/models` and `GET
-//! /api/v1/results`.
+//! /api/v1/results`; and the Open Inference Protocol (KServe v2) for the same models
+//! ([`v2`]): `GET /v2`, `/v2/health/live`, `/v2/health/ready`, `/v2/models/{name}` and
+//! `…/ready`, `POST /v2/models/{name}/infer` with JSON or binary tensors.
 //!
 //! Every request becomes one request to the runtime, booked, scheduled, traced and counted
 //! like a scenario stream's (`origin: api` in the summary): a chat is stepped token by token
@@ -32,6 +34,7 @@ mod generate;
 pub mod keys;
 mod media;
 pub mod results;
+pub mod v2;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,6 +63,11 @@ pub const OCR_ID: &str = "pp-ocrv4";
 
 /// Longest deadline a request may ask for.
 pub const MAX_DEADLINE_MS: u64 = 600_000;
+
+/// Whether `ms` is a deadline a request may ask for: 1 ms to [`MAX_DEADLINE_MS`].
+pub fn deadline_in_range(ms: u64) -> bool {
+    (1..=MAX_DEADLINE_MS).contains(&ms)
+}
 
 /// The client label of every HTTP request (the `stream` of its results and traces).
 pub const STREAM: &str = "http";
@@ -198,18 +206,30 @@ impl OpenAi {
     /// The request's deadline (`X-Deadline-Ms` or the class default) and importance (its
     /// API key's, else the policy's for the class).
     fn terms(&self, kind: Kind, headers: &HeaderMap) -> Result<Terms, Response> {
+        self.terms_or(kind, headers, None)
+    }
+
+    /// The same, with `given_ms` — a deadline the request carries in its body (the v2
+    /// protocol's `deadline_ms` parameter), already held to [`deadline_in_range`] — in
+    /// place of the class default when there is no `X-Deadline-Ms` header.
+    fn terms_or(
+        &self,
+        kind: Kind,
+        headers: &HeaderMap,
+        given_ms: Option<u64>,
+    ) -> Result<Terms, Response> {
         let importance = match &self.keys {
             // The router's key check already let the request in.
             Some(keys) => Some(keys.importance(headers).map_err(unauthorized)?),
             None => None,
         };
         let ms = match headers.get("x-deadline-ms") {
-            None => self.settings(kind).deadline_ms,
+            None => given_ms.unwrap_or(self.settings(kind).deadline_ms),
             Some(v) => v
                 .to_str()
                 .ok()
                 .and_then(|s| s.trim().parse::<u64>().ok())
-                .filter(|&ms| (1..=MAX_DEADLINE_MS).contains(&ms))
+                .filter(|&ms| deadline_in_range(ms))
                 .ok_or_else(|| {
                     invalid(
                         format!(
@@ -314,11 +334,17 @@ pub fn router(api: Arc<OpenAi>) -> Router {
             api.clone(),
             require_key,
         ))
-        .with_state(api)
+        .with_state(api.clone())
+        // After the layers above: the v2 routes have their own limits and error shape.
+        .merge(v2::routes(api))
 }
 
 /// With API keys, refuses a request without a listed key before anything is read.
-async fn require_key(State(api): State<Arc<OpenAi>>, req: HttpRequest, next: Next) -> Response {
+pub(crate) async fn require_key(
+    State(api): State<Arc<OpenAi>>,
+    req: HttpRequest,
+    next: Next,
+) -> Response {
     if let Some(keys) = &api.keys
         && let Err(why) = keys.importance(req.headers())
     {

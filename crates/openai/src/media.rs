@@ -23,7 +23,7 @@ use crate::{ASR_ID, OpenAi, Slot, Terms};
 
 /// Runs `input` of `kind` on `terms` in its place among the class's requests (`_slot`,
 /// taken before the upload was decoded), and answers with `ok` made from its result.
-async fn run_one(
+pub(crate) async fn run_one(
     api: &Arc<OpenAi>,
     kind: Kind,
     _slot: Slot,
@@ -113,18 +113,10 @@ pub async fn transcriptions(
         Err(r) => return r,
     };
     let name = file.filename.clone().unwrap_or_else(|| "upload".into());
-    let data = file.data.clone();
-    let decoding = Arc::clone(&api);
-    let clip =
-        match tokio::task::spawn_blocking(move || decode_audio(&decoding, &data, &name)).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(r)) => return r,
-            Err(e) => {
-                return failed(&mmsched_runtime::sched::WorkError::Panicked {
-                    message: e.to_string(),
-                });
-            }
-        };
+    let clip = match audio_upload(&api, file.data.clone(), name).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
     let deadline_ms = terms.deadline_ms;
     run_one(
         &api,
@@ -157,6 +149,22 @@ pub async fn transcriptions(
     .await
 }
 
+/// An uploaded recording (`name` as its errors show it) decoded off the async threads
+/// with [`decode_audio`].
+pub(crate) async fn audio_upload(
+    api: &Arc<OpenAi>,
+    data: impl AsRef<[u8]> + Send + 'static,
+    name: String,
+) -> Result<AudioClip, Response> {
+    let decoding = Arc::clone(api);
+    match tokio::task::spawn_blocking(move || decode_audio(&decoding, data.as_ref(), &name)).await {
+        Ok(decoded) => decoded,
+        Err(e) => Err(failed(&mmsched_runtime::sched::WorkError::Panicked {
+            message: e.to_string(),
+        })),
+    }
+}
+
 /// WAV directly (8 to 192 kHz, resampled to 16 kHz mono); any other format through the
 /// `ffmpeg` command (16 kHz mono WAV out, at most [`MAX_AUDIO_SECONDS`] and one more).
 /// Its length is read from the WAV header and its memory taken from the budget before a
@@ -184,7 +192,7 @@ fn decode_audio(api: &Arc<OpenAi>, data: &[u8], name: &str) -> Result<AudioClip,
 
 /// `bytes` of the decode budget for an upload of `kind`: 413 if it can never fit, 503 with
 /// `Retry-After` (counted as shed) while other uploads hold it.
-fn reserve(api: &Arc<OpenAi>, kind: Kind, bytes: u64) -> Result<Reserved, Response> {
+pub(crate) fn reserve(api: &Arc<OpenAi>, kind: Kind, bytes: u64) -> Result<Reserved, Response> {
     let mib = |b: u64| b.div_ceil(1 << 20);
     api.budget.reserve(bytes).map_err(|why| match why {
         Refused::Never => too_large(
@@ -273,6 +281,29 @@ fn ffmpeg_output(data: &[u8], name: &str) -> Result<Vec<u8>, FfmpegError> {
     Ok(out.stdout)
 }
 
+/// A PNG or JPEG upload (`shown` in its errors) decoded off the async threads: sized from
+/// its header and held to the pixel cap first, its memory taken from the decode budget.
+pub(crate) async fn image_upload(
+    api: &Arc<OpenAi>,
+    bytes: impl AsRef<[u8]> + Send + 'static,
+    shown: &'static str,
+) -> Result<RgbFrame, Response> {
+    let size = image_size(bytes.as_ref())?;
+    let share = reserve(api, Kind::Vision, size.decoded_bytes)?;
+    match tokio::task::spawn_blocking(move || {
+        let _share = share;
+        RgbFrame::decode(bytes.as_ref(), shown)
+    })
+    .await
+    {
+        Ok(Ok(f)) => Ok(f),
+        Ok(Err(e)) => Err(unprocessable(e.chain(), None)),
+        Err(e) => Err(failed(&mmsched_runtime::sched::WorkError::Panicked {
+            message: e.to_string(),
+        })),
+    }
+}
+
 /// `POST /api/v1/ocr`: the body is a PNG or JPEG image.
 pub async fn ocr(State(api): State<Arc<OpenAi>>, headers: HeaderMap, body: Bytes) -> Response {
     if !api.client.has(Kind::Vision) {
@@ -287,27 +318,9 @@ pub async fn ocr(State(api): State<Arc<OpenAi>>, headers: HeaderMap, body: Bytes
         Ok(s) => s,
         Err(r) => return r,
     };
-    let size = match image_size(&body) {
-        Ok(s) => s,
+    let frame = match image_upload(&api, body, "the request body").await {
+        Ok(f) => f,
         Err(r) => return r,
-    };
-    let share = match reserve(&api, Kind::Vision, size.decoded_bytes) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let frame = match tokio::task::spawn_blocking(move || {
-        let _share = share;
-        RgbFrame::decode(&body, "the request body")
-    })
-    .await
-    {
-        Ok(Ok(f)) => f,
-        Ok(Err(e)) => return unprocessable(e.chain(), None),
-        Err(e) => {
-            return failed(&mmsched_runtime::sched::WorkError::Panicked {
-                message: e.to_string(),
-            });
-        }
     };
     let deadline_ms = terms.deadline_ms;
     run_one(&api, Kind::Vision, slot, terms, Input::Frame(frame), |a| {

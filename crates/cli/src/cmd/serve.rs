@@ -45,7 +45,9 @@ pub struct ServeArgs {
 pub struct ModelArgs {
     /// Load the models from the cache (Gemma-3, Whisper tiny.en, PP-OCRv4) and serve
     /// POST /v1/chat/completions, /v1/completions, /v1/audio/transcriptions, /api/v1/ocr
-    /// and GET /v1/models: every request a scheduled job with a deadline.
+    /// and GET /v1/models, and the Open Inference Protocol (KServe v2): GET /v2,
+    /// /v2/health/{live,ready}, /v2/models/{name}[/ready], POST /v2/models/{name}/infer:
+    /// every request a scheduled job with a deadline.
     #[arg(long)]
     pub models: bool,
     /// The scheduler the requests share the device under.
@@ -234,6 +236,9 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         if a.models.models {
             outln!(
                 "  POST http://{addr}/v1/chat/completions   /v1/completions   /v1/audio/transcriptions   /api/v1/ocr   GET /v1/models"
+            );
+            outln!(
+                "  POST http://{addr}/v2/models/{{name}}/infer   GET /v2   /v2/health/ready   /v2/models/{{name}}   (KServe v2)"
             );
         }
         if !writes {

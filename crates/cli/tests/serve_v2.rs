@@ -1,0 +1,95 @@
+//! `mmsched serve --models` driven over the Open Inference Protocol (KServe v2) by the
+//! official Triton HTTP client, `tritonclient[http]` 2.73.0 (installed into
+//! `$MMSCHED_HOME/venv-triton` by `scripts/setup.sh`), running
+//! `tests/support/v2_client.py`: health, metadata, OCR of a sign rendered by ffmpeg (as a
+//! PNG file, as pixels, and as gzip-compressed pixels), transcription of a sentence spoken by espeak-ng (as a WAV file
+//! and as samples), a text answer equal to `/v1/completions`' for the same greedy prompt,
+//! and the 404 and 400 answers. Needs the models (`mmsched models fetch`), espeak-ng and
+//! ffmpeg; fails when any is missing.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+#[path = "support/serving.rs"]
+mod serving;
+use serving::{render_sign, serve, speak};
+
+fn python() -> PathBuf {
+    let python = mmsched_models::cache_dir().join("venv-triton/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh (it installs tritonclient[http] there)",
+        python.display()
+    );
+    python
+}
+
+#[test]
+fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sign = dir.path().join("sign.png");
+    render_sign(&sign, "EXIT 12");
+    let wav = speak(dir.path(), "The red train leaves from platform seven.");
+    let server = serve(&[]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/v2_client.py");
+    let out = Command::new(python())
+        .arg(script)
+        .arg(&server.url)
+        .arg(&sign)
+        .arg(&wav)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
+            .to_string()
+    };
+    assert_eq!(line("live"), "True");
+    assert_eq!(line("ready"), "True");
+    assert_eq!(line("server"), "mmsched binary_tensor_data");
+    let models: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("model "))
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "pp-ocrv4 True 1 image:UINT8,image_file:BYTES text,scores,boxes,box_scores",
+            "whisper-tiny.en True 1 audio:FP32,audio_file:BYTES text",
+            "gemma-3-270m True 1 text_input:BYTES text_output",
+        ],
+        "{stdout}"
+    );
+    for key in ["ocr_file", "ocr_pixels", "ocr_gzip"] {
+        assert!(line(key).contains("EXIT 12"), "{key}: {stdout}");
+    }
+    assert!(line("ocr_boxes").ends_with("x4x2"), "{stdout}");
+    assert_eq!(line("ocr_missed"), "False", "{stdout}");
+    for key in ["asr_file", "asr_samples"] {
+        let heard = line(key).to_lowercase();
+        for word in ["red", "train", "platform"] {
+            assert!(heard.contains(word), "{key}: {word} missing from {heard:?}");
+        }
+    }
+    assert_eq!(line("asr_deadline"), "300000");
+    let text: String = serde_json::from_str(&line("llm_text")).expect("a JSON string");
+    assert!(!text.trim().is_empty(), "{stdout}");
+    assert_eq!(line("llm_same_as_completions"), "True", "{stdout}");
+    assert!(line("unknown_model").starts_with("404 "), "{stdout}");
+    let wrong = line("wrong_datatype");
+    assert!(
+        wrong.starts_with("400 ") && wrong.contains("BYTES"),
+        "{stdout}"
+    );
+    assert_eq!(line("unknown_ready"), "False");
+    assert!(line("latency_ms").starts_with("v2 "), "{stdout}");
+}

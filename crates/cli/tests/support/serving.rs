@@ -1,0 +1,80 @@
+//! What the tests of `mmsched serve --models` share: the server on a free port in a
+//! directory of its own, and test media made by tools other than mmsched (a sign rendered
+//! by ffmpeg, a sentence spoken by espeak-ng).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A running `mmsched serve --models`, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    /// The server's working directory, where a run without `--report` writes its report
+    /// (`mmsched-report/serve`): not the source tree.
+    _cwd: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `mmsched serve --models` with `extra` flags on a free port, and reads its URL
+/// from the JSON startup line.
+pub fn serve(extra: &[&str]) -> Server {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .current_dir(cwd.path())
+        .args(["serve", "--models", "--addr", "127.0.0.1:0", "--json"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("a startup line");
+    let v: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("startup line is not JSON ({e}): {line:?}"));
+    let url = v["url"].as_str().expect("url").to_string();
+    Server {
+        child,
+        url,
+        _cwd: cwd,
+    }
+}
+
+/// `text` spoken by espeak-ng into `dir/speech.wav`.
+pub fn speak(dir: &Path, text: &str) -> PathBuf {
+    let wav = dir.join("speech.wav");
+    let ok = Command::new("espeak-ng")
+        .args(["-s", "150", "-w"])
+        .arg(&wav)
+        .arg(text)
+        .status()
+        .expect("espeak-ng runs (scripts/setup.sh installs it)");
+    assert!(ok.success());
+    wav
+}
+
+/// Renders `text` on a white 640×360 PNG with ffmpeg's drawtext (not mmsched's renderer).
+pub fn render_sign(path: &Path, text: &str) {
+    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    let ok = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("color=c=white:s=640x360")
+        .arg("-vf")
+        .arg(format!(
+            "drawtext=fontfile={font}:text='{text}':fontsize=72:fontcolor=black:x=(w-tw)/2:y=(h-th)/2"
+        ))
+        .args(["-frames:v", "1"])
+        .arg(path)
+        .status()
+        .expect("ffmpeg runs (scripts/setup.sh installs it)");
+    assert!(ok.success());
+}
