@@ -33,8 +33,9 @@ impl std::fmt::Debug for Submission {
 /// What a client sends the runtime's loop.
 #[derive(Debug)]
 pub enum Inbound {
-    /// Requests to book at one moment, in order: none is started before all are in the
-    /// book, so the scheduler chooses among them as among jobs released together.
+    /// Requests to book at one moment, in order, in one pass of the loop: all are in the
+    /// book before the scheduler next picks what runs, so it chooses among them as among
+    /// jobs released together.
     Submit(Vec<Submission>),
     /// A request of `kind` the client refused at its own door (a class's cap of
     /// concurrent requests): counted offered and shed, so every request a client received
@@ -117,10 +118,11 @@ impl Client {
         Ok(ticket)
     }
 
-    /// Submits `requests` to be booked together, in order, before any of them starts (a
-    /// frame and the utterance captured with it): the scheduler then chooses among them
-    /// as among jobs released at one moment, whatever the threads were doing. Their
-    /// tickets come back in the same order.
+    /// Submits `requests` to be booked together, in order, in one pass of the loop (a
+    /// frame and the utterance captured with it): all are in the book before the
+    /// scheduler next picks what runs, so it chooses among them as among jobs released at
+    /// one moment, whatever the threads were doing. Their tickets come back in the same
+    /// order.
     pub fn submit_together(&self, requests: Vec<Request>) -> Result<Vec<Ticket>, Stopped> {
         let (submissions, tickets) = requests.into_iter().map(ticketed).unzip();
         self.tx
