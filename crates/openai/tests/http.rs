@@ -11,6 +11,8 @@ mod png;
 use png::png_header;
 #[path = "support/server.rs"]
 mod setup;
+#[path = "support/wav.rs"]
+mod wav;
 use setup::{Setup, server};
 
 use axum::body::Body;
@@ -338,20 +340,7 @@ fn transcription(wav: Vec<u8>) -> Request<Body> {
 
 /// A WAV file declaring `rate` Hz, 8-bit mono, holding `frames` frames of silence.
 fn wav(rate: u32, frames: u32) -> Vec<u8> {
-    let mut out = b"RIFF".to_vec();
-    out.extend_from_slice(&(36 + frames).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    out.extend_from_slice(&1u16.to_le_bytes()); // mono
-    out.extend_from_slice(&rate.to_le_bytes());
-    out.extend_from_slice(&rate.to_le_bytes()); // bytes per second
-    out.extend_from_slice(&1u16.to_le_bytes()); // block align
-    out.extend_from_slice(&8u16.to_le_bytes()); // bits
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&frames.to_le_bytes());
-    out.resize(out.len() + frames as usize, 128);
-    out
+    wav::silence(rate, 8, frames)
 }
 
 /// Finding 3: a body over the route's limit was answered by the HTTP layer in plain text

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 #[path = "support/server.rs"]
 mod setup;
+#[path = "support/wav.rs"]
+mod wav;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -70,21 +72,7 @@ fn sign_png() -> Vec<u8> {
 
 /// A 16 kHz 16-bit mono WAV of `frames` frames of silence.
 fn wav(frames: u32) -> Vec<u8> {
-    let data = frames * 2;
-    let mut out = b"RIFF".to_vec();
-    out.extend_from_slice(&(36 + data).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes());
-    out.extend_from_slice(&16_000u32.to_le_bytes());
-    out.extend_from_slice(&32_000u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&16u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&data.to_le_bytes());
-    out.resize(out.len() + data as usize, 0);
-    out
+    wav::silence(16_000, 16, frames)
 }
 
 /// The error of an answer: its status and message (the protocol's `{"error": "…"}`).
