@@ -149,6 +149,10 @@ pub struct Mechanisms {
     /// high-percentile admission sheds a job's first step as it comes to run (off: the
     /// core's verdict stands).
     pub running_steps: bool,
+    /// The expected value of a rung counts what its time costs the inputs still to come
+    /// from the device's own streams, not only the admitted work (off: the admitted work
+    /// alone).
+    pub inputs_to_come: bool,
 }
 
 impl Default for Mechanisms {
@@ -168,6 +172,7 @@ impl Default for Mechanisms {
             lines_after_detection: true,
             shadows: true,
             running_steps: true,
+            inputs_to_come: true,
         }
     }
 }
@@ -175,7 +180,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 14] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 15] {
         let all = Mechanisms::default();
         [
             (
@@ -273,6 +278,13 @@ impl Mechanisms {
                 "no-running-steps",
                 Mechanisms {
                     running_steps: false,
+                    ..all
+                },
+            ),
+            (
+                "no-inputs-to-come",
+                Mechanisms {
+                    inputs_to_come: false,
                     ..all
                 },
             ),

@@ -151,9 +151,10 @@ impl Models for Engines {
 /// its cost.
 #[cfg(any(test, feature = "fakes"))]
 pub mod fake {
+    use std::collections::HashSet;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::mpsc::Sender;
-    use std::sync::{Arc, OnceLock};
+    use std::sync::{Arc, Mutex, OnceLock};
 
     use mmsched_backends::ocr::OcrLine;
     use mmsched_core::policy::Policy;
@@ -187,6 +188,9 @@ pub mod fake {
         /// Every fourth OCR frame takes this instead of `vision` (0: none does), so the
         /// frames' high percentile lies well above their mean, as on a real device.
         pub vision_slow: Nanos,
+        /// A frame at any rung but the richest takes this instead of `vision` (0: as
+        /// `vision`): a ladder whose cheaper rungs save time and read as right.
+        pub vision_cheaper: Nanos,
     }
 
     /// Costs of the order of this machine's models.
@@ -196,7 +200,11 @@ pub mod fake {
         asr: 300 * MS,
         llm_token: 30 * MS,
         vision_slow: 0,
+        vision_cheaper: 0,
     };
+
+    /// The frames run at a cheaper rung, by tag, until their step is priced.
+    type CheaperFrames = Arc<Mutex<HashSet<u64>>>;
 
     /// The text the fake OCR reads on every frame.
     pub const OCR_TEXT: &str = "STOP";
@@ -222,6 +230,8 @@ pub mod fake {
         let ids: Arc<OnceLock<[mmsched_core::arbiter::ClassId; 4]>> = Arc::default();
         let known = Arc::clone(&ids);
         let frames = AtomicU32::new(0);
+        let cheaper = CheaperFrames::default();
+        let at_cheaper = Arc::clone(&cheaper);
         let cost = Box::new(move |info: &TaskInfo| {
             let kind = known
                 .get()
@@ -229,7 +239,13 @@ pub mod fake {
             match kind {
                 Some(0) => {
                     let n = frames.fetch_add(1, Ordering::SeqCst);
-                    if costs.vision_slow > 0 && n % 4 == 3 {
+                    let cheap = at_cheaper
+                        .lock()
+                        .map(|mut m| m.remove(&info.tag))
+                        .unwrap_or(false);
+                    if cheap && costs.vision_cheaper > 0 {
+                        costs.vision_cheaper
+                    } else if costs.vision_slow > 0 && n % 4 == 3 {
                         costs.vision_slow
                     } else {
                         costs.vision
@@ -244,7 +260,9 @@ pub mod fake {
         let mut exec = MmschedExecutor::with_lanes(policy, &setup, clock.clone(), lanes)
             .expect("an executor on virtual lanes");
         let _ = ids.set(Kind::ALL.map(|k| exec.class(k.as_str())));
-        (Box::new(exec), FakeModels::new(tokens_last_step))
+        let mut models = FakeModels::new(tokens_last_step);
+        models.cheaper_frames = cheaper;
+        (Box::new(exec), models)
     }
 
     /// Models that answer at once. The VAD hears speech where a chunk is loud; a text
@@ -259,6 +277,8 @@ pub mod fake {
         /// OCR breaks after this many frames: every later frame fails (`u32::MAX`: never).
         ocr_breaks_after: u32,
         ocr_frames: Arc<AtomicU32>,
+        /// Where a frame at a cheaper rung is noted for the lanes to price.
+        cheaper_frames: CheaperFrames,
     }
 
     /// Why a fake OCR that broke mid-run fails its frames.
@@ -274,6 +294,7 @@ pub mod fake {
                 asr_steps: 1,
                 ocr_breaks_after: u32::MAX,
                 ocr_frames: Arc::default(),
+                cheaper_frames: CheaperFrames::default(),
             }
         }
 
@@ -362,6 +383,13 @@ pub mod fake {
             let (tag, out) = (o.tag, o.out);
             match o.input {
                 Input::Frame(_) => {
+                    let richest = mmsched_core::rungs::Rungs::default();
+                    let richest = richest.vision().first().map(|r| r.name.as_str());
+                    if o.rung.as_ref().is_some_and(|r| Some(r.name()) != richest)
+                        && let Ok(mut m) = self.cheaper_frames.lock()
+                    {
+                        m.insert(tag);
+                    }
                     let nth = self.ocr_frames.fetch_add(1, Ordering::SeqCst);
                     let broken = nth >= self.ocr_breaks_after;
                     Box::new(move || {

@@ -36,8 +36,11 @@ pub struct DecisionsSummary {
     pub lines_all_read: u64,
     /// Of those, the lines cut short to end in time.
     pub lines_cut: u64,
-    /// Shadow comparisons run (a job's input at another rung while the device was idle).
+    /// Shadow comparisons run (a job's input at another rung while the device was idle, or
+    /// busy for a rung compared too few times to tell).
     pub shadows: u64,
+    /// Of which run while the device was busy.
+    pub shadows_busy: u64,
     /// Jobs whose first step the scheduling core's admission shed when it came to run (the
     /// high percentiles of the work due by its deadline overflowed), and which ran because
     /// their rung was still worth its time by expected value.

@@ -13,7 +13,12 @@
 //! answers per second of device time (its cost saving is smaller than its loss of
 //! correctness): under load the richer rung then serves more right answers with the same
 //! time, and with room to spare it is right more often, so the cheaper one is never
-//! chosen.
+//! chosen. Choosing the rung never revisits that verdict (the shadow comparisons, which
+//! compare every cheaper rung, do), so it is given on evidence: the cheaper rung must be
+//! dominated even at an optimistic reading of its chance ([`Estimate::p_optimistic`],
+//! about the 90th percentile of its beta distribution). The uniform prior alone, 0.87 at
+//! that reading, rules out only a rung that saves less than an eighth of the time; after
+//! two comparisons that agreed (0.998 at best), only one that saves less than 0.2 %.
 
 use std::collections::HashMap;
 
@@ -56,11 +61,18 @@ impl Source {
 /// A rung's estimated chance to be right.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
-    /// The chance, 0..=1.
+    /// The chance, 0..=1 (the beta distribution's mean).
     pub p_right: f64,
+    /// An optimistic reading of it: the mean plus 1.28 standard deviations of the beta
+    /// distribution (about its 90th percentile), at most the richest rung's.
+    pub p_optimistic: f64,
     /// Where it comes from.
     pub source: Source,
 }
+
+/// Standard deviations above the mean of an optimistic reading (a normal's 90th
+/// percentile).
+const OPTIMISM_SD: f64 = 1.28;
 
 /// What the profile says of a rung: its share of right answers and on how many inputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -107,6 +119,7 @@ impl Accuracy {
         if index == 0 {
             return Estimate {
                 p_right: reference,
+                p_optimistic: reference,
                 source: Source::Reference,
             };
         }
@@ -133,23 +146,32 @@ impl Accuracy {
             differ += f64::from(shadow.runs - shadow.agreed);
             source = Source::Shadow;
         }
+        let n = agree + differ;
+        let mean = agree / n;
+        let sd = (agree * differ / (n * n * (n + 1.0))).sqrt();
         Estimate {
-            p_right: reference * agree / (agree + differ),
+            p_right: reference * mean,
+            p_optimistic: reference * (mean + OPTIMISM_SD * sd).min(1.0),
             source,
         }
     }
 }
 
-/// Which rungs are dominated (see the [module docs](self)), given each rung's chance to be
-/// right and its mean cost, richest first; a cost of NaN is unknown, and a rung of unknown
-/// cost neither dominates nor is dominated.
-pub fn dominated(p_right: &[f64], mean_cost: &[f64]) -> Vec<bool> {
-    let rate = |k: usize| p_right[k] / mean_cost[k].max(1.0);
-    (0..p_right.len())
+/// Which rungs are dominated (see the [module docs](self)), given each rung's estimate and
+/// its mean cost, richest first: a richer rung's expected chance beats the rung's
+/// optimistic one, per answer and per second of device time. A cost of NaN is unknown,
+/// and a rung of unknown cost neither dominates nor is dominated.
+pub fn dominated(estimates: &[Estimate], mean_cost: &[f64]) -> Vec<bool> {
+    let per_second = |p: f64, k: usize| p / mean_cost[k].max(1.0);
+    (0..estimates.len())
         .map(|i| {
+            let at_best = estimates[i].p_optimistic;
             !mean_cost[i].is_nan()
                 && (0..i).any(|q| {
-                    !mean_cost[q].is_nan() && p_right[q] > p_right[i] && rate(q) >= rate(i)
+                    let p = estimates[q].p_right;
+                    !mean_cost[q].is_nan()
+                        && p > at_best
+                        && per_second(p, q) >= per_second(at_best, i)
                 })
         })
         .collect()
@@ -159,18 +181,65 @@ pub fn dominated(p_right: &[f64], mean_cost: &[f64]) -> Vec<bool> {
 mod tests {
     use super::*;
 
+    /// Estimates known exactly (no spread).
+    fn exact(p: &[f64]) -> Vec<Estimate> {
+        p.iter()
+            .map(|&p| Estimate {
+                p_right: p,
+                p_optimistic: p,
+                source: Source::Profile,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_rung_ten_percent_cheaper_and_a_third_less_right_is_dominated() {
         // det320 at 45.6 ms and right on every frame; det192-top3 at 41.2 ms, 0.667.
-        let d = dominated(&[1.0, 0.95, 0.667], &[45.6, 30.0, 41.2]);
+        let d = dominated(&exact(&[1.0, 0.95, 0.667]), &[45.6, 30.0, 41.2]);
         assert_eq!(d, [false, false, true]);
         // Half the cost for a fifth less right is worth choosing.
-        assert_eq!(dominated(&[1.0, 0.8], &[40.0, 20.0]), [false, false]);
+        assert_eq!(
+            dominated(&exact(&[1.0, 0.8]), &[40.0, 20.0]),
+            [false, false]
+        );
         // As right and cheaper: never dominated.
-        assert_eq!(dominated(&[1.0, 1.0], &[40.0, 39.0]), [false, false]);
+        assert_eq!(
+            dominated(&exact(&[1.0, 1.0]), &[40.0, 39.0]),
+            [false, false]
+        );
         // A cost not known: no verdict either way.
-        assert_eq!(dominated(&[1.0, 0.5], &[f64::NAN, 41.0]), [false, false]);
-        assert_eq!(dominated(&[1.0, 0.5], &[40.0, f64::NAN]), [false, false]);
+        let half = exact(&[1.0, 0.5]);
+        assert_eq!(dominated(&half, &[f64::NAN, 41.0]), [false, false]);
+        assert_eq!(dominated(&half, &[40.0, f64::NAN]), [false, false]);
+    }
+
+    #[test]
+    fn a_rung_is_ruled_out_on_evidence_not_on_the_prior() {
+        let names = ["det320", "det192"];
+        let mut a = Accuracy::default();
+        let none = [None, None];
+        let estimates = |a: &Accuracy| {
+            (0..2)
+                .map(|i| a.estimate(Kind::Vision, &names, &none, i))
+                .collect::<Vec<_>>()
+        };
+        // With the uniform prior (0.5 expected, 0.87 at best) a rung a quarter cheaper is
+        // worth trying; one 5 % cheaper is not, until comparisons say it is as right.
+        assert!(!dominated(&estimates(&a), &[40.0, 30.0])[1]);
+        assert!(dominated(&estimates(&a), &[40.0, 38.0])[1]);
+        // After two comparisons that agreed (0.75 expected) it could be as right.
+        a.compared(Kind::Vision, "det192", true);
+        a.compared(Kind::Vision, "det192", true);
+        let e = estimates(&a);
+        assert!((e[1].p_right - 0.75).abs() < 1e-12 && e[1].p_optimistic > 0.95);
+        assert!(!dominated(&e, &[40.0, 38.0])[1]);
+        // Twenty more, half of them wrong: it is.
+        for i in 0..20 {
+            a.compared(Kind::Vision, "det192", i % 2 == 0);
+        }
+        let e = estimates(&a);
+        assert!(e[1].p_optimistic < 0.75, "{e:?}");
+        assert!(dominated(&e, &[40.0, 38.0])[1]);
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! log-mel step, OCR's detector input by its detection; how many of the lines found are
 //! read is decided after detection ([`super::lines`]).
 //!
+//! The work behind a job includes the inputs still to come from its kind's own stream
+//! ([`super::to_come`]): a frame's extra milliseconds at a richer rung are paid by the
+//! frames that arrive while it runs.
+//!
 //! Work counts as ahead when it is due no later and is at least as important, so under
 //! load the least important jobs degrade first. With headroom every job runs its richest
 //! rung: a cheaper one is chosen only where its chance to end in time makes up for its
@@ -144,13 +148,12 @@ impl Book {
             .iter()
             .map(|n| self.costs.cost_known(kind, n))
             .collect();
-        let p: Vec<f64> = estimates.iter().map(|e| e.p_right).collect();
         let cost: Vec<f64> = mean
             .iter()
             .zip(&known)
             .map(|(&m, &k)| if k { m as f64 } else { f64::NAN })
             .collect();
-        let dominated = accuracy::dominated(&p, &cost);
+        let dominated = accuracy::dominated(&estimates, &cost);
         rungs
             .into_iter()
             .enumerate()
@@ -290,8 +293,56 @@ impl Book {
     ) -> (f64, f64) {
         let p_on = self.p_on_time(kind, f.rung.name(), (start, deadline), now);
         let gain = importance * f.estimate.p_right * p_on;
-        let loss = self.loss_behind(tag, kind, deadline, importance, f.mean_cost, now);
-        (gain - loss, p_on)
+        let behind = self.loss_behind(tag, kind, deadline, importance, f.mean_cost, now);
+        let to_come = self.loss_to_come(tag, kind, f, start, now);
+        (gain - behind - to_come, p_on)
+    }
+
+    /// What running the job of `tag` at `f`'s rung from `start` costs the inputs still to
+    /// come from its kind's own stream, at the same rung ([`super::to_come`]).
+    fn loss_to_come(
+        &mut self,
+        tag: u64,
+        kind: Kind,
+        f: &RungFigures,
+        start: Nanos,
+        now: Nanos,
+    ) -> f64 {
+        if !self.rules.mechanisms.inputs_to_come {
+            return 0.0;
+        }
+        let lanes = self.lanes_of(kind);
+        let shift = f.mean_cost / lanes;
+        let expected = self.streams[kind.index()].expected(now, start.saturating_add(shift));
+        if expected.is_empty() {
+            return 0.0;
+        }
+        let cost = self.costs.job_dist(kind, f.rung.name(), now);
+        let beside: Vec<(Nanos, Nanos)> = self
+            .admitted_beside(tag, kind, now)
+            .into_iter()
+            .map(|(k, rung, done, steps, d, _)| {
+                (d, self.rest_of((k, &rung, done, steps), now, Reading::Mean))
+            })
+            .collect();
+        let mut loss = 0.0;
+        for (release, deadline, importance) in expected {
+            let queued = beside
+                .iter()
+                .filter(|&&(d, _)| d <= deadline)
+                .map(|&(_, rest)| rest)
+                .sum::<Nanos>()
+                / lanes;
+            let lost = super::to_come::chance_lost(
+                &cost,
+                (release, deadline),
+                queued,
+                (start, shift),
+                now,
+            );
+            loss += importance * f.estimate.p_right * lost;
+        }
+        loss
     }
 
     /// Whether the job of `tag`, whose first step the scheduling core's admission shed as

@@ -27,6 +27,7 @@ mod rungs;
 mod shadow;
 mod steps;
 mod text;
+mod to_come;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -319,6 +320,8 @@ pub struct Book {
     last_rung: [Option<String>; 4],
     /// The steps running on the workers when the executor was last asked: tag, started.
     running_steps: Vec<(u64, Nanos)>,
+    /// Per kind, the device's own stream as its inputs arrive (the inputs still to come).
+    streams: [to_come::Stream; 4],
 }
 
 impl std::fmt::Debug for Book {
@@ -397,6 +400,7 @@ impl Book {
             explored_at: Default::default(),
             last_rung: Default::default(),
             running_steps: Vec::new(),
+            streams: Default::default(),
         }
     }
 
@@ -475,6 +479,11 @@ impl Book {
             chain,
         );
         job.importance = req.importance;
+        if req.origin == Origin::Streams {
+            let span = req.deadline_nanos.saturating_sub(req.release_nanos);
+            let importance = self.importance_of(&job);
+            self.streams[kind.index()].arrived(req.release_nanos, span, importance);
+        }
         job.chunk = chunk;
         job.text = text;
         job.truth = req.truth;
@@ -568,8 +577,12 @@ impl Book {
             deadline_nanos,
             predicted_cost_nanos: predicted,
             importance: self.importance_of(job),
-            // An explored job runs to be measured: admission does not shed it.
-            committed: job.chain.committed() || job.explored || job.kept,
+            // An explored job runs to be measured, a shadow past capacity to compare:
+            // admission does not shed them.
+            committed: job.chain.committed()
+                || job.explored
+                || job.kept
+                || job.shadow.as_ref().is_some_and(|s| s.busy),
             tag,
         })
     }

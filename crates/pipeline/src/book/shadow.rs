@@ -11,6 +11,13 @@
 //! runs at importance 0 and a lax deadline, so admission sheds it first and earliest
 //! deadline first runs it last; it starts only while its model has a free place and no
 //! other job is admitted on the general lanes.
+//!
+//! A device past its capacity is never idle, yet that is where what a cheaper rung gives
+//! up matters most: a cheaper rung compared fewer than [`SHADOWS_TO_TELL`] times is
+//! compared even while the device is busy. Such a shadow is due one deadline span after
+//! it starts, as if it were one more input of its kind, and is committed (admission does
+//! not shed it, or it would never run past capacity); the count bounds what it costs: at
+//! most that many inputs' time per cheaper rung in a run.
 
 use mmsched_core::time::Nanos;
 
@@ -24,6 +31,9 @@ use crate::truth::Truth;
 /// One in this many jobs of a kind may be compared.
 pub const SHADOW_EVERY: u64 = 10;
 
+/// A cheaper rung compared fewer times than this is compared while the device is busy too.
+pub const SHADOWS_TO_TELL: u32 = 6;
+
 /// A shadow job's part in its comparison.
 #[derive(Debug, Clone)]
 pub(super) struct ShadowOf {
@@ -33,6 +43,8 @@ pub(super) struct ShadowOf {
     richest: bool,
     /// The cheaper rung of the two.
     cheaper: String,
+    /// Started while the device was busy: due one deadline span later, and committed.
+    pub(super) busy: bool,
 }
 
 /// The book's shadow bookkeeping.
@@ -77,12 +89,16 @@ impl Book {
             .any(|j| j.admitted && j.kind != Kind::Vad);
         let room =
             self.places[k].taken() < self.places[k].capacity() && self.places[k].waiting() == 0;
-        if end > job.deadline || busy || !room || self.shadows.running {
+        if end > job.deadline || !room || self.shadows.running {
             return;
         }
-        let Some((rung, of)) = self.shadow_rung(job, answer) else {
+        let Some((rung, mut of)) = self.shadow_rung(job, answer) else {
             return;
         };
+        if busy && self.accuracy.shadow(job.kind, &of.cheaper).runs >= SHADOWS_TO_TELL {
+            return;
+        }
+        of.busy = busy;
         self.shadows.since[k] = 0;
         self.shadows.running = true;
         self.start_shadow(cx, end, job, input, rung, of);
@@ -97,6 +113,7 @@ impl Book {
                 other: answer.clone(),
                 richest: true,
                 cheaper: ran,
+                busy: false,
             };
             return Some((rungs[0].clone(), of));
         }
@@ -108,6 +125,7 @@ impl Book {
             other: answer.clone(),
             richest: false,
             cheaper: cheaper.name().to_string(),
+            busy: false,
         };
         Some((cheaper, of))
     }
@@ -124,9 +142,14 @@ impl Book {
         self.next_tag += 1;
         let tag = self.next_tag;
         let k = job.kind.index();
-        // Lax: a shadow waits behind every job due, and is never late enough to matter.
-        let mean = self.costs.job_dist(job.kind, rung.name(), now).mean();
-        let deadline = now.saturating_add(mean.saturating_mul(20).max(2_000_000_000));
+        // Lax: a shadow waits behind every job due, and is never late enough to matter;
+        // while the device is busy, as one more input of its kind arriving now.
+        let deadline = if of.busy {
+            now.saturating_add(job.deadline.saturating_sub(job.release))
+        } else {
+            let mean = self.costs.job_dist(job.kind, rung.name(), now).mean();
+            now.saturating_add(mean.saturating_mul(20).max(2_000_000_000))
+        };
         let mut shadow = job.shadow_of(now, deadline, of);
         shadow.rung = Some(rung.clone());
         self.jobs.insert(tag, shadow);
@@ -181,6 +204,7 @@ impl Book {
         };
         self.accuracy.compared(job.kind, &of.cheaper, score.correct);
         self.decisions.shadows += 1;
+        self.decisions.shadows_busy += u64::from(of.busy);
     }
 }
 

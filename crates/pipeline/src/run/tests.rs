@@ -948,3 +948,56 @@ fn a_frame_behind_a_running_step_is_predicted_as_waiting_and_kept_where_likely_o
     );
     assert_eq!(with.asr.on_time, with.asr.offered, "{:?}", with.asr);
 }
+
+#[test]
+fn a_camera_that_outruns_its_worker_at_the_richest_rung_reads_cheaper_as_the_frames_to_come_count()
+{
+    // One worker; a 15 fps camera (a frame every 67 ms, due in 200 ms) whose frames take
+    // 80 ms at the richest rung and 30 ms at the cheaper ones, which the shadow
+    // comparisons find as right; transcriptions of 300 ms and a few prompts on the same
+    // worker. One frame alone fits at the richest rung, but the camera outruns the worker
+    // there: the richest rung's extra 50 ms is paid by the frames that arrive meanwhile,
+    // which the work already admitted does not show.
+    let costs = Costs {
+        vision: 80 * MS,
+        vision_cheaper: 30 * MS,
+        ..QUICK
+    };
+    let run = |inputs_to_come| {
+        let mechanisms = Mechanisms {
+            inputs_to_come,
+            ..Mechanisms::default()
+        };
+        run_virtual(scenario_on(1, 40, 15, 2, 5), costs, mechanisms)
+    };
+    let with = run(true);
+    let without = run(false);
+    for s in [&with, &without] {
+        assert_all_accounted(s);
+        assert!(s.vision.offered >= 550, "{:?}", s.vision);
+    }
+    let cheaper = |s: &RunSummary| {
+        let richest = s.vision.rung_counts.get("det320").copied().unwrap_or(0);
+        s.vision.rung_counts.values().sum::<u64>() - richest
+    };
+    // Counting the frames to come, a share of the frames is read cheaper and the camera
+    // is kept up with; without, every frame is read at the richest rung and the frames
+    // behind are shed.
+    assert!(
+        cheaper(&with) * 10 >= with.vision.offered,
+        "{:?}",
+        with.vision
+    );
+    assert_eq!(cheaper(&without), 0, "{:?}", without.vision);
+    assert!(
+        with.vision.on_time * 100 >= with.vision.offered * 98,
+        "{:?}",
+        with.vision
+    );
+    assert!(
+        with.vision.on_time >= without.vision.on_time + without.vision.offered / 10,
+        "{} vs {}",
+        with.vision.on_time,
+        without.vision.on_time
+    );
+}

@@ -28,7 +28,7 @@ pub fn section(d: &DecisionsSummary) -> String {
          <tr><th>wrong in hindsight: degraded, the richest rung would have fit</th><td>{}</td></tr>\
          <tr><th>wrong in hindsight: shed, the device then stood idle long enough</th><td>{}</td></tr>\
          <tr><th>OCR lines decided after detection: all read / cut short</th><td>{} / {}</td></tr>\
-         <tr><th>shadow comparisons</th><td>{}</td></tr>\
+         <tr><th>shadow comparisons (of which while the device was busy)</th><td>{} ({})</td></tr>\
          <tr><th>kept though the core's high-percentile admission shed them</th><td>{}</td></tr>\
          </tbody></table>",
         d.decided,
@@ -40,6 +40,7 @@ pub fn section(d: &DecisionsSummary) -> String {
         d.lines_all_read,
         d.lines_cut,
         d.shadows,
+        d.shadows_busy,
         d.kept_over_core
     );
     out.push_str(&rungs_table(d));
