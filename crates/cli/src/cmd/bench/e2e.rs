@@ -46,9 +46,15 @@ pub struct E2eArgs {
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
     /// a step at risk, thread grants to a lone step, rungs, choosing by expected value,
     /// exploration, lines decided after detection, shadow comparisons, the steps running
-    /// counted in admission): what each is worth here.
+    /// counted in admission, the inputs still to come counted in a rung's value): what each
+    /// is worth here.
     #[arg(long)]
     ablate: bool,
+    /// Run only these columns, by the names the table prints (comma-separated, e.g.
+    /// `mmsched,static-priority-cheapest,mmsched-no-expected-value`): a quicker comparison
+    /// of a few. An ablation column may be named without `--ablate`.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    columns: Vec<String>,
     /// Platform integration, the same for every scheduler (overrides --no-platform).
     #[arg(long, value_enum, value_name = "on|off")]
     platform: Option<PlatformArg>,
@@ -87,10 +93,8 @@ struct Column {
     rungs: Option<RungMode>,
 }
 
-/// The comparison's columns before the ablations: the four schedulers, then
-/// static-priority with every job at its cheapest rung.
-const MAIN_COLUMNS: usize = SchedulerKind::ALL.len() + 1;
-
+/// The comparison's columns: the four schedulers, static-priority with every job at its
+/// cheapest rung, then with `ablate` mmsched with one mechanism off each.
 fn columns(ablate: bool) -> Vec<Column> {
     let mut c: Vec<Column> = SchedulerKind::ALL
         .into_iter()
@@ -124,6 +128,7 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-lines-after-detection" => "mmsched-no-lines-after-detection",
                 "no-shadows" => "mmsched-no-shadows",
                 "no-running-steps" => "mmsched-no-running-steps",
+                "no-inputs-to-come" => "mmsched-no-inputs-to-come",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
@@ -132,6 +137,34 @@ fn columns(ablate: bool) -> Vec<Column> {
         }));
     }
     c
+}
+
+/// The columns of `bench e2e`: every one (with the ablations if `ablate`), or only those
+/// `named`, in the table's order.
+fn select_columns(ablate: bool, named: &[String]) -> Result<Vec<Column>> {
+    if named.is_empty() {
+        return Ok(columns(ablate));
+    }
+    let all = columns(true);
+    if let Some(unknown) = named
+        .iter()
+        .find(|n| !all.iter().any(|c| c.name == n.as_str()))
+    {
+        let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+        anyhow::bail!(
+            "bench e2e --columns: there is no column `{unknown}`; name some of: {}",
+            names.join(", ")
+        );
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| named.iter().any(|n| n == c.name))
+        .collect())
+}
+
+/// Whether `column` is mmsched with a mechanism off (the table of ablations).
+fn is_ablation(column: &Column) -> bool {
+    column.name.starts_with("mmsched-no-")
 }
 
 /// The order of round `round` over `n` columns: rotated by one each round (ABCD, BCDA, …).
@@ -147,7 +180,7 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
     if let Some(platform) = a.platform {
         scenario_args.no_platform = platform == PlatformArg::Off;
     }
-    let columns = columns(a.ablate);
+    let columns = select_columns(a.ablate, &a.columns)?;
     let mut results: Vec<Vec<RunSummary>> = vec![Vec::new(); columns.len()];
     // Per column, what the neighbour did beside each of its runs.
     let mut beside: Vec<Vec<NeighbourProgress>> = vec![Vec::new(); columns.len()];
@@ -240,15 +273,23 @@ pub fn run(a: E2eArgs) -> Result<ExitCode> {
              for all, background load burnt by CPU time. Cells: median (min–max) over the \
              runs; `tie` where a lead is not larger than the spread."
         );
-        outln!(
-            "{}",
-            render_repeated(&groups[..MAIN_COLUMNS.min(groups.len())])
-        );
-        if groups.len() > MAIN_COLUMNS {
+        let (ablations, main): (Vec<_>, Vec<_>) = columns
+            .iter()
+            .zip(&groups)
+            .partition(|(c, _)| is_ablation(c));
+        if !main.is_empty() {
+            let main: Vec<_> = main.into_iter().map(|(_, g)| *g).collect();
+            outln!("{}", render_repeated(&main));
+        }
+        if !ablations.is_empty() {
             outln!("Ablations: mmsched with one mechanism off.");
-            let mut ablation = vec![groups[0]];
-            ablation.extend_from_slice(&groups[MAIN_COLUMNS..]);
-            outln!("{}", render_repeated(&ablation));
+            let mut table: Vec<_> = groups
+                .iter()
+                .filter(|g| g.0 == "mmsched")
+                .copied()
+                .collect();
+            table.extend(ablations.into_iter().map(|(_, g)| *g));
+            outln!("{}", render_repeated(&table));
         }
         if a.bound {
             print_bound(&round_bounds, &columns, &results);
@@ -408,6 +449,30 @@ mod tests {
             c.iter().all(|c| !c.name.starts_with("no-")),
             "every ablation is named"
         );
+    }
+
+    #[test]
+    fn columns_may_be_named_and_an_unknown_name_lists_the_known_ones() {
+        let named = |n: &[&str]| {
+            let n: Vec<String> = n.iter().map(|s| s.to_string()).collect();
+            select_columns(false, &n)
+        };
+        let picked = named(&["mmsched-no-shadows", "mmsched"]).expect("known names");
+        let names: Vec<&str> = picked.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["mmsched", "mmsched-no-shadows"],
+            "in the table's order"
+        );
+        assert!(is_ablation(&picked[1]) && !is_ablation(&picked[0]));
+        let e = named(&["mmsched", "lifo"])
+            .expect_err("no column lifo")
+            .to_string();
+        assert!(
+            e.contains("`lifo`") && e.contains("static-priority-cheapest"),
+            "{e}"
+        );
+        assert_eq!(named(&[]).expect("all").len(), columns(false).len());
     }
 
     #[test]
