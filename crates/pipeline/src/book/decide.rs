@@ -93,6 +93,26 @@ pub(super) struct RungFigures {
     pub dominated: bool,
 }
 
+/// The admitted jobs on the same lanes as a job being decided (as
+/// [`Book::admitted_beside`] lists them), each with the mean of what is left of it.
+struct Beside {
+    jobs: Vec<(Kind, String, Nanos, u32, Nanos, f64)>,
+    rests: Vec<Nanos>,
+}
+
+impl Beside {
+    /// What is left of the jobs due no later than `deadline`, but the `except`-th.
+    fn due_by(&self, deadline: Nanos, except: Option<usize>) -> Nanos {
+        self.jobs
+            .iter()
+            .zip(&self.rests)
+            .enumerate()
+            .filter(|&(m, ((.., d, _), _))| Some(m) != except && *d <= deadline)
+            .map(|(_, (_, rest))| *rest)
+            .sum()
+    }
+}
+
 /// How a cost distribution is read for the work ahead: its mean (mmsched's choice: the
 /// sum of several jobs' costs lies near the sum of their means), or a high percentile
 /// (the rule before it).
@@ -281,7 +301,8 @@ impl Book {
 
     /// What running the job of `tag` at `f`'s rung from `start` is worth: its importance
     /// times its chance to be right times its chance to end by its deadline, less what its
-    /// time costs the admitted work behind it; and that chance to end in time.
+    /// time costs the admitted work behind it and the inputs still to come; and that chance
+    /// to end in time.
     fn value_of(
         &mut self,
         tag: u64,
@@ -293,16 +314,18 @@ impl Book {
     ) -> (f64, f64) {
         let p_on = self.p_on_time(kind, f.rung.name(), (start, deadline), now);
         let gain = importance * f.estimate.p_right * p_on;
-        let behind = self.loss_behind(tag, kind, deadline, importance, f.mean_cost, now);
-        let to_come = self.loss_to_come(tag, kind, f, start, now);
+        let beside = self.beside(tag, kind, now);
+        let behind = self.loss_behind(&beside, kind, (deadline, importance), f.mean_cost, now);
+        let to_come = self.loss_to_come(&beside, kind, f, start, now);
         (gain - behind - to_come, p_on)
     }
 
-    /// What running the job of `tag` at `f`'s rung from `start` costs the inputs still to
-    /// come from its kind's own stream, at the same rung ([`super::to_come`]).
+    /// What running a `kind` job at `f`'s rung from `start` costs the inputs still to come
+    /// from its kind's own stream, at the same rung ([`super::to_come`]), with the admitted
+    /// work `beside` it.
     fn loss_to_come(
         &mut self,
-        tag: u64,
+        beside: &Beside,
         kind: Kind,
         f: &RungFigures,
         start: Nanos,
@@ -318,21 +341,9 @@ impl Book {
             return 0.0;
         }
         let cost = self.costs.job_dist(kind, f.rung.name(), now);
-        let beside: Vec<(Nanos, Nanos)> = self
-            .admitted_beside(tag, kind, now)
-            .into_iter()
-            .map(|(k, rung, done, steps, d, _)| {
-                (d, self.rest_of((k, &rung, done, steps), now, Reading::Mean))
-            })
-            .collect();
         let mut loss = 0.0;
         for (release, deadline, importance) in expected {
-            let queued = beside
-                .iter()
-                .filter(|&&(d, _)| d <= deadline)
-                .map(|&(_, rest)| rest)
-                .sum::<Nanos>()
-                / lanes;
+            let queued = beside.due_by(deadline, None) / lanes;
             let lost = super::to_come::chance_lost(
                 &cost,
                 (release, deadline),
@@ -549,6 +560,17 @@ impl Book {
             .collect()
     }
 
+    /// The admitted jobs beside the job of `tag` ([`Self::admitted_beside`]), each with the
+    /// mean of what is left of it.
+    fn beside(&mut self, tag: u64, kind: Kind, now: Nanos) -> Beside {
+        let jobs = self.admitted_beside(tag, kind, now);
+        let rests = jobs
+            .iter()
+            .map(|(k, r, done, steps, ..)| self.rest_of((*k, r, *done, *steps), now, Reading::Mean))
+            .collect();
+        Beside { jobs, rests }
+    }
+
     pub(super) fn lanes_of(&self, kind: Kind) -> Nanos {
         if kind == Kind::Vad {
             1
@@ -585,34 +607,21 @@ impl Book {
     /// from its ending in time.
     fn loss_behind(
         &mut self,
-        tag: u64,
+        beside: &Beside,
         kind: Kind,
-        deadline: Nanos,
-        importance: f64,
+        (deadline, importance): (Nanos, f64),
         extra: Nanos,
         now: Nanos,
     ) -> f64 {
         let lanes = self.lanes_of(kind);
-        let beside = self.admitted_beside(tag, kind, now);
-        let rests: Vec<Nanos> = beside
-            .iter()
-            .map(|(k, r, done, steps, ..)| self.rest_of((*k, r, *done, *steps), now, Reading::Mean))
-            .collect();
         let shift = extra / lanes;
         let mut loss = 0.0;
-        for (i, (k, rung, done, steps, d, imp)) in beside.iter().enumerate() {
+        for (i, (k, rung, done, steps, d, imp)) in beside.jobs.iter().enumerate() {
             let behind = *d > deadline || (*d == deadline && *imp < importance);
             if !behind {
                 continue;
             }
-            let ahead: Nanos = beside
-                .iter()
-                .zip(&rests)
-                .enumerate()
-                .filter(|&(m, ((.., dm, _), _))| m != i && *dm <= *d)
-                .map(|(_, (_, r))| *r)
-                .sum::<Nanos>()
-                / lanes;
+            let ahead = beside.due_by(*d, Some(i)) / lanes;
             let budget = d.saturating_sub(now.saturating_add(ahead));
             let before = self.chance_within(*k, rung, *done, *steps, budget, now);
             let after =
