@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::backend::BackendError;
-use crate::tensor::TensorF32;
+use crate::tensor::{TensorF32, TensorInfo};
 
 /// One loaded ONNX model, ready to run.
 pub trait OnnxSession: Send {
@@ -25,6 +25,12 @@ pub trait OnnxSession: Send {
 
     /// The engine that runs this session.
     fn engine(&self) -> EngineKind;
+
+    /// The graph's inputs and outputs (names, element types, shapes), where the engine
+    /// can tell them before a run; `None` where it cannot (tract, the default).
+    fn signature(&self) -> Option<(&[TensorInfo], &[TensorInfo])> {
+        None
+    }
 }
 
 /// The ONNX engines mmsched can use.

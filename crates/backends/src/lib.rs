@@ -8,7 +8,9 @@
 //! |---|---|
 //! | [`engine`] | choosing an ONNX engine (tract / ONNX Runtime) and its threads |
 //! | `tract`, `ort` | the ONNX engines (cargo features `tract` and `ort`, both default; ONNX Runtime preferred where its library loads) |
+//! | [`step`] | the step-model trait every model the scheduler runs implements |
 //! | [`ocr`] | PP-OCRv4 text detection + recognition |
+//! | [`onnx`] | the user's own ONNX models: inputs read from the graph, images pre-processed, classes ranked |
 //! | [`vad`] | Silero voice activity detection |
 //! | [`gate`] | the cheap blur / darkness routing gate for frames (S4) |
 //! | [`profile`] | device latency profiles (P50/P95/P99 per stage) and how to measure them |
@@ -26,6 +28,7 @@ pub mod gate;
 #[cfg(feature = "candle")]
 pub mod llm;
 pub mod ocr;
+pub mod onnx;
 #[cfg(feature = "ort")]
 pub mod ort;
 pub mod paths;
@@ -33,6 +36,7 @@ pub mod probe;
 pub mod profile;
 #[cfg(feature = "candle")]
 pub mod rung_profile;
+pub mod step;
 pub mod tensor;
 #[cfg(feature = "candle")]
 pub mod threads;
@@ -48,4 +52,5 @@ pub use candle_core;
 pub use engine::{EngineKind, EngineOptions, OnnxSession, open_session};
 pub use frame::RgbFrame;
 pub use probe::{StageTiming, run_timed};
-pub use tensor::TensorF32;
+pub use step::StepModel;
+pub use tensor::{DataType, TensorF32, TensorInfo};

@@ -41,3 +41,68 @@ impl TensorF32 {
         self.data.is_empty()
     }
 }
+
+/// The element type of a model's input or output, by the names the Open Inference Protocol
+/// (KServe v2) gives them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// 32-bit float: the one type the engines are fed and read here.
+    Fp32,
+    /// Any other element type, by its protocol name (`INT64`, `UINT8`, `FP16`, `BYTES` …).
+    Other(String),
+}
+
+impl DataType {
+    /// The protocol's name (`FP32`, `INT64` …).
+    pub fn as_str(&self) -> &str {
+        match self {
+            DataType::Fp32 => "FP32",
+            DataType::Other(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for DataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One input or output of a loaded model, as its graph declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorInfo {
+    /// The name in the graph.
+    pub name: String,
+    /// The element type.
+    pub datatype: DataType,
+    /// Dimensions, outermost first; `-1` where the graph leaves a dimension free.
+    pub shape: Vec<i64>,
+}
+
+impl TensorInfo {
+    /// The shape as `[N, 3, 224, 224]`, with `N` for a free dimension.
+    pub fn shape_text(&self) -> String {
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    "N".to_string()
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        format!("[{}]", dims.join(", "))
+    }
+
+    /// Whether a tensor of `shape` fits: the same rank, and every fixed dimension equal.
+    pub fn accepts(&self, shape: &[usize]) -> bool {
+        shape.len() == self.shape.len()
+            && self
+                .shape
+                .iter()
+                .zip(shape)
+                .all(|(&want, &got)| want < 0 || want as usize == got)
+    }
+}

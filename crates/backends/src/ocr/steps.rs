@@ -226,3 +226,48 @@ impl OcrPipeline {
         Ok(batch.len())
     }
 }
+
+/// OCR as a step model: a frame and its plan in, detection then recognition a batch of
+/// lines at a time, its lines out; after detection the scheduler may keep fewer lines.
+impl crate::step::StepModel for OcrPipeline {
+    type Input = (RgbFrame, OcrPlan);
+    type Job = OcrReading;
+    type Output = Vec<OcrLine>;
+
+    fn name(&self) -> &str {
+        crate::Backend::name(self)
+    }
+
+    fn begin(&self, (frame, plan): Self::Input) -> Result<OcrReading, BackendError> {
+        OcrPipeline::begin(self, frame, plan)
+    }
+
+    fn next_step(&self, job: &OcrReading) -> Option<&'static str> {
+        job.next_step().map(OcrStepKind::as_str)
+    }
+
+    fn step(&mut self, job: &mut OcrReading) -> Result<(), BackendError> {
+        OcrPipeline::step(self, job).map(|_| ())
+    }
+
+    fn finish(&self, job: OcrReading) -> Result<Vec<OcrLine>, BackendError> {
+        job.into_lines()
+    }
+
+    fn parts_left(&self, job: &OcrReading) -> Option<usize> {
+        let detected = job.next_step() == Some(OcrStepKind::Recognize);
+        (detected && job.lines_left() > 0).then(|| job.lines_left())
+    }
+
+    fn keep_parts(&self, job: &mut OcrReading, n: usize) {
+        job.keep_lines(n);
+    }
+
+    fn parts_per_step(&self, job: &OcrReading) -> usize {
+        job.plan.lines_per_step.max(1)
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        crate::Backend::memory_bytes(self)
+    }
+}

@@ -8,13 +8,57 @@ use ::ort::value::Tensor;
 use super::model::environment;
 use crate::backend::BackendError;
 use crate::engine::{EngineKind, OnnxSession};
-use crate::tensor::TensorF32;
+use crate::tensor::{DataType, TensorF32, TensorInfo};
 
 /// A model loaded into ONNX Runtime with explicit thread counts.
 #[derive(Debug)]
 pub struct OrtSession {
     session: Session,
     metadata: Vec<(String, String)>,
+    inputs: Vec<TensorInfo>,
+    outputs: Vec<TensorInfo>,
+}
+
+/// A graph's input or output as the engine-neutral [`TensorInfo`].
+fn tensor_info(outlet: &::ort::value::Outlet) -> TensorInfo {
+    use ::ort::value::{TensorElementType, ValueType};
+    let (datatype, shape) = match outlet.dtype() {
+        ValueType::Tensor { ty, shape, .. } => {
+            let datatype = match ty {
+                TensorElementType::Float32 => DataType::Fp32,
+                other => DataType::Other(protocol_name(*other)),
+            };
+            (datatype, shape.iter().copied().collect())
+        }
+        other => (DataType::Other(other.to_string()), Vec::new()),
+    };
+    TensorInfo {
+        name: outlet.name().to_string(),
+        datatype,
+        shape,
+    }
+}
+
+/// The Open Inference Protocol's name of an element type other than `FP32`.
+fn protocol_name(ty: ::ort::value::TensorElementType) -> String {
+    use ::ort::value::TensorElementType as T;
+    match ty {
+        T::Float64 => "FP64",
+        T::Float16 => "FP16",
+        T::Bfloat16 => "BF16",
+        T::Int8 => "INT8",
+        T::Int16 => "INT16",
+        T::Int32 => "INT32",
+        T::Int64 => "INT64",
+        T::Uint8 => "UINT8",
+        T::Uint16 => "UINT16",
+        T::Uint32 => "UINT32",
+        T::Uint64 => "UINT64",
+        T::Bool => "BOOL",
+        T::String => "BYTES",
+        other => return format!("{other:?}").to_uppercase(),
+    }
+    .to_string()
 }
 
 fn engine_err(e: ::ort::Error) -> BackendError {
@@ -49,7 +93,14 @@ impl OrtSession {
                 }
             }
         }
-        Ok(Self { session, metadata })
+        let inputs = session.inputs().iter().map(tensor_info).collect();
+        let outputs = session.outputs().iter().map(tensor_info).collect();
+        Ok(Self {
+            session,
+            metadata,
+            inputs,
+            outputs,
+        })
     }
 
     /// The underlying ONNX Runtime session (for direct-call benchmarks).
@@ -90,5 +141,9 @@ impl OnnxSession for OrtSession {
 
     fn engine(&self) -> EngineKind {
         EngineKind::Ort
+    }
+
+    fn signature(&self) -> Option<(&[TensorInfo], &[TensorInfo])> {
+        Some((&self.inputs, &self.outputs))
     }
 }

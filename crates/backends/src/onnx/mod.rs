@@ -1,0 +1,18 @@
+//! The user's own ONNX models: any graph file, its inputs and outputs read from the graph,
+//! run under the scheduler as a [`StepModel`](crate::step::StepModel) of one step (`run`).
+//!
+//! A job is fed either tensors (one per graph input, in the graph's order) or an image,
+//! which an [`ImageSpec`] turns into the model's image input (resize, layout, channel
+//! order, scale, mean and std). The result is every output tensor as the engine returned
+//! it, and, for a classifier declared with [`ClassesSpec`], the top classes of each row.
+//!
+//! Files: `model.rs` loading, checking inputs, the step; `image.rs` the image
+//! pre-processing; `classes.rs` the top-k of a classifier's scores.
+
+mod classes;
+mod image;
+mod model;
+
+pub use classes::{ClassScore, ClassesSpec};
+pub use image::{ChannelOrder, ImageSpec, Layout, Resize};
+pub use model::{OnnxInput, OnnxJob, OnnxModel, OnnxModelSpec, OnnxOutput};

@@ -1,0 +1,279 @@
+//! One user's ONNX model: loaded from a file, its inputs checked once, each job one engine
+//! call.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::classes::{ClassScore, ClassesPlan, ClassesSpec};
+use super::image::{ImagePlan, ImageSpec};
+use crate::backend::BackendError;
+use crate::engine::{EngineOptions, OnnxSession, open_session};
+use crate::frame::RgbFrame;
+use crate::step::StepModel;
+use crate::tensor::{DataType, TensorF32, TensorInfo};
+
+/// A model as a scenario's `[[models]]` entry or `--model NAME=FILE` declares it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxModelSpec {
+    /// The name clients and results use (`orientation`, `detector` …).
+    pub name: String,
+    /// The `.onnx` file.
+    pub file: PathBuf,
+    /// How an image becomes its image input, for a model fed images.
+    #[serde(default)]
+    pub image: Option<ImageSpec>,
+    /// How its output reads as classes, for a classifier.
+    #[serde(default)]
+    pub classes: Option<ClassesSpec>,
+}
+
+/// What one job hands in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnnxInput {
+    /// An image, for a model with an image input.
+    Image(RgbFrame),
+    /// One tensor per graph input, in the graph's order.
+    Tensors(Vec<TensorF32>),
+}
+
+/// A job between its steps: its input tensors until the step runs, then its outputs.
+#[derive(Debug)]
+pub struct OnnxJob {
+    input: Option<OnnxInput>,
+    outputs: Option<Vec<TensorF32>>,
+}
+
+/// A finished job's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnnxOutput {
+    /// Every output, named as in the graph, in the graph's order.
+    pub tensors: Vec<(String, TensorF32)>,
+    /// For a classifier: the best classes of each row of its scores.
+    pub classes: Option<Vec<Vec<ClassScore>>>,
+}
+
+/// A loaded ONNX model of the user's.
+pub struct OnnxModel {
+    name: String,
+    session: Box<dyn OnnxSession>,
+    inputs: Vec<TensorInfo>,
+    outputs: Vec<TensorInfo>,
+    image: Option<ImagePlan>,
+    classes: Option<ClassesPlan>,
+    file_bytes: u64,
+}
+
+impl std::fmt::Debug for OnnxModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxModel")
+            .field("name", &self.name)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+/// The one step of every job.
+pub const RUN_STEP: &str = "run";
+
+impl OnnxModel {
+    /// Loads `spec.file` with the engine in `options` and checks that every input can be
+    /// fed: an error names the input, its type and shape, and the fix.
+    pub fn load(spec: &OnnxModelSpec, options: &EngineOptions) -> Result<Self, BackendError> {
+        let name = spec.name.clone();
+        let session = open_session(&spec.file, options)?;
+        let Some((inputs, outputs)) = session.signature() else {
+            return Err(BackendError::unavailable(
+                "ONNX Runtime",
+                format!(
+                    "model {name}: the {} engine cannot read a graph's inputs and outputs; your own ONNX models run on ONNX Runtime: run `mmsched models fetch --only onnxruntime` and drop `--engine tract`",
+                    session.engine()
+                ),
+            ));
+        };
+        let (inputs, outputs) = (inputs.to_vec(), outputs.to_vec());
+        if let Some(bad) = inputs.iter().find(|i| i.datatype != DataType::Fp32) {
+            return Err(BackendError::InvalidInput(format!(
+                "model {name}: input `{}` is {} {}; this build feeds FP32 inputs only: export the model with a float input (or cast in the graph)",
+                bad.name,
+                bad.datatype,
+                bad.shape_text()
+            )));
+        }
+        let image = spec
+            .image
+            .as_ref()
+            .map(|s| s.plan(&name, &inputs))
+            .transpose()?;
+        let classes = spec
+            .classes
+            .as_ref()
+            .map(|c| c.plan(&name, &outputs, |k| session.metadata(k)))
+            .transpose()?;
+        let file_bytes = std::fs::metadata(&spec.file).map_or(0, |m| m.len());
+        Ok(Self {
+            name,
+            session,
+            inputs,
+            outputs,
+            image,
+            classes,
+            file_bytes,
+        })
+    }
+
+    /// The graph's inputs.
+    pub fn inputs(&self) -> &[TensorInfo] {
+        &self.inputs
+    }
+
+    /// The graph's outputs.
+    pub fn outputs(&self) -> &[TensorInfo] {
+        &self.outputs
+    }
+
+    /// Whether it takes images (an image spec was declared).
+    pub fn takes_images(&self) -> bool {
+        self.image.is_some()
+    }
+
+    /// The image size it is fed, for a model that takes images.
+    pub fn image_size(&self) -> Option<(u32, u32)> {
+        self.image.as_ref().map(ImagePlan::size)
+    }
+
+    /// Whether its output reads as classes.
+    pub fn is_classifier(&self) -> bool {
+        self.classes.is_some()
+    }
+
+    /// The engine running it.
+    pub fn engine(&self) -> crate::engine::EngineKind {
+        self.session.engine()
+    }
+
+    /// The input tensors of a job, checked against the graph.
+    fn tensors(&self, input: OnnxInput) -> Result<Vec<TensorF32>, BackendError> {
+        let name = &self.name;
+        match input {
+            OnnxInput::Image(frame) => {
+                let Some(plan) = &self.image else {
+                    return Err(BackendError::InvalidInput(format!(
+                        "model {name} was not declared with an image input: send its tensors ({}), or declare `image` for it",
+                        self.inputs_text()
+                    )));
+                };
+                if self.inputs.len() != 1 {
+                    return Err(BackendError::InvalidInput(format!(
+                        "model {name} takes {} inputs ({}); an image feeds one: send every input as a tensor",
+                        self.inputs.len(),
+                        self.inputs_text()
+                    )));
+                }
+                Ok(vec![plan.tensor(&frame)])
+            }
+            OnnxInput::Tensors(tensors) => {
+                if tensors.len() != self.inputs.len() {
+                    return Err(BackendError::InvalidInput(format!(
+                        "model {name} takes {} inputs ({}), got {}",
+                        self.inputs.len(),
+                        self.inputs_text(),
+                        tensors.len()
+                    )));
+                }
+                for (info, t) in self.inputs.iter().zip(&tensors) {
+                    if !info.accepts(&t.shape) {
+                        return Err(BackendError::InvalidInput(format!(
+                            "model {name}: input `{}` must be {}, got {:?}",
+                            info.name,
+                            info.shape_text(),
+                            t.shape
+                        )));
+                    }
+                }
+                Ok(tensors)
+            }
+        }
+    }
+
+    fn inputs_text(&self) -> String {
+        let all: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|i| format!("`{}` {} {}", i.name, i.datatype, i.shape_text()))
+            .collect();
+        all.join(", ")
+    }
+}
+
+impl StepModel for OnnxModel {
+    type Input = OnnxInput;
+    type Job = OnnxJob;
+    type Output = OnnxOutput;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn begin(&self, input: OnnxInput) -> Result<OnnxJob, BackendError> {
+        // The cheap checks now, so a bad request fails before it is booked.
+        if let OnnxInput::Tensors(t) = &input {
+            self.tensors(OnnxInput::Tensors(t.clone()))?;
+        } else if self.image.is_none() || self.inputs.len() != 1 {
+            self.tensors(input.clone())?;
+        }
+        Ok(OnnxJob {
+            input: Some(input),
+            outputs: None,
+        })
+    }
+
+    fn next_step(&self, job: &OnnxJob) -> Option<&'static str> {
+        job.outputs.is_none().then_some(RUN_STEP)
+    }
+
+    fn step(&mut self, job: &mut OnnxJob) -> Result<(), BackendError> {
+        let Some(input) = job.input.take() else {
+            return Err(BackendError::InvalidInput(
+                "the job has run: take its result".into(),
+            ));
+        };
+        let tensors = self.tensors(input)?;
+        job.outputs = Some(self.session.run(tensors)?);
+        Ok(())
+    }
+
+    fn finish(&self, job: OnnxJob) -> Result<OnnxOutput, BackendError> {
+        let Some(outputs) = job.outputs else {
+            return Err(BackendError::InvalidInput(
+                "the job has not run yet: run its step first".into(),
+            ));
+        };
+        let classes = match &self.classes {
+            Some(plan) => {
+                let scores = outputs.get(plan.output).ok_or_else(|| {
+                    BackendError::engine(
+                        "ONNX Runtime",
+                        "the engine returned fewer outputs than the graph lists",
+                    )
+                })?;
+                Some(plan.top(scores)?)
+            }
+            None => None,
+        };
+        let tensors = self
+            .outputs
+            .iter()
+            .map(|o| o.name.clone())
+            .zip(outputs)
+            .collect();
+        Ok(OnnxOutput { tensors, classes })
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        // The weights, once, and about as much again for the engine's arenas.
+        self.file_bytes * 2
+    }
+}
