@@ -24,6 +24,10 @@ pub trait StepModel: Send {
     /// The job's result.
     type Output;
 
+    /// The label of a job's first step, before it begins (the cost model prices it before
+    /// the job holds a model).
+    const FIRST_STEP: &'static str;
+
     /// A short stable name (`ppocr-v4`, or the name the user gave the model).
     fn name(&self) -> &str;
 
@@ -31,8 +35,10 @@ pub trait StepModel: Send {
     /// runs here; the first step does.
     fn begin(&self, input: Self::Input) -> Result<Self::Job, BackendError>;
 
-    /// The label of the job's next step, or `None` once it has finished.
-    fn next_step(&self, job: &Self::Job) -> Option<&'static str>;
+    /// The label of the job's next step, or `None` once it has finished. (Read from the job
+    /// alone, as the next three: the scheduler asks between steps, without taking a model
+    /// another job may be running on.)
+    fn next_step(job: &Self::Job) -> Option<&'static str>;
 
     /// Runs the job's next step.
     fn step(&mut self, job: &mut Self::Job) -> Result<(), BackendError>;
@@ -43,19 +49,19 @@ pub trait StepModel: Send {
     /// How many parts of its input the rest of the job would read, once a step has found
     /// them and before it reads any (an OCR job's lines after its detection); `None` for a
     /// model without parts (the default).
-    fn parts_left(&self, job: &Self::Job) -> Option<usize> {
+    fn parts_left(job: &Self::Job) -> Option<usize> {
         let _ = job;
         None
     }
 
     /// Lets the job read only `n` of the parts [`StepModel::parts_left`] counted, those it
     /// is surest of. A model without parts ignores it (the default).
-    fn keep_parts(&self, job: &mut Self::Job, n: usize) {
+    fn keep_parts(job: &mut Self::Job, n: usize) {
         let _ = (job, n);
     }
 
     /// Parts each later step reads (1 by default).
-    fn parts_per_step(&self, job: &Self::Job) -> usize {
+    fn parts_per_step(job: &Self::Job) -> usize {
         let _ = job;
         1
     }
@@ -68,7 +74,7 @@ pub trait StepModel: Send {
 /// for callers outside the scheduler (a benchmark, a reference check).
 pub fn run_to_end<M: StepModel>(model: &mut M, input: M::Input) -> Result<M::Output, BackendError> {
     let mut job = model.begin(input)?;
-    while model.next_step(&job).is_some() {
+    while M::next_step(&job).is_some() {
         model.step(&mut job)?;
     }
     model.finish(job)

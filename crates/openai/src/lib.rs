@@ -87,7 +87,7 @@ impl ClassSettings {
         let (deadline_ms, max_concurrent) = match kind {
             Kind::Llm => (30_000, 4),
             Kind::Asr => (10_000, 2),
-            Kind::Vision | Kind::Vad => (2_000, 4),
+            Kind::Vision | Kind::Vad | Kind::Model(_) => (2_000, 4),
         };
         Self {
             deadline_ms,
@@ -110,6 +110,8 @@ pub struct OpenAi {
     keys: Option<keys::ApiKeys>,
     /// Memory for decoding uploads, shared by every request.
     budget: Arc<bounds::DecodeBudget>,
+    /// The user's own models (served over the v2 protocol).
+    user_models: Vec<v2::UserModel>,
 }
 
 impl std::fmt::Debug for OpenAi {
@@ -162,7 +164,27 @@ impl OpenAi {
             results,
             keys,
             budget: bounds::DecodeBudget::new(bounds::DECODE_BUDGET_BYTES),
+            user_models: Vec::new(),
         }
+    }
+
+    /// The same, also serving `models` of the user's own over the v2 protocol, each class
+    /// with `settings` where given, else the defaults of a vision class.
+    pub fn with_user_models(
+        mut self,
+        models: Vec<v2::UserModel>,
+        settings: &BTreeMap<Kind, ClassSettings>,
+    ) -> Self {
+        for m in &models {
+            let s = settings
+                .get(&m.kind)
+                .copied()
+                .unwrap_or_else(|| ClassSettings::default_for(m.kind));
+            self.classes.insert(m.kind, s);
+            self.active.insert(m.kind, AtomicUsize::new(0));
+        }
+        self.user_models = models;
+        self
     }
 
     /// The same with `bytes` of memory for decoding uploads at once (default

@@ -15,14 +15,18 @@ use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::{LlmOptions, LlmSession};
 
 pub use crate::sessions::{LlmLease, LlmPool};
+use mmsched_backends::StepModel;
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
+use mmsched_backends::onnx::{OnnxInput, OnnxModel, OnnxModelSpec};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
+use mmsched_core::Modality;
 use mmsched_core::time::{Clock, MonotonicClock};
 use mmsched_models::{Artifact, ModelPaths};
 use mmsched_scenario::{ModelKind, Scenario};
 
 use crate::config::RunError;
+use crate::stats::Kind;
 
 /// Detector input of the camera stream: one fixed plan for the 16:9 frames (640×360 scaled
 /// to 320×180, padded to a multiple of 32), small enough for 5+ fps on one core.
@@ -51,8 +55,32 @@ pub struct Engines {
     /// Gemma-3 270M, a place (a batch sequence or a session) per text request that may run
     /// at once.
     pub llm: Option<LlmPool>,
+    /// The user's own models, each with a copy per worker.
+    pub user: Vec<UserModel>,
     /// Memory held by the loaded models, bytes (best estimate).
     pub memory_bytes: u64,
+}
+
+/// A model of the user's own, loaded: its class and a copy per worker (a job runs on
+/// whichever copy is free at its step).
+#[derive(Clone)]
+pub struct UserModel {
+    /// Its class ([`Kind::Model`]).
+    pub kind: Kind,
+    /// How it was declared.
+    pub spec: OnnxModelSpec,
+    /// Its copies.
+    pub pool: Vec<Shared<OnnxModel>>,
+}
+
+impl std::fmt::Debug for UserModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserModel")
+            .field("kind", &self.kind)
+            .field("spec", &self.spec)
+            .field("copies", &self.pool.len())
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Engines {
@@ -62,6 +90,7 @@ impl std::fmt::Debug for Engines {
             .field("vad", &self.vad.is_some())
             .field("asr", &self.asr.is_some())
             .field("llm_sessions", &self.llm.as_ref().map_or(0, LlmPool::len))
+            .field("user", &self.user)
             .field("memory_bytes", &self.memory_bytes)
             .finish()
     }
@@ -149,6 +178,49 @@ fn uses(scenario: &Scenario, kind: ModelKind) -> bool {
 }
 
 impl Engines {
+    /// Loads the user's model `spec` with `copies` copies (one per worker) under a class of
+    /// its own, named as the model: an error names the model, the file and the fix.
+    pub fn load_user_model(
+        &mut self,
+        spec: &OnnxModelSpec,
+        copies: usize,
+    ) -> Result<Kind, RunError> {
+        let kind =
+            crate::classes::register(&spec.name, &spec.name, Modality::Image).map_err(|e| {
+                RunError::Model {
+                    model: "your model",
+                    source: BackendError::InvalidInput(e.to_string()),
+                }
+            })?;
+        if self.user_model(kind).is_some() {
+            return Err(RunError::Model {
+                model: kind.model_name(),
+                source: BackendError::InvalidInput(format!(
+                    "model `{}` is declared twice: give each model its own name",
+                    spec.name
+                )),
+            });
+        }
+        let single = EngineOptions::default();
+        let mut pool = Vec::new();
+        for _ in 0..copies.max(1) {
+            let model = OnnxModel::load(spec, &single).map_err(model_err(kind.model_name()))?;
+            self.memory_bytes += StepModel::memory_bytes(&model);
+            pool.push(Arc::new(Mutex::new(model)));
+        }
+        self.user.push(UserModel {
+            kind,
+            spec: spec.clone(),
+            pool,
+        });
+        Ok(kind)
+    }
+
+    /// The user's model of class `kind`.
+    pub fn user_model(&self, kind: Kind) -> Option<&UserModel> {
+        self.user.iter().find(|m| m.kind == kind)
+    }
+
     /// Runs every loaded model once on a small input, so the first real job does not pay
     /// for plan building and first-touch memory (a cold OCR call costs several times a
     /// warm one).
@@ -178,6 +250,19 @@ impl Engines {
         }
         if let Some(llm) = &self.llm {
             llm.warm_up().map_err(model_err("LLM (Gemma-3)"))?;
+        }
+        for user in &self.user {
+            for copy in &user.pool {
+                let mut m = lock(copy);
+                let input = match m.image_size() {
+                    Some(_) => {
+                        OnnxInput::Image(warm_up_frame().map_err(model_err("vision (PP-OCRv4)"))?)
+                    }
+                    None => continue,
+                };
+                mmsched_backends::step::run_to_end(&mut *m, input)
+                    .map_err(model_err(user.kind.model_name()))?;
+            }
         }
         Ok(())
     }
@@ -227,7 +312,7 @@ impl Engines {
             for _ in 0..ocr_instances.max(1) {
                 let ocr = OcrPipeline::with_clock(config.clone(), Box::new(MonotonicClock::new()))
                     .map_err(model_err("vision (PP-OCRv4)"))?;
-                e.memory_bytes += ocr.memory_bytes();
+                e.memory_bytes += Backend::memory_bytes(&ocr);
                 e.ocr.push(Arc::new(Mutex::new(ocr)));
             }
         }

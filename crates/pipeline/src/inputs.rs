@@ -456,6 +456,7 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
             Kind::Vision => self.camera.as_ref().map(|c| &c.1),
             Kind::Vad | Kind::Asr => self.mic.as_ref().map(|m| &m.1),
             Kind::Llm => self.text.as_ref().map(|t| &t.1),
+            Kind::Model(_) => None,
         }
     }
 

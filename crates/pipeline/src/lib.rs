@@ -41,6 +41,7 @@
 pub mod api;
 pub mod audio;
 pub mod book;
+pub mod classes;
 pub mod client;
 pub mod config;
 pub mod engines;
@@ -52,6 +53,7 @@ pub mod latency;
 pub mod load;
 pub mod models;
 pub mod nack;
+pub mod per_kind;
 pub mod platform;
 pub mod request;
 pub mod results;

@@ -84,6 +84,7 @@ impl Models for Engines {
             Kind::Vad => self.vad.is_some(),
             Kind::Asr => self.asr.is_some(),
             Kind::Llm => self.llm.is_some(),
+            Kind::Model(_) => self.user_model(kind).is_some(),
         }
     }
 
@@ -94,6 +95,7 @@ impl Models for Engines {
             // transcription's decoder state: one job at a time each.
             Kind::Vad | Kind::Asr => 1,
             Kind::Llm => self.llm.as_ref().map_or(0, |p| p.len()),
+            Kind::Model(_) => self.user_model(kind).map_or(0, |m| m.pool.len()),
         }
         .max(1)
     }
@@ -133,6 +135,10 @@ impl Models for Engines {
                     jobs::llm(pool.clone(), prompt, o.preemptible, o.cancel, o.tag, o.out)
                 }
                 None => jobs::missing("text generation"),
+            },
+            Input::Model { kind, input } => match self.user_model(kind) {
+                Some(m) => jobs::model(m.pool.clone(), kind.model_name(), input, o.tag, o.out),
+                None => jobs::missing(kind.model_name()),
             },
         }
     }
@@ -374,7 +380,7 @@ pub mod fake {
         fn capacity(&self, kind: Kind) -> usize {
             match kind {
                 Kind::Vision => 2,
-                Kind::Vad | Kind::Asr => 1,
+                Kind::Vad | Kind::Asr | Kind::Model(_) => 1,
                 Kind::Llm => self.llm_sessions,
             }
         }
@@ -413,6 +419,8 @@ pub mod fake {
                         done(&out, Output::Vad { tag, prob, timing })
                     })
                 }
+                // No fake of a user's model: its job fails, naming it.
+                Input::Model { kind, .. } => crate::jobs::missing(kind.model_name()),
                 Input::Utterance(_) => Box::new(FakeAsr {
                     steps: self.asr_steps,
                     ran: 0,

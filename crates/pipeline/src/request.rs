@@ -93,6 +93,13 @@ pub enum Input {
     Utterance(Vec<f32>),
     /// A text request.
     Prompt(Prompt),
+    /// An input for a model of the user's own, by its class.
+    Model {
+        /// The model's class.
+        kind: Kind,
+        /// An image or tensors.
+        input: mmsched_backends::onnx::OnnxInput,
+    },
 }
 
 impl Input {
@@ -103,6 +110,7 @@ impl Input {
             Input::Chunk { .. } => Kind::Vad,
             Input::Utterance(_) => Kind::Asr,
             Input::Prompt(_) => Kind::Llm,
+            Input::Model { kind, .. } => *kind,
         }
     }
 }
@@ -228,6 +236,8 @@ pub enum Reply {
         /// Why it ended.
         finish: Finish,
     },
+    /// A model of the user's own: its output tensors (and classes, for a classifier).
+    Model(mmsched_backends::onnx::OnnxOutput),
 }
 
 impl Reply {
@@ -243,7 +253,30 @@ impl Reply {
             Reply::Speech(_) => String::new(),
             Reply::Transcript(t) => t.clone(),
             Reply::Text { text, .. } => text.clone(),
+            Reply::Model(out) => model_text(out),
         }
+    }
+}
+
+/// A user model's result as text: the best class of each row for a classifier (`label
+/// (score)`, rows joined by ` | `); otherwise each output's name and shape.
+fn model_text(out: &mmsched_backends::onnx::OnnxOutput) -> String {
+    match &out.classes {
+        Some(rows) => rows
+            .iter()
+            .filter_map(|row| row.first())
+            .map(|c| {
+                let name = c.label.clone().unwrap_or_else(|| c.index.to_string());
+                format!("{name} ({:.3})", c.score)
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+        None => out
+            .tensors
+            .iter()
+            .map(|(name, t)| format!("{name} {:?}", t.shape))
+            .collect::<Vec<_>>()
+            .join(" | "),
     }
 }
 

@@ -6,10 +6,12 @@ use std::collections::VecDeque;
 use mmsched_core::Modality;
 use mmsched_core::time::Nanos;
 
+use crate::per_kind::PerKind;
 use crate::request::Origin;
 use crate::window::{Outcome, Recent};
 
-/// The four job kinds of a run, in report order.
+/// The job kinds of a run, in report order: the four built-in classes, then the classes of
+/// the user's own models ([`crate::classes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// OCR on a camera frame.
@@ -20,11 +22,21 @@ pub enum Kind {
     Asr,
     /// A text request (all its tokens).
     Llm,
+    /// A model of the user's own: its class's number in [`crate::classes`].
+    Model(u16),
 }
 
 impl Kind {
-    /// All four.
+    /// The four built-in kinds.
     pub const ALL: [Kind; 4] = [Kind::Vision, Kind::Vad, Kind::Asr, Kind::Llm];
+
+    /// Every kind of this process: the built-in four, then each class of the user's models
+    /// registered so far.
+    pub fn all() -> Vec<Kind> {
+        let mut all = Kind::ALL.to_vec();
+        all.extend(crate::classes::registered());
+        all
+    }
 
     /// The class / modality name used in the policy, traces and the summary.
     pub fn as_str(self) -> &'static str {
@@ -33,34 +45,42 @@ impl Kind {
             Kind::Vad => "vad",
             Kind::Asr => "asr",
             Kind::Llm => "llm",
+            Kind::Model(n) => crate::classes::class_name(n),
         }
     }
 
-    /// Position in [`Kind::ALL`].
+    /// Position in [`Kind::all`].
     pub fn index(self) -> usize {
-        self as usize
+        match self {
+            Kind::Vision => 0,
+            Kind::Vad => 1,
+            Kind::Asr => 2,
+            Kind::Llm => 3,
+            Kind::Model(n) => 4 + usize::from(n),
+        }
     }
 
     /// The model's name in messages (`OCR`, `VAD`, `speech recognition`, `text
-    /// generation`).
+    /// generation`, or the name the user gave the model).
     pub fn model_name(self) -> &'static str {
         match self {
             Kind::Vision => "OCR",
             Kind::Vad => "VAD",
             Kind::Asr => "speech recognition",
             Kind::Llm => "text generation",
+            Kind::Model(n) => crate::classes::model_name(n),
         }
     }
 
-    /// Parses a class name (`vision`, `vad`, `asr`, `llm`; `text` is accepted for `llm`,
-    /// the name the HTTP flags used before).
+    /// Parses a class name (`vision`, `vad`, `asr`, `llm`, or a registered model's class;
+    /// `text` is accepted for `llm`, the name the HTTP flags used before).
     pub fn parse(name: &str) -> Option<Kind> {
         match name {
             "vision" => Some(Kind::Vision),
             "vad" => Some(Kind::Vad),
             "asr" => Some(Kind::Asr),
             "llm" | "text" => Some(Kind::Llm),
-            _ => None,
+            other => crate::classes::find(other),
         }
     }
 
@@ -70,7 +90,13 @@ impl Kind {
             Kind::Vision => Modality::Image,
             Kind::Vad | Kind::Asr => Modality::Audio,
             Kind::Llm => Modality::Text,
+            Kind::Model(n) => crate::classes::modality(n),
         }
+    }
+
+    /// Whether it is a model of the user's own.
+    pub fn is_user_model(self) -> bool {
+        matches!(self, Kind::Model(_))
     }
 }
 
@@ -241,13 +267,13 @@ impl Window {
 /// Everything counted during a run.
 #[derive(Debug, Clone)]
 pub struct RunStats {
-    kinds: [KindStats; 4],
+    kinds: PerKind<KindStats>,
     /// The same outcomes split by origin ([`Origin::ALL`] order).
-    origins: [[OriginCounts; 2]; 4],
+    origins: PerKind<[OriginCounts; 2]>,
     /// Per kind: latency / SLA of recent completions (sliding P99).
-    recent_ratio: [Window; 4],
+    recent_ratio: PerKind<Window>,
     /// Per kind: 1 for a served job, 0 for a miss, shed or failure (throughput).
-    recent_served: [Window; 4],
+    recent_served: PerKind<Window>,
     /// The outcomes of the last minutes (the summary's `window`).
     recent: Recent,
 }
@@ -259,17 +285,33 @@ impl RunStats {
             span_nanos: window_nanos,
             samples: VecDeque::new(),
         };
-        let mut kinds: [KindStats; 4] = Default::default();
-        for (k, sla) in kinds.iter_mut().zip(sla_ms) {
-            k.sla_ms = sla;
+        let mut kinds = PerKind::<KindStats>::default();
+        for (kind, sla) in Kind::ALL.into_iter().zip(sla_ms) {
+            kinds[kind].sla_ms = sla;
         }
         Self {
             kinds,
-            origins: Default::default(),
-            recent_ratio: [w.clone(), w.clone(), w.clone(), w.clone()],
-            recent_served: [w.clone(), w.clone(), w.clone(), w],
+            origins: PerKind::default(),
+            recent_ratio: PerKind::new(w.clone()),
+            recent_served: PerKind::new(w),
             recent: Recent::new(crate::window::DEFAULT_WINDOW_NANOS),
         }
+    }
+
+    /// The SLA of `kind` (a class of the user's models) is `sla_ms`.
+    pub fn with_sla(mut self, kind: Kind, sla_ms: f64) -> Self {
+        self.kinds[kind].sla_ms = sla_ms;
+        self
+    }
+
+    /// The kinds counted, in report order: the built-in four, and each class of the user's
+    /// models that had an input.
+    pub fn kinds(&self) -> Vec<Kind> {
+        self.kinds
+            .iter()
+            .filter(|(k, s)| !k.is_user_model() || s.offered > 0)
+            .map(|(k, _)| k)
+            .collect()
     }
 
     /// The summary's window spans the last `span_nanos` (instead of 10 minutes).
@@ -290,41 +332,41 @@ impl RunStats {
 
     /// The counts of `kind`.
     pub fn kind(&self, kind: Kind) -> &KindStats {
-        &self.kinds[kind.index()]
+        &self.kinds[kind]
     }
 
     /// The counts of `kind`'s inputs from `origin`.
     pub fn origin(&self, kind: Kind, origin: Origin) -> &OriginCounts {
-        &self.origins[kind.index()][origin as usize]
+        &self.origins[kind][origin as usize]
     }
 
     fn of(&mut self, kind: Kind, origin: Origin) -> &mut OriginCounts {
-        &mut self.origins[kind.index()][origin as usize]
+        &mut self.origins[kind][origin as usize]
     }
 
     /// An input of `kind` arrived from `origin` (a frame, a chunk, an utterance, a
     /// request).
     pub fn offered(&mut self, kind: Kind, origin: Origin) {
-        self.kinds[kind.index()].offered += 1;
+        self.kinds[kind].offered += 1;
         self.of(kind, origin).offered += 1;
         self.recent.count(kind, Outcome::Offered, 1);
     }
 
     /// A new job of `kind`.
     pub fn job(&mut self, kind: Kind) {
-        self.kinds[kind.index()].jobs += 1;
+        self.kinds[kind].jobs += 1;
     }
 
     /// An input of `kind` the router kept from its model.
     pub fn skipped(&mut self, kind: Kind) {
-        self.kinds[kind.index()].skipped += 1;
+        self.kinds[kind].skipped += 1;
         self.of(kind, Origin::Streams).skipped += 1;
         self.recent.count(kind, Outcome::Skipped, 1);
     }
 
     /// An input of `kind` dropped by the health action `by`.
     pub fn dropped(&mut self, kind: Kind, by: DropAction) {
-        *self.kinds[kind.index()].dropped_by.entry(by).or_default() += 1;
+        *self.kinds[kind].dropped_by.entry(by).or_default() += 1;
         self.of(kind, Origin::Streams).dropped += 1;
         self.recent.count(kind, Outcome::Dropped, 1);
     }
@@ -332,7 +374,7 @@ impl RunStats {
     /// `n` inputs of `kind` from `origin` still waiting or running when the run ended, or
     /// abandoned by their client.
     pub fn unfinished(&mut self, kind: Kind, origin: Origin, n: u64) {
-        self.kinds[kind.index()].unfinished += n;
+        self.kinds[kind].unfinished += n;
         self.of(kind, origin).unfinished += n;
         self.recent.count(kind, Outcome::Unfinished, n);
     }
@@ -340,14 +382,14 @@ impl RunStats {
     /// An input of `kind` that failed before it became a job (it could not be read or
     /// decoded), and why.
     pub fn failed_input(&mut self, kind: Kind, reason: &str) {
-        self.kinds[kind.index()].failed += 1;
+        self.kinds[kind].failed += 1;
         self.of(kind, Origin::Streams).failed += 1;
         self.recent.count(kind, Outcome::Failed, 1);
         self.note_failure(kind, reason);
     }
 
     fn note_failure(&mut self, kind: Kind, reason: &str) {
-        let reasons = &mut self.kinds[kind.index()].failures;
+        let reasons = &mut self.kinds[kind].failures;
         let key = if reasons.contains_key(reason) || reasons.len() < MAX_FAILURE_REASONS {
             reason
         } else {
@@ -358,18 +400,18 @@ impl RunStats {
 
     /// A job of `kind` from `origin` shed at `now`.
     pub fn shed(&mut self, kind: Kind, origin: Origin, now: Nanos) {
-        self.kinds[kind.index()].shed += 1;
+        self.kinds[kind].shed += 1;
         self.of(kind, origin).shed += 1;
         self.recent.count(kind, Outcome::Shed, 1);
-        self.recent_served[kind.index()].push(now, 0.0);
+        self.recent_served[kind].push(now, 0.0);
     }
 
     /// A job of `kind` from `origin` whose model failed at `now`, and why.
     pub fn failed(&mut self, kind: Kind, origin: Origin, now: Nanos, reason: &str) {
-        self.kinds[kind.index()].failed += 1;
+        self.kinds[kind].failed += 1;
         self.of(kind, origin).failed += 1;
         self.recent.count(kind, Outcome::Failed, 1);
-        self.recent_served[kind.index()].push(now, 0.0);
+        self.recent_served[kind].push(now, 0.0);
         self.note_failure(kind, reason);
     }
 
@@ -390,7 +432,7 @@ impl RunStats {
         } else {
             o.on_time += 1;
         }
-        let k = &mut self.kinds[kind.index()];
+        let k = &mut self.kinds[kind];
         let latency_ms = end.saturating_sub(release) as f64 / 1e6;
         k.completed += 1;
         k.latencies_ms.push(latency_ms);
@@ -399,15 +441,15 @@ impl RunStats {
         }
         self.recent.result(kind, late, latency_ms);
         let sla_ms = (deadline.saturating_sub(release) as f64 / 1e6).max(1e-3);
-        self.recent_ratio[kind.index()].push(end, latency_ms / sla_ms);
-        self.recent_served[kind.index()].push(end, if late { 0.0 } else { 1.0 });
+        self.recent_ratio[kind].push(end, latency_ms / sla_ms);
+        self.recent_served[kind].push(end, if late { 0.0 } else { 1.0 });
         late
     }
 
     /// A result of `kind` (already counted by [`RunStats::completed`]) scored against its
     /// truth.
     pub fn scored(&mut self, kind: Kind, score: crate::truth::Score, on_time: bool) {
-        let k = &mut self.kinds[kind.index()];
+        let k = &mut self.kinds[kind];
         k.scored += 1;
         k.accuracy_sum += score.accuracy;
         if !score.correct {
@@ -422,8 +464,8 @@ impl RunStats {
     pub fn trim(&mut self, now: Nanos) {
         for w in self
             .recent_ratio
-            .iter_mut()
-            .chain(self.recent_served.iter_mut())
+            .values_mut()
+            .chain(self.recent_served.values_mut())
         {
             w.trim(now);
         }
@@ -433,7 +475,7 @@ impl RunStats {
     /// exactly at the SLA), or `None` without samples.
     pub fn worst_p99_ratio(&self) -> Option<f64> {
         self.recent_ratio
-            .iter()
+            .values()
             .filter(|w| !w.samples.is_empty())
             .map(|w| {
                 let mut v: Vec<f64> = w.samples.iter().map(|s| s.1).collect();
@@ -446,7 +488,7 @@ impl RunStats {
     pub fn served_fraction(&self) -> f64 {
         let (n, ok) = self
             .recent_served
-            .iter()
+            .values()
             .flat_map(|w| w.samples.iter())
             .fold((0usize, 0.0), |(n, ok), s| (n + 1, ok + s.1));
         if n == 0 { 1.0 } else { ok / n as f64 }

@@ -86,7 +86,7 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
     } else {
         m.on_time as f64 / (t.elapsed_nanos as f64 / 1e9)
     };
-    m.importance = t.importance[kind.index()];
+    m.importance = t.importance.get(kind.index()).copied().unwrap_or(f64::NAN);
     for origin in crate::request::Origin::ALL {
         let c = stats.origin(kind, origin);
         if c.offered > 0 {

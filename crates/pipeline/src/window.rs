@@ -51,7 +51,7 @@ struct Counts {
 #[derive(Debug, Clone)]
 struct Step {
     start: Nanos,
-    kinds: [Counts; 4],
+    kinds: crate::per_kind::PerKind<Counts>,
 }
 
 /// The last `span` of outcomes, per kind.
@@ -101,7 +101,7 @@ impl Recent {
     }
 
     fn counts(&mut self, kind: Kind) -> Option<&mut Counts> {
-        self.steps.back_mut().map(|s| &mut s.kinds[kind.index()])
+        self.steps.back_mut().map(|s| &mut s.kinds[kind])
     }
 
     /// Counts an outcome of `kind` in the current step (nothing before the first tick).
@@ -133,7 +133,7 @@ impl Recent {
                 .iter()
                 .filter(|s| s.start + self.step_nanos + self.span_nanos > now);
             for s in inside {
-                let c = &s.kinds[kind.index()];
+                let c = &s.kinds[kind];
                 for (a, b) in n.iter_mut().zip(c.n) {
                     *a += b;
                 }

@@ -234,6 +234,8 @@ impl crate::step::StepModel for OcrPipeline {
     type Job = OcrReading;
     type Output = Vec<OcrLine>;
 
+    const FIRST_STEP: &'static str = "detect";
+
     fn name(&self) -> &str {
         crate::Backend::name(self)
     }
@@ -242,7 +244,7 @@ impl crate::step::StepModel for OcrPipeline {
         OcrPipeline::begin(self, frame, plan)
     }
 
-    fn next_step(&self, job: &OcrReading) -> Option<&'static str> {
+    fn next_step(job: &OcrReading) -> Option<&'static str> {
         job.next_step().map(OcrStepKind::as_str)
     }
 
@@ -254,16 +256,16 @@ impl crate::step::StepModel for OcrPipeline {
         job.into_lines()
     }
 
-    fn parts_left(&self, job: &OcrReading) -> Option<usize> {
+    fn parts_left(job: &OcrReading) -> Option<usize> {
         let detected = job.next_step() == Some(OcrStepKind::Recognize);
         (detected && job.lines_left() > 0).then(|| job.lines_left())
     }
 
-    fn keep_parts(&self, job: &mut OcrReading, n: usize) {
+    fn keep_parts(job: &mut OcrReading, n: usize) {
         job.keep_lines(n);
     }
 
-    fn parts_per_step(&self, job: &OcrReading) -> usize {
+    fn parts_per_step(job: &OcrReading) -> usize {
         job.plan.lines_per_step.max(1)
     }
 

@@ -157,7 +157,7 @@ impl ImageSpec {
                 self.layout
             )));
         }
-        let fixed = (w > 0 && h > 0).then(|| [w as u32, h as u32]);
+        let fixed = (w > 0 && h > 0).then_some([w as u32, h as u32]);
         let [width, height] = match (self.size, fixed) {
             (Some(size), Some(graph)) if size != graph => {
                 return Err(bad(format!(

@@ -102,11 +102,13 @@ impl OnnxModel {
                 bad.shape_text()
             )));
         }
-        let image = spec
-            .image
-            .as_ref()
-            .map(|s| s.plan(&name, &inputs))
-            .transpose()?;
+        // Without a declared spec, a model whose one input is a 3-channel image of fixed
+        // size still takes images, with the default pre-processing (stretched, RGB, 0–1).
+        let image = match &spec.image {
+            Some(s) => Some(s.plan(&name, &inputs)?),
+            None if inputs.len() == 1 => ImageSpec::default().plan(&name, &inputs).ok(),
+            None => None,
+        };
         let classes = spec
             .classes
             .as_ref()
@@ -213,6 +215,8 @@ impl StepModel for OnnxModel {
     type Job = OnnxJob;
     type Output = OnnxOutput;
 
+    const FIRST_STEP: &'static str = RUN_STEP;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -230,7 +234,7 @@ impl StepModel for OnnxModel {
         })
     }
 
-    fn next_step(&self, job: &OnnxJob) -> Option<&'static str> {
+    fn next_step(job: &OnnxJob) -> Option<&'static str> {
         job.outputs.is_none().then_some(RUN_STEP)
     }
 

@@ -8,6 +8,7 @@ pub mod infer;
 pub mod kernel_size;
 pub mod ldti;
 pub mod models;
+pub mod own_models;
 pub mod policy;
 pub mod profile;
 pub mod profile_corun;

@@ -111,6 +111,19 @@ pub struct ModelArgs {
     /// slower than sessions (see docs/runtime.md).
     #[arg(long, requires = "models")]
     pub text_batch: bool,
+    /// Also serve a model of your own over the v2 protocol, as NAME=FILE (an `.onnx` file;
+    /// repeatable): its inputs and outputs are read from the graph, and a model whose one
+    /// input is a 3-channel image of fixed size also takes images (stretched, RGB, values
+    /// 0–1). NAME is its class in the policy, the flags and the report.
+    #[arg(long, value_name = "NAME=FILE", requires = "models")]
+    pub model: Vec<String>,
+    /// Models of your own declared in a TOML file: `[[models]]` entries with `name`,
+    /// `file`, and optional `[models.image]` pre-processing (size, resize = "stretch" |
+    /// "center-crop", short_side, layout = "nchw" | "nhwc", channels = "rgb" | "bgr",
+    /// scale, mean, std) and `[models.classes]` (output, top_k, labels, labels_key); see
+    /// docs/own-models.md.
+    #[arg(long, value_name = "FILE", requires = "models")]
+    pub model_config: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub long_run: crate::cmd::run::long_run::LongRunArgs,
 }

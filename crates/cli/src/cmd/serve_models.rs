@@ -36,7 +36,9 @@ fn overrides(flag: &str, items: &[String], mut apply: impl FnMut(Kind, u64)) -> 
         };
         let kind = Kind::parse(class.trim()).filter(|k| *k != Kind::Vad);
         let Some(kind) = kind else {
-            bail!("--{flag} {item:?}: the class must be llm (or text), asr or vision");
+            bail!(
+                "--{flag} {item:?}: the class must be llm (or text), asr, vision or the name of a --model"
+            );
         };
         let Some(n) = n.trim().parse::<u64>().ok().filter(|&n| n >= 1) else {
             bail!("--{flag} {item:?}: the value must be a whole number of at least 1");
@@ -50,6 +52,7 @@ fn overrides(flag: &str, items: &[String], mut apply: impl FnMut(Kind, u64)) -> 
 fn classes(a: &ModelArgs) -> Result<BTreeMap<Kind, ClassSettings>> {
     let mut classes: BTreeMap<Kind, ClassSettings> = [Kind::Llm, Kind::Asr, Kind::Vision]
         .into_iter()
+        .chain(mmsched_pipeline::classes::registered())
         .map(|k| (k, ClassSettings::default_for(k)))
         .collect();
     overrides("deadline-ms", &a.deadline_ms, |k, n| {
@@ -94,7 +97,7 @@ pub fn load(
     if a.decode_budget_mib == 0 {
         bail!("--decode-budget-mib must be at least 1");
     }
-    let classes = classes(a)?;
+    let specs = crate::cmd::own_models::specs(&a.model, &a.model_config)?;
     let long_run = a.long_run.settings(60)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
     // The scenario's streams (or none) run on the models of the shipped model set, which
@@ -105,7 +108,10 @@ pub fn load(
         None => serving_scenario(WORKERS)?,
     };
     let model_set = Scenario::load("ar-glasses").context("loading the model set")?;
-    let sessions = classes[&Kind::Llm].max_concurrent.clamp(1, 16);
+    let sessions = classes(a)
+        .map_or(ClassSettings::default_for(Kind::Llm), |c| c[&Kind::Llm])
+        .max_concurrent
+        .clamp(1, 16);
     eprintln!("loading models ({sessions} text place(s))");
     let mut engines = Engines::load_with(&model_set, WORKERS, sessions, |name| {
         eprintln!("  loading {name}")
@@ -122,6 +128,23 @@ pub fn load(
             .saturating_add(batched.memory_bytes());
         engines.llm = Some(batched);
     }
+    let mut user_models = Vec::new();
+    for spec in &specs {
+        eprintln!("  loading {} ({})", spec.name, spec.file.display());
+        let kind = engines.load_user_model(spec, WORKERS)?;
+        if let Some(m) = engines.user_model(kind).and_then(|m| m.pool.first()) {
+            let m = mmsched_pipeline::engines::lock(m);
+            user_models.push(mmsched_openai::v2::UserModel {
+                kind,
+                inputs: m.inputs().to_vec(),
+                outputs: m.outputs().to_vec(),
+                takes_images: m.takes_images(),
+                classifier: m.is_classifier(),
+            });
+        }
+    }
+    // The user's classes are known once their models are loaded: the flags may name them.
+    let classes = classes(a)?;
     engines.warm_up()?;
     std::fs::create_dir_all(&a.report).with_context(|| {
         format!(
@@ -147,8 +170,9 @@ pub fn load(
     ];
     let host = Host::start(config, engines, Box::new(Tee(observers)))?;
     let upload = a.upload_limit_mib.saturating_mul(1024 * 1024);
-    let api = OpenAi::new(host.client(), classes, upload, feed, keys)
-        .with_decode_budget(a.decode_budget_mib.saturating_mul(1024 * 1024));
+    let api = OpenAi::new(host.client(), classes.clone(), upload, feed, keys)
+        .with_decode_budget(a.decode_budget_mib.saturating_mul(1024 * 1024))
+        .with_user_models(user_models, &classes);
     Ok((
         Arc::new(api),
         Served {

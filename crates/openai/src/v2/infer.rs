@@ -55,7 +55,11 @@ pub async fn infer(api: Arc<OpenAi>, model: Builtin, headers: HeaderMap, body: B
 
 /// The body as sent, or inflated off the async threads when it is compressed (at most
 /// the upload limit: 413 past it; 400 for an unknown encoding or corrupt data).
-async fn inflated(api: &OpenAi, headers: &HeaderMap, body: Bytes) -> Result<Bytes, Response> {
+pub(super) async fn inflated(
+    api: &OpenAi,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Bytes, Response> {
     let Some(encoding) = headers.get(header::CONTENT_ENCODING) else {
         return Ok(body);
     };
@@ -79,7 +83,7 @@ async fn inflated(api: &OpenAi, headers: &HeaderMap, body: Bytes) -> Result<Byte
 
 /// The request's tensors, parsed off the async threads with the memory the JSON takes
 /// held from the decode budget while it is parsed.
-async fn read(
+pub(super) async fn read(
     api: &Arc<OpenAi>,
     kind: Kind,
     headers: &HeaderMap,
@@ -148,7 +152,7 @@ fn check_outputs(model: Builtin, req: &InferRequest) -> Result<(), Response> {
 }
 
 /// The `deadline_ms` parameter, if given: 1 ms to [`crate::MAX_DEADLINE_MS`].
-fn deadline_param(req: &InferRequest) -> Result<Option<u64>, Response> {
+pub(super) fn deadline_param(req: &InferRequest) -> Result<Option<u64>, Response> {
     match req.parameters.get("deadline_ms") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -230,8 +234,18 @@ fn not_one_element(t: &Tensor, what: &str) -> Response {
 /// What the answer says besides its outputs: the request's id, the model, and whether the
 /// deadline was met.
 fn head(model: Builtin, req: &InferRequest, terms: &Terms, on_time: bool) -> Map<String, Value> {
+    head_of(model.id(), req, terms, on_time)
+}
+
+/// [`head`] for the model called `name`.
+pub(super) fn head_of(
+    name: &str,
+    req: &InferRequest,
+    terms: &Terms,
+    on_time: bool,
+) -> Map<String, Value> {
     let mut head = Map::new();
-    head.insert("model_name".into(), model.id().into());
+    head.insert("model_name".into(), name.into());
     head.insert("model_version".into(), VERSION.into());
     if let Some(id) = &req.id {
         head.insert("id".into(), id.clone().into());
@@ -245,12 +259,12 @@ fn head(model: Builtin, req: &InferRequest, terms: &Terms, on_time: bool) -> Map
 
 /// The answer: the outputs the request asks for (all when it names none), each JSON or
 /// binary as it asks; binary answers carry `Inference-Header-Content-Length`.
-fn respond(req: &InferRequest, head: Map<String, Value>, all: Vec<Output>) -> Response {
+pub(super) fn respond(req: &InferRequest, head: Map<String, Value>, all: Vec<Output>) -> Response {
     let chosen: Vec<(Output, bool)> = all
         .into_iter()
         .filter(|o| req.outputs.is_empty() || req.outputs.iter().any(|w| w.name == o.name))
         .map(|o| {
-            let binary = req.binary(o.name);
+            let binary = req.binary(&o.name);
             (o, binary)
         })
         .collect();
@@ -275,9 +289,9 @@ fn respond(req: &InferRequest, head: Map<String, Value>, all: Vec<Output>) -> Re
     r
 }
 
-fn bytes_out(name: &'static str, items: Vec<String>) -> Output {
+pub(super) fn bytes_out(name: &'static str, items: Vec<String>) -> Output {
     Output {
-        name,
+        name: name.into(),
         shape: vec![items.len() as u64],
         data: OutData::Bytes(items),
     }
@@ -332,7 +346,11 @@ async fn ocr(
 }
 
 /// A frame from `[H, W, 3]` pixels, held to the pixel cap of uploads.
-fn pixels_frame(name: &str, shape: &[u64], pixels: Vec<u8>) -> Result<RgbFrame, Response> {
+pub(super) fn pixels_frame(
+    name: &str,
+    shape: &[u64],
+    pixels: Vec<u8>,
+) -> Result<RgbFrame, Response> {
     let [h, w, 3] = shape else {
         return Err(invalid(
             format!(
@@ -368,17 +386,17 @@ fn ocr_outputs(a: Answer) -> Vec<Output> {
     vec![
         bytes_out("text", lines.iter().map(|l| l.text.clone()).collect()),
         Output {
-            name: "scores",
+            name: "scores".into(),
             shape: vec![n],
             data: OutData::F32(lines.iter().map(|l| l.score).collect()),
         },
         Output {
-            name: "boxes",
+            name: "boxes".into(),
             shape: vec![n, 4, 2],
             data: OutData::F32(lines.iter().flat_map(|l| l.corners.concat()).collect()),
         },
         Output {
-            name: "box_scores",
+            name: "box_scores".into(),
             shape: vec![n],
             data: OutData::F32(lines.iter().map(|l| l.box_score).collect()),
         },

@@ -19,6 +19,7 @@ mod compress;
 mod infer;
 mod models;
 pub mod tensor;
+mod user;
 
 use std::sync::Arc;
 
@@ -34,6 +35,30 @@ use serde_json::{Value, json};
 use crate::OpenAi;
 use crate::answer::{json_ok, model_not_found};
 pub use models::Builtin;
+pub use user::UserModel;
+
+/// A model the v2 endpoints serve: built in, or of the user's own.
+#[derive(Debug, Clone)]
+enum Served {
+    Builtin(Builtin),
+    User(UserModel),
+}
+
+impl Served {
+    fn metadata(&self) -> Value {
+        match self {
+            Served::Builtin(m) => m.metadata(),
+            Served::User(m) => m.metadata(),
+        }
+    }
+
+    async fn infer(self, api: Arc<OpenAi>, headers: HeaderMap, body: Bytes) -> Response {
+        match self {
+            Served::Builtin(m) => infer::infer(api, m, headers, body).await,
+            Served::User(m) => user::infer(api, m, headers, body).await,
+        }
+    }
+}
 
 /// The v2 routes: the health endpoints open, the rest behind the API keys when there are
 /// any; request bodies up to the upload limit. Every error leaves in the protocol's shape.
@@ -87,7 +112,7 @@ async fn live() -> StatusCode {
 /// `GET /v2/health/ready`: the runtime is up with at least one built-in model (the routes
 /// are only served while it runs).
 async fn ready(State(api): State<Arc<OpenAi>>) -> Response {
-    if Builtin::ALL.iter().any(|m| api.client.has(m.kind())) {
+    if Builtin::ALL.iter().any(|m| api.client.has(m.kind())) || !api.user_models.is_empty() {
         StatusCode::OK.into_response()
     } else {
         unavailable("no built-in model is loaded: start the server with --models")
@@ -128,12 +153,24 @@ async fn not_here(uri: Uri) -> Response {
 
 /// The model `name` at `version` (any version when `None`), if served here: 404 naming
 /// the models that are.
-fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Builtin, Response> {
+fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Served, Response> {
     let loaded: Vec<&str> = Builtin::ALL
         .iter()
         .filter(|m| api.client.has(m.kind()))
         .map(|m| m.id())
+        .chain(api.user_models.iter().map(UserModel::id))
         .collect();
+    let check_version = |v: Option<&str>| match v {
+        Some(v) if v != models::VERSION => Err(model_not_found(format!(
+            "model {name:?} has no version {v:?}; its one version is \"{}\" (or leave /versions/… out)",
+            models::VERSION
+        ))),
+        _ => Ok(()),
+    };
+    if let Some(user) = api.user_models.iter().find(|m| m.id() == name) {
+        check_version(version)?;
+        return Ok(Served::User(user.clone()));
+    }
     let Some(model) = Builtin::named(name) else {
         return Err(model_not_found(format!(
             "model {name:?} is not served here; the models are: {} (GET /v2/models/NAME describes one)",
@@ -145,15 +182,8 @@ fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Builtin, Re
             "model {name:?} is not loaded: start the server with --models (and its model files fetched: mmsched models fetch)"
         )));
     }
-    if let Some(v) = version
-        && v != models::VERSION
-    {
-        return Err(model_not_found(format!(
-            "model {name:?} has no version {v:?}; its one version is \"{}\" (or leave /versions/… out)",
-            models::VERSION
-        )));
-    }
-    Ok(model)
+    check_version(version)?;
+    Ok(Served::Builtin(model))
 }
 
 /// `GET /v2/models/{name}`.
@@ -202,7 +232,7 @@ async fn infer(
     body: Bytes,
 ) -> Response {
     match served(&api, &name, None) {
-        Ok(m) => infer::infer(api, m, headers, body).await,
+        Ok(m) => m.infer(api, headers, body).await,
         Err(r) => r,
     }
 }
@@ -215,7 +245,7 @@ async fn version_infer(
     body: Bytes,
 ) -> Response {
     match served(&api, &name, Some(&version)) {
-        Ok(m) => infer::infer(api, m, headers, body).await,
+        Ok(m) => m.infer(api, headers, body).await,
         Err(r) => r,
     }
 }

@@ -675,7 +675,7 @@ pub enum OutData {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     /// Its name.
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     /// Its shape.
     pub shape: Vec<u64>,
     /// Its elements.
@@ -725,7 +725,7 @@ pub fn encode_answer(
     let mut listed = Vec::with_capacity(outputs.len());
     for (o, binary) in outputs {
         let mut entry = Map::new();
-        entry.insert("name".into(), o.name.into());
+        entry.insert("name".into(), o.name.to_string().into());
         entry.insert("datatype".into(), o.datatype().as_str().into());
         entry.insert("shape".into(), o.shape.clone().into());
         if *binary {

@@ -300,12 +300,12 @@ fn mutated_bodies_never_panic() {
 #[test]
 fn an_answer_is_json_or_json_then_binary() {
     let text = Output {
-        name: "text",
+        name: "text".into(),
         shape: vec![2],
         data: OutData::Bytes(vec!["EXIT".into(), "12".into()]),
     };
     let scores = Output {
-        name: "scores",
+        name: "scores".into(),
         shape: vec![2],
         data: OutData::F32(vec![0.5, 1.0]),
     };

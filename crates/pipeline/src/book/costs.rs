@@ -47,6 +47,14 @@ fn step_label(name: &str) -> Option<&'static str> {
 }
 
 /// Step and job costs by key.
+/// A model of the user's own, until its steps are measured (or its rungs profiled with
+/// `mmsched profile --model NAME`): a guess of the order of a small vision model on one
+/// core here, which the first jobs replace.
+const USER_MODEL_PRIOR: Prior = Prior {
+    p50_nanos: 30_000_000,
+    p95_nanos: 60_000_000,
+};
+
 pub(super) struct Costs {
     model: CostModel,
     ids: HashMap<Key, ClassId>,
@@ -87,7 +95,11 @@ impl Costs {
         if let Some(m) = measured {
             return Prior::new(m.p50_nanos, m.p95_nanos);
         }
-        let one = self.fallback[key.kind.index()];
+        let one = self
+            .fallback
+            .get(key.kind.index())
+            .copied()
+            .unwrap_or(USER_MODEL_PRIOR);
         match rows_of(key.what) {
             // A call decoding N requests' tokens together, until measured: a guess on the
             // safe side, half a lone step more for each further row (one call reads the

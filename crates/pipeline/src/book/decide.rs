@@ -139,7 +139,7 @@ impl Book {
         match kind {
             Kind::Vision => r.vision().iter().cloned().map(Rung::Vision).collect(),
             Kind::Asr => r.asr().iter().cloned().map(Rung::Asr).collect(),
-            Kind::Vad | Kind::Llm => Vec::new(),
+            Kind::Vad | Kind::Llm | Kind::Model(_) => Vec::new(),
         }
     }
 
@@ -336,7 +336,7 @@ impl Book {
         }
         let lanes = self.lanes_of(kind);
         let shift = f.mean_cost / lanes;
-        let expected = self.streams[kind.index()].expected(now, start.saturating_add(shift));
+        let expected = self.streams[kind].expected(now, start.saturating_add(shift));
         if expected.is_empty() {
             return 0.0;
         }
@@ -435,7 +435,7 @@ impl Book {
             return None;
         }
         // The last exploration's cost as measured since (or as predicted, if it was not).
-        if let Some((last, rung)) = &self.explored_at[kind.index()] {
+        if let Some((last, rung)) = &self.explored_at[kind] {
             let cost = self.costs.job_dist(kind, rung, now).mean();
             let gap = cost
                 .saturating_mul(EXPLORE_EVERY)
@@ -444,7 +444,7 @@ impl Book {
                 return None;
             }
         }
-        self.explored_at[kind.index()] = Some((now, figures[pick].rung.name().to_string()));
+        self.explored_at[kind] = Some((now, figures[pick].rung.name().to_string()));
         Some(pick)
     }
 

@@ -43,6 +43,7 @@ use mmsched_trace::ids::TraceId;
 use crate::config::Mechanisms;
 use crate::jobs::Output;
 use crate::models::{JobOrder, Models, Rung};
+use crate::per_kind::PerKind;
 use crate::request::{Cancel, Input, Origin, Request, ShedReason, Update, UpdateSink};
 use crate::run::Observer;
 use crate::stats::{Kind, RunStats};
@@ -264,7 +265,7 @@ pub struct Book {
     /// Per kind: the jobs the models can run at once, those handed to the executor (or
     /// deferred) and not ended, and the requests beyond them in arrival order, with their
     /// input.
-    places: [Places<(u64, Input)>; 4],
+    places: PerKind<Places<(u64, Input)>>,
     /// Shed steps waiting to compete again: tag, when, work.
     deferred: Vec<(u64, Nanos, Box<dyn Work>)>,
     tx: Sender<Output>,
@@ -272,7 +273,7 @@ pub struct Book {
     outputs: HashMap<u64, Output>,
     next_tag: u64,
     costs: Costs,
-    classes: [ClassId; 4],
+    classes: PerKind<ClassId>,
     /// General lanes (the voice-activity lane aside).
     general_lanes: usize,
     /// OCR runs its steps back to back in one dispatch (while the camera holds a standing
@@ -302,7 +303,7 @@ pub struct Book {
     /// Whether [`Book::records`] grows.
     keep_records: bool,
     /// Per kind: jobs that ended at each quality rung (the summary's `rung_counts`).
-    pub rung_counts: [std::collections::BTreeMap<String, u64>; 4],
+    pub rung_counts: PerKind<std::collections::BTreeMap<String, u64>>,
     /// The steps on the general lanes, for the run's own load.
     own: own_load::OwnWork,
     /// Shadow comparisons: how often each cheaper rung agrees with the richest.
@@ -315,21 +316,31 @@ pub struct Book {
     ended_early: Vec<Ended>,
     /// When each kind last explored a cost ([`decide::Verdict::Explore`]), and at which
     /// rung.
-    explored_at: [Option<(Nanos, String)>; 4],
+    explored_at: PerKind<Option<(Nanos, String)>>,
     /// The rung each kind's jobs were last given.
-    last_rung: [Option<String>; 4],
+    last_rung: PerKind<Option<String>>,
     /// The steps running on the workers when the executor was last asked: tag, started.
     running_steps: Vec<(u64, Nanos)>,
     /// Per kind, the device's own stream as its inputs arrive (the inputs still to come).
-    streams: [to_come::Stream; 4],
+    streams: PerKind<to_come::Stream>,
 }
 
 impl std::fmt::Debug for Book {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Book")
             .field("jobs", &self.jobs.len())
-            .field("admitted", &self.places.each_ref().map(Places::taken))
-            .field("capacity", &self.places.each_ref().map(Places::capacity))
+            .field(
+                "admitted",
+                &self.places.values().map(Places::taken).collect::<Vec<_>>(),
+            )
+            .field(
+                "capacity",
+                &self
+                    .places
+                    .values()
+                    .map(Places::capacity)
+                    .collect::<Vec<_>>(),
+            )
             .field("deferred", &self.deferred.len())
             .finish_non_exhaustive()
     }
@@ -362,11 +373,14 @@ impl Book {
         stats: RunStats,
         trace: TraceOut,
     ) -> Self {
-        let classes = Kind::ALL.map(|k| exec.class(k.as_str()));
+        // A class registered after the book was made has no model in this run: its jobs
+        // fail, naming the model, on the class of unknown models.
+        let unknown = exec.class("model");
+        let classes = PerKind::from_fn(|k| exec.class(k.as_str()), unknown);
         let (tx, rx) = channel();
         Self {
             jobs: HashMap::new(),
-            places: Kind::ALL.map(|k| Places::new(models.capacity(k))),
+            places: PerKind::from_fn(|k| Places::new(models.capacity(k)), Places::new(1)),
             deferred: Vec::new(),
             tx,
             rx,
@@ -411,14 +425,14 @@ impl Book {
 
     /// The executor's class of `kind`.
     pub fn class(&self, kind: Kind) -> ClassId {
-        self.classes[kind.index()]
+        self.classes[kind]
     }
 
     /// The predicted cost (P95) of a whole `kind` job at `now`, at the rung its jobs were
     /// last given (the richest before any): what a frame takes as the jobs run now, which
     /// the camera's standing reservation follows.
     pub fn predict_job(&mut self, kind: Kind, now: Nanos) -> Nanos {
-        let rung = self.last_rung[kind.index()]
+        let rung = self.last_rung[kind]
             .clone()
             .unwrap_or_else(|| self.rungs_of_richest(kind));
         self.costs.job(kind, &rung, now)
@@ -482,13 +496,13 @@ impl Book {
         if req.origin == Origin::Streams {
             let span = req.deadline_nanos.saturating_sub(req.release_nanos);
             let importance = self.importance_of(&job);
-            self.streams[kind.index()].arrived(req.release_nanos, span, importance);
+            self.streams[kind].arrived(req.release_nanos, span, importance);
         }
         job.chunk = chunk;
         job.text = text;
         job.truth = req.truth;
         self.jobs.insert(tag, job);
-        self.places[kind.index()].wait((tag, req.input));
+        self.places[kind].wait((tag, req.input));
         self.start_waiting(cx, now);
     }
 
@@ -496,8 +510,9 @@ impl Book {
     /// client has gone.
     pub fn start_waiting(&mut self, cx: &mut Ctx<'_>, now: Nanos) {
         self.look_at_running(cx.exec);
-        for kind in Kind::ALL {
-            let k = kind.index();
+        let kinds: Vec<Kind> = self.places.iter().map(|(k, _)| k).collect();
+        for kind in kinds {
+            let k = kind;
             while let Some((tag, input)) = self.places[k].admit() {
                 if self.jobs.get(&tag).is_some_and(|j| j.cancel.is_cancelled()) {
                     self.places[k].free();
@@ -643,7 +658,7 @@ impl Book {
     /// or running is unfinished, and an outside client is told so.
     pub fn close(&mut self) {
         self.deferred.clear();
-        for p in &mut self.places {
+        for p in self.places.values_mut() {
             p.clear_waiting();
         }
         let tags: Vec<u64> = self.jobs.keys().copied().collect();
@@ -703,7 +718,7 @@ impl Book {
             }
         }
         if let Some(rung) = &job.rung {
-            let counts = &mut self.rung_counts[job.kind.index()];
+            let counts = &mut self.rung_counts[job.kind];
             // A rung's name is counted under a key made once, not one per job.
             match counts.get_mut(rung.name()) {
                 Some(n) => *n += 1,
@@ -777,6 +792,6 @@ impl Book {
     /// Frees `kind`'s place for the next waiting job (every job that ended was admitted,
     /// but for one closed while waiting).
     fn release(&mut self, kind: Kind) {
-        self.places[kind.index()].free();
+        self.places[kind].free();
     }
 }

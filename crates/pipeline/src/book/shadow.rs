@@ -51,7 +51,7 @@ pub(super) struct ShadowOf {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Shadows {
     /// Jobs of each kind finished since that kind's last shadow.
-    since: [u64; 4],
+    since: crate::per_kind::PerKind<u64>,
     /// A shadow in flight.
     running: bool,
 }
@@ -62,7 +62,7 @@ impl Book {
         self.rules.shadows()
             && matches!(kind, Kind::Vision | Kind::Asr)
             && !self.shadows.running
-            && self.shadows.since[kind.index()] + 1 >= SHADOW_EVERY
+            && self.shadows.since[kind] + 1 >= SHADOW_EVERY
             && self.rungs_of(kind).len() > 1
     }
 
@@ -78,7 +78,7 @@ impl Book {
         if !matches!(job.kind, Kind::Vision | Kind::Asr) {
             return;
         }
-        let k = job.kind.index();
+        let k = job.kind;
         self.shadows.since[k] += 1;
         let (Some(input), Some(answer)) = (job.kept_input.take(), answer) else {
             return;
@@ -141,7 +141,7 @@ impl Book {
     ) {
         self.next_tag += 1;
         let tag = self.next_tag;
-        let k = job.kind.index();
+        let k = job.kind;
         // Lax: a shadow waits behind every job due, and is never late enough to matter;
         // while the device is busy, as one more input of its kind arriving now.
         let deadline = if of.busy {

@@ -293,9 +293,11 @@ impl Book {
                         deadline_nanos: job.deadline,
                         on_time: end <= job.deadline,
                         timing: match &output {
-                            Some(Output::Vision { timing, .. } | Output::Asr { timing, .. }) => {
-                                Some(*timing)
-                            }
+                            Some(
+                                Output::Vision { timing, .. }
+                                | Output::Asr { timing, .. }
+                                | Output::Model { timing, .. },
+                            ) => Some(*timing),
                             _ => None,
                         },
                     }));
@@ -481,6 +483,7 @@ fn reply_of(job: &Job, output: Option<&Output>) -> Option<Result_> {
         (Some(Output::Vision { lines, .. }), _) => Some(Result_::Lines(lines.clone())),
         (Some(Output::Vad { prob, .. }), _) => Some(Result_::Speech(*prob)),
         (Some(Output::Asr { text, .. }), _) => Some(Result_::Transcript(text.clone())),
+        (Some(Output::Model { output, .. }), _) => Some(Result_::Model(output.clone())),
         _ => None,
     }
 }

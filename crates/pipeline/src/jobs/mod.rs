@@ -8,12 +8,16 @@
 //! output before it returns, so by the time the scheduler reports the step done the output
 //! is waiting. A failure is the step's `Err`, a typed [`WorkError`].
 
-//! Files: `mod.rs` the outputs, failures and the VAD's one-step job; `vision.rs` OCR in
-//! steps (detection, then recognition a batch of lines at a time); `speech.rs` Whisper in
+//! Files: `mod.rs` the outputs, failures and the VAD's one-step job; `step.rs` the one job
+//! of every [`mmsched_backends::StepModel`]; `vision.rs` OCR on it (detection, then
+//! recognition a batch of lines at a time); `model.rs` a model of the user's own on it;
+//! `speech.rs` Whisper in
 //! steps (log-mel, the encoder a block at a time, the decoder a token at a time); `text.rs`
 //! text generation a token at a time in a session of its own.
 
+mod model;
 mod speech;
+mod step;
 mod text;
 mod vision;
 
@@ -29,7 +33,9 @@ use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
 use crate::engines::{Shared, lock};
 use crate::request::Finish;
 
+pub use model::model;
 pub use speech::{ASR_LAYERS_PER_STEP, asr};
+pub use step::{Deliver, StepJob};
 pub use text::{
     ALONE_PREFILL_CHUNK_TOKENS, DECODE_AHEAD, SHARED_PREFILL_CHUNK_TOKENS, decode_label, llm,
 };
@@ -53,6 +59,15 @@ pub enum Output {
         tag: u64,
         /// Probability in [0, 1].
         prob: f32,
+        /// Stage timing.
+        timing: StageTiming,
+    },
+    /// The result of a model of the user's own.
+    Model {
+        /// The book's job number.
+        tag: u64,
+        /// Its output tensors (and classes, for a classifier).
+        output: mmsched_backends::onnx::OnnxOutput,
         /// Stage timing.
         timing: StageTiming,
     },
@@ -97,6 +112,7 @@ impl Output {
             Output::Vision { tag, .. }
             | Output::Vad { tag, .. }
             | Output::Asr { tag, .. }
+            | Output::Model { tag, .. }
             | Output::Llm { tag, .. } => *tag,
         }
     }

@@ -48,7 +48,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 self.on_vad(e.chunk, e.release, e.deadline, now, e.end, prob, trace_id);
             }
             Kind::Asr => self.on_transcript(output),
-            Kind::Llm => {}
+            Kind::Llm | Kind::Model(_) => {}
         }
     }
 }

@@ -390,8 +390,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 Kind::Vad => &mut summary.vad,
                 Kind::Asr => &mut summary.asr,
                 Kind::Llm => &mut summary.llm.modality,
+                Kind::Model(_) => continue,
             };
-            m.rung_counts = self.book.rung_counts[kind.index()].clone();
+            m.rung_counts = self.book.rung_counts[kind].clone();
         }
         summary.window = self.book.stats.window(now);
         summary.platform_signals = self.monitor.signals.summary();

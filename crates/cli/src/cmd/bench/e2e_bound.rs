@@ -82,14 +82,16 @@ pub fn run_bound(
     let weights = job_weights(summary);
     let priors = mmsched_pipeline::api::cost_priors(profile);
     let mut by_kind: HashMap<Kind, (Vec<Rung>, u64)> = HashMap::new();
-    for kind in Kind::ALL {
-        let fallback = median_work(jobs, kind).unwrap_or(priors[kind.index()]);
+    for kind in Kind::all() {
+        let prior = priors.get(kind.index()).copied().unwrap_or(0);
+        let fallback = median_work(jobs, kind).unwrap_or(prior);
         by_kind.insert(kind, (profile_rungs(profile, kind), fallback));
     }
     let bound_jobs = jobs
         .iter()
         .map(|j| {
-            let (rungs, fallback) = &by_kind[&j.kind];
+            let (rungs, fallback) = by_kind.get(&j.kind).cloned().unwrap_or_default();
+            let (rungs, fallback) = (&rungs, &fallback);
             let own = finished(j).then_some(j.work_nanos);
             let options = if rungs.is_empty() {
                 vec![RungOption {
@@ -115,7 +117,7 @@ pub fn run_bound(
             BoundJob {
                 release_nanos: j.release_nanos,
                 deadline_nanos: j.deadline_nanos,
-                weight: weights[j.kind.index()],
+                weight: weights.get(j.kind.index()).copied().unwrap_or(0.0),
                 audio_lane: j.kind == Kind::Vad,
                 rungs: options,
             }

@@ -186,6 +186,8 @@ fn measure_server(
         scenario: None,
         report: report.to_path_buf(),
         text_batch: batched,
+        model: Vec::new(),
+        model_config: Vec::new(),
         long_run: Default::default(),
     };
     let (api, runtime) = crate::cmd::serve_models::load(&models, &policy, &shared)?;

@@ -1,0 +1,128 @@
+//! The user's own models as the command line declares them: `--model NAME=FILE` and
+//! `--model-config FILE` (`[[models]]` entries), checked before anything loads.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use mmsched_backends::onnx::OnnxModelSpec;
+
+/// A `--model-config` file: its `[[models]]`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    models: Vec<OnnxModelSpec>,
+}
+
+/// Every model declared by `--model NAME=FILE` items and `--model-config` files, each
+/// name once; a relative file in a config file is relative to that file.
+pub fn specs(items: &[String], configs: &[PathBuf]) -> Result<Vec<OnnxModelSpec>> {
+    let mut specs = Vec::new();
+    for item in items {
+        let Some((name, file)) = item.split_once('=') else {
+            bail!("--model {item:?}: write NAME=FILE, e.g. --model detector=/data/yolo.onnx");
+        };
+        specs.push(OnnxModelSpec {
+            name: name.trim().to_string(),
+            file: PathBuf::from(file.trim()),
+            ..OnnxModelSpec::default()
+        });
+    }
+    for path in configs {
+        specs.extend(from_file(path)?);
+    }
+    for (i, s) in specs.iter().enumerate() {
+        if specs[..i].iter().any(|o| o.name == s.name) {
+            bail!(
+                "model `{}` is declared twice: give each model its own name",
+                s.name
+            );
+        }
+        check_file(s)?;
+    }
+    Ok(specs)
+}
+
+fn from_file(path: &Path) -> Result<Vec<OnnxModelSpec>> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read the model file {}: pass --model-config a readable TOML file",
+            path.display()
+        )
+    })?;
+    let file: ModelFile = toml::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a model file: it needs [[models]] entries with `name` and `file` (see docs/own-models.md)",
+            path.display()
+        )
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    Ok(file
+        .models
+        .into_iter()
+        .map(|mut s| {
+            if s.file.is_relative() {
+                s.file = base.join(&s.file);
+            }
+            s
+        })
+        .collect())
+}
+
+/// The file exists and is an ONNX file (the one engine for a model of your own here).
+fn check_file(s: &OnnxModelSpec) -> Result<()> {
+    let ext = s.file.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext != "onnx" {
+        bail!(
+            "model `{}`: {} is not an .onnx file; models of your own run on ONNX Runtime here (GGUF text and Whisper models of your own are not supported yet)",
+            s.name,
+            s.file.display()
+        );
+    }
+    if !s.file.is_file() {
+        bail!(
+            "model `{}`: no file at {}: give the path of your .onnx file",
+            s.name,
+            s.file.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_file_is_read_with_its_paths_relative_to_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("m.onnx"), b"x").expect("model");
+        let config = dir.path().join("models.toml");
+        std::fs::write(
+            &config,
+            "[[models]]\nname = \"orientation\"\nfile = \"m.onnx\"\n[models.image]\nresize = \"center-crop\"\nchannels = \"bgr\"\n[models.classes]\ntop_k = 2\n",
+        )
+        .expect("config");
+        let specs = specs(&[], &[config]).expect("specs");
+        assert_eq!(specs[0].file, dir.path().join("m.onnx"));
+        assert_eq!(specs[0].classes.as_ref().and_then(|c| c.top_k), Some(2));
+    }
+
+    #[test]
+    fn bad_declarations_say_what_to_write() {
+        let err = specs(&["detector".into()], &[]).unwrap_err().to_string();
+        assert!(err.contains("NAME=FILE"), "{err}");
+        let err = specs(&["d=/no/such.onnx".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no file at /no/such.onnx"), "{err}");
+        let err = specs(&["d=/etc/hostname".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not an .onnx file"), "{err}");
+        let dir = tempfile::tempdir().expect("dir");
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[[models]]\nname = \"x\"\nfiles = \"a\"\n").expect("write");
+        let err = format!("{:#}", specs(&[], &[bad]).unwrap_err());
+        assert!(err.contains("unknown field `files`"), "{err}");
+    }
+}
