@@ -71,6 +71,9 @@ pub struct UserModel {
     pub spec: OnnxModelSpec,
     /// Its copies.
     pub pool: Vec<Shared<OnnxModel>>,
+    /// How long each warm-up run of a whole job took on this device (the scheduler's
+    /// prior for its cost until its jobs are measured).
+    pub warm_up_nanos: Vec<mmsched_core::time::Nanos>,
 }
 
 impl std::fmt::Debug for UserModel {
@@ -116,6 +119,46 @@ fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Op
     })
 }
 
+/// A scenario's model of the user's own as the engine loads it: its file absolute or
+/// relative to the model cache, its `image` and `classes` tables read as their specs.
+fn own_model_spec(
+    m: &mmsched_scenario::Model,
+    paths: &ModelPaths,
+) -> Result<OnnxModelSpec, RunError> {
+    let bad = |field: &str, e: serde_json::Error| RunError::Model {
+        model: "your model",
+        source: BackendError::InvalidInput(format!(
+            "model `{}`: `{field}` is not understood ({e}); see docs/own-models.md",
+            m.name
+        )),
+    };
+    let read = |field: &str,
+                t: &Option<mmsched_scenario::TomlTable>|
+     -> Result<Option<serde_json::Value>, RunError> {
+        t.as_ref()
+            .map(|t| serde_json::to_value(t).map_err(|e| bad(field, e)))
+            .transpose()
+    };
+    let image = read("image", &m.image)?
+        .map(|v| serde_json::from_value(v).map_err(|e| bad("image", e)))
+        .transpose()?;
+    let classes = read("classes", &m.classes)?
+        .map(|v| serde_json::from_value(v).map_err(|e| bad("classes", e)))
+        .transpose()?;
+    let file = PathBuf::from(m.file.as_deref().unwrap_or_default());
+    let file = if file.is_absolute() {
+        file
+    } else {
+        paths.root().join(file)
+    };
+    Ok(OnnxModelSpec {
+        name: m.name.clone(),
+        file,
+        image,
+        classes,
+    })
+}
+
 /// Starts hashing the cached files `kind` loads, each on a thread of its own, so the
 /// checks of all the scenario's models run while the first ones load; every loader waits
 /// for its own file's verdict before it reads the file
@@ -135,11 +178,40 @@ fn begin_checks(paths: &ModelPaths, kind: ModelKind) {
             Artifact::WhisperTokenizer,
         ],
         ModelKind::Llm => &[Artifact::Gemma3],
+        // A model of the user's own is checked as it loads (a cached artifact against its
+        // pin; the user's own file has none).
+        ModelKind::Onnx => &[],
     };
     for &a in artifacts {
         // The hash goes on by itself; the loader collects its verdict.
         let _ = paths.begin_check(a);
     }
+}
+
+/// Runs each copy of a model of the user's own a few times on a camera-like frame (one
+/// that takes images; a model fed only tensors is warmed by its first jobs), keeping how
+/// long each run after the first took: the device's own figure for a job of it.
+fn warm_up_user(user: &mut UserModel, clock: &MonotonicClock) -> Result<(), RunError> {
+    const RUNS: usize = 4;
+    let fail = model_err(user.kind.model_name());
+    for copy in &user.pool {
+        let mut m = lock(copy);
+        if m.image_size().is_none() {
+            continue;
+        }
+        let frame = warm_up_frame().map_err(&fail)?;
+        for run in 0..RUNS {
+            let t0 = clock.now_nanos();
+            mmsched_backends::step::run_to_end(&mut *m, OnnxInput::Image(frame.clone()))
+                .map_err(&fail)?;
+            // The first run builds the engine's plan: not what a job costs.
+            if run > 0 {
+                user.warm_up_nanos
+                    .push(clock.now_nanos().saturating_sub(t0));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One generated camera frame with text on it.
@@ -212,6 +284,7 @@ impl Engines {
             kind,
             spec: spec.clone(),
             pool,
+            warm_up_nanos: Vec::new(),
         });
         Ok(kind)
     }
@@ -251,18 +324,8 @@ impl Engines {
         if let Some(llm) = &self.llm {
             llm.warm_up().map_err(model_err("LLM (Gemma-3)"))?;
         }
-        for user in &self.user {
-            for copy in &user.pool {
-                let mut m = lock(copy);
-                let input = match m.image_size() {
-                    Some(_) => {
-                        OnnxInput::Image(warm_up_frame().map_err(model_err("vision (PP-OCRv4)"))?)
-                    }
-                    None => continue,
-                };
-                mmsched_backends::step::run_to_end(&mut *m, input)
-                    .map_err(model_err(user.kind.model_name()))?;
-            }
+        for user in &mut self.user {
+            warm_up_user(user, &clock)?;
         }
         Ok(())
     }
@@ -375,6 +438,20 @@ impl Engines {
                 LlmPool::new(llm, llm_sessions.max(1) - 1).map_err(model_err("LLM (Gemma-3)"))?;
             e.memory_bytes += pool.memory_bytes();
             e.llm = Some(pool);
+        }
+        for m in scenario
+            .models()
+            .iter()
+            .filter(|m| m.kind == ModelKind::Onnx)
+        {
+            let fed = scenario
+                .streams()
+                .iter()
+                .any(|s| s.models.contains(&m.name));
+            if fed {
+                on_load(&m.name);
+                e.load_user_model(&own_model_spec(m, &paths)?, ocr_instances)?;
+            }
         }
         Ok(e)
     }

@@ -450,13 +450,18 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
         Ok(inputs)
     }
 
-    /// The stream that feeds jobs of `kind` (speech recognition is fed by the microphone).
+    /// The stream that feeds jobs of `kind` (speech recognition is fed by the microphone; a
+    /// model of the user's own by the camera that lists it among its models).
     pub fn stream(&self, kind: Kind) -> Option<&Stream> {
         match kind {
             Kind::Vision => self.camera.as_ref().map(|c| &c.1),
             Kind::Vad | Kind::Asr => self.mic.as_ref().map(|m| &m.1),
             Kind::Llm => self.text.as_ref().map(|t| &t.1),
-            Kind::Model(_) => None,
+            Kind::Model(_) => self
+                .camera
+                .as_ref()
+                .map(|c| &c.1)
+                .filter(|s| s.models.iter().any(|m| m == kind.as_str())),
         }
     }
 

@@ -75,6 +75,14 @@ pub trait Models: Send + Sync {
     /// Longest sequence (prompt and answer) the text model holds, tokens (`None` without
     /// one).
     fn context_tokens(&self) -> Option<usize>;
+
+    /// What a job of `kind` cost in the warm-up runs on this device (a model of the user's
+    /// own, which no device profile knows), as a prior until its jobs are measured; `None`
+    /// where there were none (the default).
+    fn warm_up_cost(&self, kind: Kind) -> Option<mmsched_runtime::sched::cost::Prior> {
+        let _ = kind;
+        None
+    }
 }
 
 impl Models for Engines {
@@ -149,6 +157,18 @@ impl Models for Engines {
 
     fn context_tokens(&self) -> Option<usize> {
         self.llm.as_ref().map(|p| p.max_seq_len())
+    }
+
+    fn warm_up_cost(&self, kind: Kind) -> Option<mmsched_runtime::sched::cost::Prior> {
+        let runs = &self.user_model(kind)?.warm_up_nanos;
+        let mut sorted = runs.clone();
+        sorted.sort_unstable();
+        let p50 = *sorted.get(sorted.len() / 2)?;
+        let worst = *sorted.last()?;
+        Some(mmsched_runtime::sched::cost::Prior::new(
+            p50,
+            worst.max(p50),
+        ))
     }
 }
 

@@ -18,8 +18,9 @@ use crate::stats::{Kind, RunStats};
 pub struct Totals {
     /// Time the inputs ran, nanoseconds.
     pub elapsed_nanos: u64,
-    /// Importance of each kind's stream (vision, vad, asr, llm), from the scenario.
-    pub importance: [f64; 4],
+    /// Importance of each kind's stream, by [`Kind::index`] (vision, vad, asr, llm, then the
+    /// user's models), from the scenario.
+    pub importance: Vec<f64>,
     /// Tokens generated.
     pub llm_tokens: u64,
     /// Summed time from each request's arrival to its last token.
@@ -185,6 +186,12 @@ pub fn build(
         vision: modality(stats, Kind::Vision, t),
         vad: modality(stats, Kind::Vad, t),
         asr: modality(stats, Kind::Asr, t),
+        models: stats
+            .kinds()
+            .into_iter()
+            .filter(|k| k.is_user_model())
+            .map(|k| (k.as_str().to_string(), modality(stats, k, t)))
+            .collect(),
         llm: LlmSummary {
             requests_on_time: llm.on_time,
             tokens_per_wall_s: if elapsed_s > 0.0 {

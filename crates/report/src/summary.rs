@@ -40,6 +40,11 @@ pub struct RunSummary {
     pub asr: ModalitySummary,
     /// Text-generation requests, with token figures.
     pub llm: LlmSummary,
+    /// The user's own models, by class (their name): each as a modality of its own,
+    /// counted in `utility` and `utility_correct` with its stream's importance. Absent
+    /// when the run had none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub models: std::collections::BTreeMap<String, ModalitySummary>,
     /// The latency death-triangle index (LDTI) over the run.
     pub ldti: LdtiSummary,
     /// Clock alignment of the sensor streams.
@@ -127,7 +132,8 @@ impl RunSummary {
     /// The importance-weighted mean of `rate` over the modalities where it is defined.
     fn weighted(&self, rate: impl Fn(&ModalitySummary) -> Option<f64>) -> f64 {
         let (mut worth, mut weight) = (0.0, 0.0);
-        for (_, m) in self.modalities() {
+        let own = self.models.values().map(|m| ("model", m));
+        for (_, m) in self.modalities().into_iter().chain(own) {
             if let Some(rate) = rate(m) {
                 let w = if m.importance.is_finite() {
                     m.importance.max(0.0)

@@ -56,11 +56,12 @@ fn modality_rows(out: &mut String, summary: &RunSummary) {
         "P99 ms",
         "SLA ms"
     );
-    for (name, m) in summary.modalities() {
+    let own = summary.models.iter().map(|(n, m)| (n.as_str(), m));
+    for (name, m) in summary.modalities().into_iter().chain(own) {
         let _ = writeln!(
             out,
             "{:<9}{:>8}{:>8}{:>6}{:>6}{:>8}{:>8}{:>7}{:>7}{:>10}{:>9}{:>9}{:>8}",
-            name,
+            printable(name),
             m.offered,
             m.on_time,
             m.late,
@@ -83,7 +84,8 @@ fn modality_rows(out: &mut String, summary: &RunSummary) {
 
 /// Per modality: what each health action dropped, its deadline rule, its commonest failures.
 fn modality_notes(out: &mut String, summary: &RunSummary) {
-    for (name, m) in summary.modalities() {
+    let own = summary.models.iter().map(|(n, m)| (n.as_str(), m));
+    for (name, m) in summary.modalities().into_iter().chain(own) {
         if !m.dropped_by.is_empty() {
             let by: Vec<String> = m
                 .dropped_by

@@ -47,6 +47,7 @@ pub(crate) fn sample() -> RunSummary {
         vision: modality(600, 100.0, 0.8),
         vad: modality(3000, 20.0, 0.9),
         asr: modality(40 + 10, 1000.0, 0.9),
+        models: Default::default(),
         llm: LlmSummary {
             modality: modality(12 + 10, 5000.0, 0.5),
             requests_on_time: 12,

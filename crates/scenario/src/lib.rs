@@ -16,6 +16,8 @@ mod source_check;
 mod validate;
 
 pub use model::*;
+/// A TOML table as a `[[models]]` entry holds it (`image`, `classes`).
+pub use toml::Table as TomlTable;
 
 use std::path::Path;
 

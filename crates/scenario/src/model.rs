@@ -110,6 +110,8 @@ pub enum ModelKind {
     Asr,
     /// Text generation.
     Llm,
+    /// A model of the user's own, an ONNX file (`engine = "onnx"`): its class is its name.
+    Onnx,
 }
 
 impl ModelKind {
@@ -120,25 +122,108 @@ impl ModelKind {
             ModelKind::Vad => "vad",
             ModelKind::Asr => "asr",
             ModelKind::Llm => "llm",
+            ModelKind::Onnx => "onnx",
         }
     }
 }
 
-/// `[[models]]`: one model.
+/// `[[models]]`: one model — a built-in one by its `kind`, or one of the user's own by its
+/// `engine` and `file`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "ModelEntry")]
 pub struct Model {
-    /// Unique name, referenced by streams.
+    /// Unique name, referenced by streams (a model of your own: also its job class).
     pub name: String,
-    /// `vision`, `vad`, `asr` or `llm`.
+    /// `vision`, `vad`, `asr` or `llm`; `onnx` for a model of your own.
     pub kind: ModelKind,
     /// Model file, absolute or relative to `$MMSCHED_HOME` (default: the cached model of
-    /// that kind).
+    /// that kind; a model of your own must give it).
     #[serde(default)]
     pub file: Option<String>,
     /// Cost of one job in ms, overriding the latency profile (simulation only).
     #[serde(default)]
     pub cost_ms: Option<f64>,
+    /// A model of your own: how an image becomes its input (`size`, `resize`,
+    /// `short_side`, `layout`, `channels`, `scale`, `mean`, `std`; see
+    /// docs/own-models.md), read by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<toml::Table>,
+    /// A model of your own: how its output reads as classes (`output`, `top_k`, `labels`,
+    /// `labels_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<toml::Table>,
+}
+
+/// A `[[models]]` entry as written: `kind`, or `engine = "onnx"` for a model of your own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelEntry {
+    name: String,
+    #[serde(default)]
+    kind: Option<ModelKind>,
+    #[serde(default)]
+    engine: Option<String>,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    cost_ms: Option<f64>,
+    #[serde(default)]
+    image: Option<toml::Table>,
+    #[serde(default)]
+    classes: Option<toml::Table>,
+}
+
+impl TryFrom<ModelEntry> for Model {
+    type Error = String;
+
+    fn try_from(e: ModelEntry) -> Result<Self, String> {
+        let kind = match (e.kind, e.engine.as_deref()) {
+            (Some(ModelKind::Onnx) | None, Some("onnx")) | (Some(ModelKind::Onnx), None) => {
+                ModelKind::Onnx
+            }
+            (Some(kind), None) => kind,
+            (Some(kind), Some("onnx")) => {
+                return Err(format!(
+                    "model `{}` has kind `{}` and engine `onnx`: a built-in model takes no engine; for a model of your own leave `kind` out",
+                    e.name,
+                    kind.as_str()
+                ));
+            }
+            (_, Some(other)) => {
+                return Err(format!(
+                    "model `{}`: engine `{other}` is not known; `onnx` runs a model of your own from its `file`",
+                    e.name
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "model `{}` needs `kind` (vision, vad, asr, llm) or, for a model of your own, `engine = \"onnx\"` and its `file`",
+                    e.name
+                ));
+            }
+        };
+        if kind == ModelKind::Onnx && e.file.is_none() {
+            return Err(format!(
+                "model `{}` of your own needs its `file` (an .onnx file, absolute or relative to $MMSCHED_HOME)",
+                e.name
+            ));
+        }
+        if kind != ModelKind::Onnx && (e.image.is_some() || e.classes.is_some()) {
+            return Err(format!(
+                "model `{}`: `image` and `classes` describe a model of your own (engine = \"onnx\"); the built-in {} model takes neither",
+                e.name,
+                kind.as_str()
+            ));
+        }
+        Ok(Model {
+            name: e.name,
+            kind,
+            file: e.file,
+            cost_ms: e.cost_ms,
+            image: e.image,
+            classes: e.classes,
+        })
+    }
 }
 
 /// What a stream carries.

@@ -636,6 +636,7 @@ pub(crate) fn check(
             600_000.0,
             "a cost in ms",
         )?;
+        own_model_feeders(&c, at, i, m, &spec)?;
     }
     let mut stream_names = HashSet::new();
     for (i, s) in spec.streams.iter().enumerate() {
@@ -668,4 +669,36 @@ pub(crate) fn check(
         episodes: spec.episodes.into_iter().map(|e| e.into_inner()).collect(),
         name: spec.name,
     })
+}
+
+/// A model of your own is fed a camera's frames (its image input): no other stream may list
+/// it.
+fn own_model_feeders(
+    c: &Checker<'_>,
+    at: usize,
+    i: usize,
+    m: &crate::Model,
+    spec: &ScenarioSpec,
+) -> Result<(), ScenarioError> {
+    if m.kind != crate::ModelKind::Onnx {
+        return Ok(());
+    }
+    let feeder = spec
+        .streams
+        .iter()
+        .map(|s| s.get_ref())
+        .find(|s| s.kind != crate::StreamKind::Camera && s.models.contains(&m.name));
+    match feeder {
+        Some(s) => Err(c.err(
+            at,
+            format!("models[{i}].name"),
+            format!("{:?}", m.name),
+            &format!(
+                "is a model of your own, fed the frames of a camera stream; the {} stream `{}` cannot feed it",
+                s.kind.as_str(),
+                s.name
+            ),
+        )),
+        None => Ok(()),
+    }
 }

@@ -47,9 +47,9 @@ fn step_label(name: &str) -> Option<&'static str> {
 }
 
 /// Step and job costs by key.
-/// A model of the user's own, until its steps are measured (or its rungs profiled with
-/// `mmsched profile --model NAME`): a guess of the order of a small vision model on one
-/// core here, which the first jobs replace.
+/// A model of the user's own that had no warm-up runs, until its steps are measured: a
+/// guess of the order of a small vision model on one core here, which the first jobs
+/// replace.
 const USER_MODEL_PRIOR: Prior = Prior {
     p50_nanos: 30_000_000,
     p95_nanos: 60_000_000,
@@ -62,6 +62,9 @@ pub(super) struct Costs {
     profile: Profile,
     /// Per kind, the cost of one job or step when the profile says nothing finer.
     fallback: [Prior; 4],
+    /// The user's own models: the cost of a job as their warm-up runs on this device
+    /// measured it, until their jobs are measured.
+    warmed: crate::per_kind::PerKind<Option<Prior>>,
 }
 
 impl std::fmt::Debug for Costs {
@@ -73,13 +76,14 @@ impl std::fmt::Debug for Costs {
 }
 
 impl Costs {
-    pub(super) fn new(profile: Profile) -> Self {
+    pub(super) fn new(profile: Profile, models: &dyn crate::models::Models) -> Self {
         let fallback = crate::api::cost_prior_percentiles(&profile);
         Self {
             model: CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS),
             ids: HashMap::new(),
             profile,
             fallback,
+            warmed: crate::per_kind::PerKind::from_fn(|k| models.warm_up_cost(k), None),
         }
     }
 
@@ -99,6 +103,7 @@ impl Costs {
             .fallback
             .get(key.kind.index())
             .copied()
+            .or(self.warmed[key.kind])
             .unwrap_or(USER_MODEL_PRIOR);
         match rows_of(key.what) {
             // A call decoding N requests' tokens together, until measured: a guess on the
@@ -314,7 +319,7 @@ mod tests {
     fn a_step_never_measured_is_priced_as_its_share_of_the_job() {
         // The reference profile knows a transcription as a whole (P95 1.19 s), not its
         // steps.
-        let mut c = Costs::new(Profile::reference());
+        let mut c = Costs::new(Profile::reference(), &crate::engines::Engines::default());
         let whole = c.job(Kind::Asr, "window", 0);
         assert!(whole > 1_000 * MS, "{whole}");
         // Unhinted, a step is priced as the whole job (the rule for one-step jobs).

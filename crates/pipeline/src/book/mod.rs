@@ -386,7 +386,7 @@ impl Book {
             rx,
             outputs: HashMap::new(),
             next_tag: 0,
-            costs: Costs::new(profile),
+            costs: Costs::new(profile, models),
             classes,
             general_lanes,
             fuse_vision: false,

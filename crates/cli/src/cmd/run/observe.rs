@@ -77,12 +77,9 @@ pub struct Console {
     reports: Option<super::long_run::ReportWriter>,
 }
 
+/// The modality of the class `kind` (a built-in one, or a model of the user's own).
 fn modality_of(kind: &str) -> Modality {
-    match kind {
-        "vision" => Modality::Image,
-        "vad" | "asr" => Modality::Audio,
-        _ => Modality::Text,
-    }
+    mmsched_pipeline::stats::Kind::parse(kind).map_or(Modality::Text, |k| k.modality())
 }
 
 impl Console {

