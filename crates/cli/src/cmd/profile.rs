@@ -62,6 +62,17 @@ pub struct ProfileArgs {
     /// sections are kept; a new profile is started if there is none).
     #[arg(long)]
     rungs_only: bool,
+    /// Measure only this model of your own, as NAME=FILE (an `.onnx` file; repeatable),
+    /// into the profile at --out (its other sections are kept): an entry, and the job cost
+    /// of its class, which `run` and `serve` price its jobs from until they have measured
+    /// them. A model that takes images is measured on a camera frame, one fed tensors on
+    /// zeros of its inputs' shapes.
+    #[arg(long, value_name = "NAME=FILE")]
+    model: Vec<String>,
+    /// Measure only the models of your own declared in this TOML file (`[[models]]`, as for
+    /// `serve --model-config`), as --model does.
+    #[arg(long, value_name = "FILE")]
+    model_config: Vec<PathBuf>,
 }
 
 /// Measures backends and collects the entries.
@@ -325,6 +336,27 @@ fn run_rungs_only(a: &ProfileArgs, rungs: &Rungs, out: &Path) -> Result<ExitCode
     save_and_print(a, &p.profile, out)
 }
 
+/// `profile --model`: the user's own models measured into the profile at `out` (or a new
+/// one).
+fn run_own_only(a: &ProfileArgs, out: &Path) -> Result<ExitCode> {
+    let specs = crate::cmd::own_models::specs(&a.model, &a.model_config)?;
+    let mut profile = if out.exists() {
+        mmsched_world::profile::Profile::load(out)?.doc
+    } else {
+        DeviceProfile::empty(this_device())
+    };
+    let options = MeasureOptions {
+        warmup_runs: a.warmup,
+        runs: a.runs,
+    };
+    let lines =
+        crate::cmd::profile_own::measure(&mut profile, &specs, &run_camera_frame()?, options)?;
+    for line in lines {
+        eprintln!("{line}");
+    }
+    save_and_print(a, &profile, out)
+}
+
 fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -352,6 +384,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| paths::mmsched_home().join("profile.json"));
     if a.rungs_only {
         return run_rungs_only(&a, &rungs, &out);
+    }
+    if !a.model.is_empty() || !a.model_config.is_empty() {
+        return run_own_only(&a, &out);
     }
     let rung_runs = RungRuns {
         warmup: a.warmup,

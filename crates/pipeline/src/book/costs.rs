@@ -99,10 +99,19 @@ impl Costs {
         if let Some(m) = measured {
             return Prior::new(m.p50_nanos, m.p95_nanos);
         }
+        // A model of the user's own: `mmsched profile --model`'s figure, else its warm-up
+        // runs', else a guess.
         let one = self
             .fallback
             .get(key.kind.index())
             .copied()
+            .or_else(|| {
+                let l = self.profile.latency(key.kind.as_str()).ok()?;
+                Some(Prior::new(
+                    (l.p50_ms * 1e6) as Nanos,
+                    (l.p95_ms * 1e6) as Nanos,
+                ))
+            })
             .or(self.warmed[key.kind])
             .unwrap_or(USER_MODEL_PRIOR);
         match rows_of(key.what) {
