@@ -28,23 +28,31 @@ pub trait StepModel: Send {
     /// the job holds a model).
     const FIRST_STEP: &'static str;
 
-    /// A short stable name (`ppocr-v4`, or the name the user gave the model).
-    fn name(&self) -> &str;
-
     /// Starts a job on `input`: checks it and turns it into the job's state. Nothing heavy
     /// runs here; the first step does.
-    fn begin(&self, input: Self::Input) -> Result<Self::Job, BackendError>;
+    fn begin(&mut self, input: Self::Input) -> Result<Self::Job, BackendError>;
 
     /// The label of the job's next step, or `None` once it has finished. (Read from the job
     /// alone, as the next three: the scheduler asks between steps, without taking a model
     /// another job may be running on.)
     fn next_step(job: &Self::Job) -> Option<&'static str>;
 
-    /// Runs the job's next step.
-    fn step(&mut self, job: &mut Self::Job) -> Result<(), BackendError>;
+    /// Runs the job's next step on `threads` intra-op threads, what the scheduler granted
+    /// it (at least 1; an engine that cannot change its thread count between calls keeps
+    /// the count it was loaded with).
+    fn step(&mut self, job: &mut Self::Job, threads: usize) -> Result<(), BackendError>;
 
-    /// The result of a finished job. Fails if a step is left.
-    fn finish(&self, job: Self::Job) -> Result<Self::Output, BackendError>;
+    /// The result of a finished job (post-processing). Fails if a step is left.
+    fn finish(&mut self, job: Self::Job) -> Result<Self::Output, BackendError>;
+
+    /// About how many steps a job on `input` takes, where the model can tell before it
+    /// begins (a transcription: from the audio's length); `None` when it cannot (the
+    /// default). A hint: until a step's label has been measured, its cost is predicted as
+    /// the whole job's over this count.
+    fn steps_hint(input: &Self::Input) -> Option<u32> {
+        let _ = input;
+        None
+    }
 
     /// How many parts of its input the rest of the job would read, once a step has found
     /// them and before it reads any (an OCR job's lines after its detection); `None` for a
@@ -65,9 +73,6 @@ pub trait StepModel: Send {
         let _ = job;
         1
     }
-
-    /// Bytes of memory the loaded model holds (weights and caches), best estimate.
-    fn memory_bytes(&self) -> u64;
 }
 
 /// Runs every step of a job on `model`, then returns its result: a whole job in one call,
@@ -75,7 +80,7 @@ pub trait StepModel: Send {
 pub fn run_to_end<M: StepModel>(model: &mut M, input: M::Input) -> Result<M::Output, BackendError> {
     let mut job = model.begin(input)?;
     while M::next_step(&job).is_some() {
-        model.step(&mut job)?;
+        model.step(&mut job, 1)?;
     }
     model.finish(job)
 }

@@ -192,7 +192,7 @@ fn outputs_equal_onnx_runtimes_own_python_package_on_the_same_input() {
 
 #[test]
 fn inputs_that_do_not_fit_are_refused_with_the_shape_the_graph_wants() {
-    let model = load();
+    let mut model = load();
     let wrong = mmsched_backends::TensorF32::new(vec![1, 3, 32, 32], vec![0.0; 3 * 32 * 32])
         .expect("tensor");
     let err = model

@@ -15,7 +15,6 @@ use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::{LlmOptions, LlmSession};
 
 pub use crate::sessions::{LlmLease, LlmPool};
-use mmsched_backends::StepModel;
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
 use mmsched_backends::onnx::{OnnxInput, OnnxModel, OnnxModelSpec};
 use mmsched_backends::vad::{SileroVad, VadConfig};
@@ -277,7 +276,7 @@ impl Engines {
         let mut pool = Vec::new();
         for _ in 0..copies.max(1) {
             let model = OnnxModel::load(spec, &single).map_err(model_err(kind.model_name()))?;
-            self.memory_bytes += StepModel::memory_bytes(&model);
+            self.memory_bytes += Backend::memory_bytes(&model);
             pool.push(Arc::new(Mutex::new(model)));
         }
         self.user.push(UserModel {

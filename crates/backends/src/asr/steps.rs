@@ -378,3 +378,78 @@ impl AsrSession {
         self.whisper.config.encoder_layers
     }
 }
+
+/// Encoder blocks of Whisper tiny.en, for [`StepModel::steps_hint`] (a hint: another
+/// model's count only moves the first prediction, which measurements replace).
+const TINY_ENCODER_LAYERS: usize = 4;
+
+/// Tokens Whisper decodes per second of speech, about (for [`StepModel::steps_hint`]).
+const SPOKEN_TOKENS_PER_S: u64 = 3;
+
+/// Whisper as a step model: an utterance and its plan in; the log-mel, the encoder a block
+/// at a time and the decoder a token at a time, each on the threads granted; the text out.
+impl crate::step::StepModel for AsrSession {
+    type Input = (AudioClip, AsrPlan);
+    type Job = Transcription;
+    type Output = String;
+
+    const FIRST_STEP: &'static str = "mel";
+
+    fn begin(&mut self, (clip, plan): Self::Input) -> Result<Transcription, BackendError> {
+        AsrSession::begin(self, clip, plan)
+    }
+
+    fn next_step(job: &Transcription) -> Option<&'static str> {
+        job.next_step().map(AsrStepKind::as_str)
+    }
+
+    fn step(&mut self, job: &mut Transcription, threads: usize) -> Result<(), BackendError> {
+        AsrSession::step(self, job, threads).map(|_| ())
+    }
+
+    fn finish(&mut self, job: Transcription) -> Result<String, BackendError> {
+        self.transcript(job)
+    }
+
+    /// The log-mel and encoder stem, the encoder's blocks, its cross step and a decoding
+    /// step per token spoken, and two more.
+    fn steps_hint((clip, plan): &Self::Input) -> Option<u32> {
+        let seconds = clip.samples.len() as u64 / u64::from(clip.sample_rate_hz.max(1));
+        let encoder = TINY_ENCODER_LAYERS.div_ceil(plan.layers_per_step.max(1)) as u64;
+        let tokens = SPOKEN_TOKENS_PER_S * seconds + 2;
+        Some(u32::try_from(2 + encoder + 1 + tokens).unwrap_or(u32::MAX))
+    }
+}
+
+#[cfg(test)]
+mod step_hint_tests {
+    use super::*;
+    use crate::asr::EncoderSpan;
+    use crate::step::StepModel;
+
+    fn clip(seconds: usize) -> AudioClip {
+        AudioClip {
+            samples: vec![0.0; seconds * 16_000],
+            sample_rate_hz: 16_000,
+        }
+    }
+
+    #[test]
+    fn a_transcription_hints_its_steps_from_its_length() {
+        let plan = AsrPlan {
+            span: EncoderSpan::Window,
+            layers_per_step: 1,
+        };
+        // 3 s: log-mel and stem, four blocks, the cross step, 3 × 3 + 2 tokens.
+        assert_eq!(
+            AsrSession::steps_hint(&(clip(3), plan)),
+            Some(2 + 4 + 1 + 11)
+        );
+        // Two blocks a step halve the encoder's steps; silence still decodes two tokens.
+        let two = AsrPlan {
+            layers_per_step: 2,
+            ..plan
+        };
+        assert_eq!(AsrSession::steps_hint(&(clip(0), two)), Some(2 + 2 + 1 + 2));
+    }
+}

@@ -236,11 +236,7 @@ impl crate::step::StepModel for OcrPipeline {
 
     const FIRST_STEP: &'static str = "detect";
 
-    fn name(&self) -> &str {
-        crate::Backend::name(self)
-    }
-
-    fn begin(&self, (frame, plan): Self::Input) -> Result<OcrReading, BackendError> {
+    fn begin(&mut self, (frame, plan): Self::Input) -> Result<OcrReading, BackendError> {
         OcrPipeline::begin(self, frame, plan)
     }
 
@@ -248,11 +244,11 @@ impl crate::step::StepModel for OcrPipeline {
         job.next_step().map(OcrStepKind::as_str)
     }
 
-    fn step(&mut self, job: &mut OcrReading) -> Result<(), BackendError> {
+    fn step(&mut self, job: &mut OcrReading, _threads: usize) -> Result<(), BackendError> {
         OcrPipeline::step(self, job).map(|_| ())
     }
 
-    fn finish(&self, job: OcrReading) -> Result<Vec<OcrLine>, BackendError> {
+    fn finish(&mut self, job: OcrReading) -> Result<Vec<OcrLine>, BackendError> {
         job.into_lines()
     }
 
@@ -267,9 +263,5 @@ impl crate::step::StepModel for OcrPipeline {
 
     fn parts_per_step(job: &OcrReading) -> usize {
         job.plan.lines_per_step.max(1)
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        crate::Backend::memory_bytes(self)
     }
 }

@@ -253,11 +253,7 @@ impl StepModel for OnnxModel {
 
     const FIRST_STEP: &'static str = RUN_STEP;
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn begin(&self, input: OnnxInput) -> Result<OnnxJob, BackendError> {
+    fn begin(&mut self, input: OnnxInput) -> Result<OnnxJob, BackendError> {
         // The cheap checks now, so a bad request fails before its step runs.
         self.check(&input)?;
         Ok(OnnxJob {
@@ -270,7 +266,7 @@ impl StepModel for OnnxModel {
         job.outputs.is_none().then_some(RUN_STEP)
     }
 
-    fn step(&mut self, job: &mut OnnxJob) -> Result<(), BackendError> {
+    fn step(&mut self, job: &mut OnnxJob, _threads: usize) -> Result<(), BackendError> {
         let Some(input) = job.input.take() else {
             return Err(BackendError::InvalidInput(
                 "the job has run: take its result".into(),
@@ -281,18 +277,13 @@ impl StepModel for OnnxModel {
         Ok(())
     }
 
-    fn finish(&self, job: OnnxJob) -> Result<OnnxOutput, BackendError> {
+    fn finish(&mut self, job: OnnxJob) -> Result<OnnxOutput, BackendError> {
         let Some(outputs) = job.outputs else {
             return Err(BackendError::InvalidInput(
                 "the job has not run yet: run its step first".into(),
             ));
         };
         self.read_outputs(outputs)
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        // The weights, once, and about as much again for the engine's arenas.
-        self.file_bytes * 2
     }
 }
 
@@ -327,6 +318,7 @@ impl Backend for OnnxModel {
     }
 
     fn memory_bytes(&self) -> u64 {
-        StepModel::memory_bytes(self)
+        // The weights, once, and about as much again for the engine's arenas.
+        self.file_bytes * 2
     }
 }

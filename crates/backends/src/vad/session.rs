@@ -149,3 +149,55 @@ impl Backend for SileroVad {
         self.bytes
     }
 }
+
+/// A voice-activity job: the chunk until its one step runs, then its probability.
+#[derive(Debug)]
+pub struct VadJob {
+    chunk: Option<Vec<f32>>,
+    prob: Option<f32>,
+}
+
+/// Silero VAD as a step model of one step (`vad`): a 32 ms chunk in, its speech probability
+/// out, the model's state carried to the next chunk.
+impl crate::step::StepModel for SileroVad {
+    type Input = Vec<f32>;
+    type Job = VadJob;
+    type Output = f32;
+
+    const FIRST_STEP: &'static str = "vad";
+
+    fn begin(&mut self, chunk: Vec<f32>) -> Result<VadJob, BackendError> {
+        if chunk.len() != CHUNK_SAMPLES {
+            return Err(BackendError::InvalidInput(format!(
+                "a VAD chunk is {CHUNK_SAMPLES} samples at 16 kHz (32 ms), got {}",
+                chunk.len()
+            )));
+        }
+        Ok(VadJob {
+            chunk: Some(chunk),
+            prob: None,
+        })
+    }
+
+    fn next_step(job: &VadJob) -> Option<&'static str> {
+        job.prob.is_none().then_some(Self::FIRST_STEP)
+    }
+
+    fn step(&mut self, job: &mut VadJob, _threads: usize) -> Result<(), BackendError> {
+        let Some(chunk) = job.chunk.take() else {
+            return Err(BackendError::InvalidInput(
+                "the chunk has run: take its probability".into(),
+            ));
+        };
+        let prepared = self.prepare(&chunk)?;
+        let raw = self.execute(prepared)?;
+        job.prob = Some(Backend::finish(self, raw)?);
+        Ok(())
+    }
+
+    fn finish(&mut self, job: VadJob) -> Result<f32, BackendError> {
+        job.prob.ok_or_else(|| {
+            BackendError::InvalidInput("the chunk has not run yet: run its step first".into())
+        })
+    }
+}

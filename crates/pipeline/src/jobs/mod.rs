@@ -9,9 +9,9 @@
 //! is waiting. A failure is the step's `Err`, a typed [`WorkError`].
 
 //! Files: `mod.rs` the outputs, failures and the VAD's one-step job; `step.rs` the one job
-//! of every [`mmsched_backends::StepModel`]; `vision.rs` OCR on it (detection, then
-//! recognition a batch of lines at a time); `model.rs` a model of the user's own on it;
-//! `speech.rs` Whisper in
+//! of every [`mmsched_backends::StepModel`] (the VAD's, and those below but text's);
+//! `vision.rs` OCR on it (detection, then recognition a batch of lines at a time);
+//! `model.rs` a model of the user's own on it; `speech.rs` Whisper in
 //! steps (log-mel, the encoder a block at a time, the decoder a token at a time); `text.rs`
 //! text generation a token at a time in a session of its own.
 
@@ -26,11 +26,11 @@ use std::sync::mpsc::Sender;
 use mmsched_backends::BackendError;
 use mmsched_backends::llm::StepStages;
 use mmsched_backends::ocr::OcrLine;
-use mmsched_backends::probe::{StageTiming, run_timed};
-use mmsched_core::time::{MonotonicClock, Nanos};
-use mmsched_runtime::sched::{StepOutcome, Work, WorkError};
+use mmsched_backends::probe::StageTiming;
+use mmsched_core::time::Nanos;
+use mmsched_runtime::sched::{Work, WorkError};
 
-use crate::engines::{Shared, lock};
+use crate::engines::Shared;
 use crate::request::Finish;
 
 pub use model::model;
@@ -138,18 +138,19 @@ pub fn missing(model: &'static str) -> Box<dyn Work> {
     Box::new(move || Err(WorkError::NoModel { model }))
 }
 
-/// Silero VAD on one 512-sample chunk.
+/// Silero VAD on one 512-sample chunk: one step, as one dispatch whose cost is the job's.
 pub fn vad(
     model: Shared<mmsched_backends::vad::SileroVad>,
     chunk: Vec<f32>,
     tag: u64,
     out: Sender<Output>,
 ) -> Box<dyn Work> {
-    Box::new(move || {
-        let clock = MonotonicClock::new();
-        let (prob, timing) =
-            run_timed(&mut *lock(&model), &chunk, &clock).map_err(|e| work_error("VAD", e))?;
-        let _ = out.send(Output::Vad { tag, prob, timing });
-        Ok(StepOutcome::Finished)
-    })
+    Box::new(StepJob::new(
+        vec![model],
+        "VAD",
+        chunk,
+        true,
+        Box::new(move |prob, timing| Output::Vad { tag, prob, timing }),
+        out,
+    ))
 }

@@ -31,6 +31,10 @@ pub struct StepJob<M: StepModel> {
     out: Sender<Output>,
     /// Time the steps took so far.
     nanos: Nanos,
+    /// Intra-op threads granted for the next step.
+    granted: usize,
+    /// About how many steps the job takes ([`StepModel::steps_hint`]).
+    hint: Option<u32>,
 }
 
 impl<M: StepModel> std::fmt::Debug for StepJob<M> {
@@ -57,12 +61,14 @@ impl<M: StepModel> StepJob<M> {
         Self {
             pool,
             model,
+            hint: M::steps_hint(&input),
             input: Some(input),
             job: None,
             fused,
             deliver: Some(deliver),
             out,
             nanos: 0,
+            granted: 1,
         }
     }
 }
@@ -82,6 +88,14 @@ where
             None => M::FIRST_STEP,
             Some(job) => M::next_step(job).unwrap_or(M::FIRST_STEP),
         })
+    }
+
+    fn grant_threads(&mut self, threads: usize) {
+        self.granted = threads.max(1);
+    }
+
+    fn steps_hint(&self) -> Option<u32> {
+        self.hint
     }
 
     fn parts_left(&self) -> Option<usize> {
@@ -120,9 +134,11 @@ where
                 why: "the job ended before",
             });
         };
-        m.step(job).map_err(|e| work_error(model, e))?;
+        m.step(job, self.granted)
+            .map_err(|e| work_error(model, e))?;
         while self.fused && M::next_step(job).is_some() {
-            m.step(job).map_err(|e| work_error(model, e))?;
+            m.step(job, self.granted)
+                .map_err(|e| work_error(model, e))?;
         }
         if M::next_step(job).is_some() {
             drop(m);
