@@ -151,10 +151,13 @@ impl ImageSpec {
         };
         if c >= 0 && c != 3 {
             return Err(bad(format!(
-                "input `{}` is {} with {c} channels where the layout {:?} puts them; an image has 3: set `image.layout`",
+                "input `{}` is {} with {c} channels where the layout \"{}\" puts them; an image has 3: set `image.layout`",
                 info.name,
                 info.shape_text(),
-                self.layout
+                match self.layout {
+                    Layout::Nchw => "nchw",
+                    Layout::Nhwc => "nhwc",
+                }
             )));
         }
         let fixed = (w > 0 && h > 0).then_some([w as u32, h as u32]);
