@@ -196,6 +196,11 @@ fn tritonclient_runs_a_model_of_your_own_declared_in_a_model_file() {
     assert_eq!(line("scores_shape"), "1x4", "{stdout}");
     assert_eq!(line("tensor_shape"), "1x4", "{stdout}");
     assert_eq!(line("missed"), "False", "{stdout}");
+    let both = line("both");
+    assert!(
+        both.starts_with("400") && both.contains("not both"),
+        "{both}"
+    );
     let wrong = line("wrong_shape");
     assert!(
         wrong.starts_with("400") && wrong.contains("[N, 3, 224, 224]"),

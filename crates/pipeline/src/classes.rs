@@ -49,6 +49,9 @@ pub enum ClassError {
     /// Too many classes.
     #[error("at most {MAX_CLASSES} models of your own run in one process")]
     Full,
+    /// The same model declared twice in one run.
+    #[error("model `{0}` is declared twice: give each model its own name")]
+    Twice(String),
 }
 
 /// Registers the class `class` for the model `model` of `modality`, or finds it if it was

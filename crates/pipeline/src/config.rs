@@ -364,6 +364,26 @@ pub enum RunError {
         /// Why.
         source: BackendError,
     },
+    /// A model of the user's own cannot have a class of its own (its name).
+    #[error("model `{name}` of yours cannot run")]
+    OwnModelClass {
+        /// The name it was declared with.
+        name: String,
+        /// Why.
+        source: crate::classes::ClassError,
+    },
+    /// A scenario's `image` or `classes` table of a model of the user's own is not one.
+    #[error(
+        "model `{name}`: its `{field}` table is not understood (see docs/own-models.md for its keys)"
+    )]
+    OwnModelSpec {
+        /// The model.
+        name: String,
+        /// `image` or `classes`.
+        field: &'static str,
+        /// What is wrong in it.
+        source: serde_json::Error,
+    },
     /// The scenario asks for something the runtime cannot build.
     #[error("scenario {scenario}: {reason}")]
     Scenario {

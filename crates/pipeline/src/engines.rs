@@ -124,14 +124,12 @@ fn own_model_spec(
     m: &mmsched_scenario::Model,
     paths: &ModelPaths,
 ) -> Result<OnnxModelSpec, RunError> {
-    let bad = |field: &str, e: serde_json::Error| RunError::Model {
-        model: "your model",
-        source: BackendError::InvalidInput(format!(
-            "model `{}`: `{field}` is not understood ({e}); see docs/own-models.md",
-            m.name
-        )),
+    let bad = |field: &'static str, source: serde_json::Error| RunError::OwnModelSpec {
+        name: m.name.clone(),
+        field,
+        source,
     };
-    let read = |field: &str,
+    let read = |field: &'static str,
                 t: &Option<mmsched_scenario::TomlTable>|
      -> Result<Option<serde_json::Value>, RunError> {
         t.as_ref()
@@ -256,20 +254,16 @@ impl Engines {
         spec: &OnnxModelSpec,
         copies: usize,
     ) -> Result<Kind, RunError> {
-        let kind =
-            crate::classes::register(&spec.name, &spec.name, Modality::Image).map_err(|e| {
-                RunError::Model {
-                    model: "your model",
-                    source: BackendError::InvalidInput(e.to_string()),
-                }
-            })?;
+        let kind = crate::classes::register(&spec.name, &spec.name, Modality::Image).map_err(
+            |source| RunError::OwnModelClass {
+                name: spec.name.clone(),
+                source,
+            },
+        )?;
         if self.user_model(kind).is_some() {
-            return Err(RunError::Model {
-                model: kind.model_name(),
-                source: BackendError::InvalidInput(format!(
-                    "model `{}` is declared twice: give each model its own name",
-                    spec.name
-                )),
+            return Err(RunError::OwnModelClass {
+                name: spec.name.clone(),
+                source: crate::classes::ClassError::Twice(spec.name.clone()),
             });
         }
         let single = EngineOptions::default();

@@ -151,11 +151,6 @@ impl OnnxModel {
         self.classes.is_some()
     }
 
-    /// The engine running it.
-    pub fn engine(&self) -> crate::engine::EngineKind {
-        self.session.engine()
-    }
-
     /// Checks a job's input against the graph: an image for a model that takes one, or a
     /// tensor of a fitting shape for each input.
     fn check(&self, input: &OnnxInput) -> Result<(), BackendError> {

@@ -55,3 +55,14 @@ try:
     print("wrong_shape accepted")
 except InferenceServerException as e:
     print("wrong_shape", e.status(), e.message())
+
+with open(page_png, "rb") as f:
+    page = httpclient.InferInput("image_file", [1], "BYTES")
+    page.set_data_from_numpy(np.array([f.read()], dtype=np.object_))
+t = httpclient.InferInput("x", list(x.shape), "FP32")
+t.set_data_from_numpy(x)
+try:
+    c.infer(model, [page, t], headers=SLOW)
+    print("both accepted")
+except InferenceServerException as e:
+    print("both", e.status(), e.message())

@@ -112,6 +112,15 @@ impl UserModel {
                 ));
             }
             let t = req.inputs.remove(i);
+            if let Some(other) = req.inputs.first() {
+                return Err(invalid(
+                    format!(
+                        "the request gives {:?} beside {:?}; {name} takes one image or its tensors, not both",
+                        other.name, t.name
+                    ),
+                    None,
+                ));
+            }
             let frame = match (t.datatype, t.data) {
                 (DataType::Bytes, Data::Bytes(mut items)) if items.len() == 1 => {
                     image_upload(api, items.swap_remove(0), "the image_file tensor").await
