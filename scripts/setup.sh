@@ -63,10 +63,12 @@ TRITON_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-triton"
   || { python3 -m venv "$TRITON_VENV" && "$TRITON_VENV/bin/pip" install -q 'tritonclient[http]==2.73.0' numpy==2.4.6; }
 
 # The generic ONNX path is checked against ONNX Runtime's own Python package (the
-# independent reference, scripts/onnx_reference.py), in a virtual environment of its own.
+# independent reference, scripts/onnx_reference.py), and a detector's decoding on a graph
+# ONNX's own helpers write (scripts/onnx_constant_detector.py), in a virtual environment
+# of their own.
 ORT_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-ort"
-"$ORT_VENV/bin/python" -c 'import onnxruntime, numpy' 2>/dev/null \
-  || { python3 -m venv "$ORT_VENV" && "$ORT_VENV/bin/pip" install -q onnxruntime==1.32.0 numpy==2.4.6; }
+"$ORT_VENV/bin/python" -c 'import onnxruntime, numpy, onnx' 2>/dev/null \
+  || { python3 -m venv "$ORT_VENV" && "$ORT_VENV/bin/pip" install -q onnxruntime==1.32.0 numpy==2.4.6 onnx==1.23.2; }
 
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.

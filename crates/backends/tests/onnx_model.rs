@@ -46,6 +46,7 @@ fn spec() -> OnnxModelSpec {
             top_k: Some(4),
             ..ClassesSpec::default()
         }),
+        detections: None,
     }
 }
 
@@ -224,4 +225,56 @@ fn a_file_that_is_not_a_model_fails_to_load_with_its_path() {
         .expect_err("refused")
         .to_string();
     assert!(err.contains("not-a-model.onnx"), "{err}");
+}
+
+/// A detector written by ONNX's own helpers (`scripts/onnx_constant_detector.py`): three
+/// fixed candidates in the YOLOv8 layout, two overlapping dogs and a cat, class names in
+/// the metadata as YOLO exporters write them.
+#[test]
+fn a_detectors_boxes_are_decoded_suppressed_and_mapped_back_to_the_frame() {
+    use mmsched_backends::onnx::DetectionsSpec;
+    let python = mmsched_models::cache_dir().join("venv-ort/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh (it makes the environment with Python onnx)",
+        python.display()
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("detector.onnx");
+    let made = Command::new(&python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/onnx_constant_detector.py"
+        ))
+        .arg(&file)
+        .output()
+        .expect("python runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let spec = OnnxModelSpec {
+        name: "detector".into(),
+        file,
+        detections: Some(DetectionsSpec::default()),
+        ..OnnxModelSpec::default()
+    };
+    let mut model =
+        OnnxModel::load(&spec, &EngineOptions::new(EngineKind::Ort)).expect("the detector loads");
+    assert!(model.is_detector() && model.takes_images());
+    // A 128×64 frame stretched to the 64×64 input: x halves, y stays.
+    let frame = RgbFrame::new(128, 64, vec![128; 128 * 64 * 3]).expect("frame");
+    let out = run_to_end(&mut model, OnnxInput::Image(frame)).expect("runs");
+    let found = out.detections.expect("boxes");
+    let got: Vec<(Option<&str>, [f32; 4])> =
+        found.iter().map(|d| (d.label.as_deref(), d.bbox)).collect();
+    assert_eq!(
+        got,
+        [
+            (Some("dog"), [30.0, 15.0, 50.0, 25.0]),
+            (Some("cat"), [88.0, 32.0, 104.0, 48.0]),
+        ]
+    );
+    assert!((found[0].score - 0.9).abs() < 1e-6);
 }

@@ -379,7 +379,7 @@ pub enum RunError {
     OwnModelSpec {
         /// The model.
         name: String,
-        /// `image` or `classes`.
+        /// `image`, `classes` or `detections`.
         field: &'static str,
         /// What is wrong in it.
         source: serde_json::Error,

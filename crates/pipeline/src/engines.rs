@@ -142,6 +142,9 @@ fn own_model_spec(
     let classes = read("classes", &m.classes)?
         .map(|v| serde_json::from_value(v).map_err(|e| bad("classes", e)))
         .transpose()?;
+    let detections = read("detections", &m.detections)?
+        .map(|v| serde_json::from_value(v).map_err(|e| bad("detections", e)))
+        .transpose()?;
     let file = PathBuf::from(m.file.as_deref().unwrap_or_default());
     let file = if file.is_absolute() {
         file
@@ -153,6 +156,7 @@ fn own_model_spec(
         file,
         image,
         classes,
+        detections,
     })
 }
 

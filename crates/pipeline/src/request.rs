@@ -259,8 +259,20 @@ impl Reply {
 }
 
 /// A user model's result as text: the best class of each row for a classifier (`label
-/// (score)`, rows joined by ` | `); otherwise each output's name and shape.
+/// (score)`, rows joined by ` | `), each box for a detector (`label (score) at left,top,
+/// right,bottom`); otherwise each output's name and shape.
 fn model_text(out: &mmsched_backends::onnx::OnnxOutput) -> String {
+    if let Some(found) = &out.detections {
+        return found
+            .iter()
+            .map(|d| {
+                let name = d.label.clone().unwrap_or_else(|| d.index.to_string());
+                let [l, t, r, b] = d.bbox;
+                format!("{name} ({:.3}) at {l:.0},{t:.0},{r:.0},{b:.0}", d.score)
+            })
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
     match &out.classes {
         Some(rows) => rows
             .iter()

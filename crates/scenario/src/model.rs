@@ -152,6 +152,10 @@ pub struct Model {
     /// `labels_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<toml::Table>,
+    /// A model of your own: how its output reads as boxes (`output`, `layout`,
+    /// `score_threshold`, `iou_threshold`, `max_detections`, `labels`, `labels_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detections: Option<toml::Table>,
 }
 
 /// A `[[models]]` entry as written: `kind`, or `engine = "onnx"` for a model of your own.
@@ -171,6 +175,8 @@ struct ModelEntry {
     image: Option<toml::Table>,
     #[serde(default)]
     classes: Option<toml::Table>,
+    #[serde(default)]
+    detections: Option<toml::Table>,
 }
 
 impl TryFrom<ModelEntry> for Model {
@@ -208,9 +214,10 @@ impl TryFrom<ModelEntry> for Model {
                 e.name
             ));
         }
-        if kind != ModelKind::Onnx && (e.image.is_some() || e.classes.is_some()) {
+        let tables = e.image.is_some() || e.classes.is_some() || e.detections.is_some();
+        if kind != ModelKind::Onnx && tables {
             return Err(format!(
-                "model `{}`: `image` and `classes` describe a model of your own (engine = \"onnx\"); the built-in {} model takes neither",
+                "model `{}`: `image`, `classes` and `detections` describe a model of your own (engine = \"onnx\"); the built-in {} model takes none of them",
                 e.name,
                 kind.as_str()
             ));
@@ -222,6 +229,7 @@ impl TryFrom<ModelEntry> for Model {
             cost_ms: e.cost_ms,
             image: e.image,
             classes: e.classes,
+            detections: e.detections,
         })
     }
 }

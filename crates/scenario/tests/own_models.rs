@@ -54,7 +54,7 @@ fn mistakes_in_a_model_entry_are_named_with_the_fix() {
         ),
         (
             "[[models]]\nname = \"mine\"\nkind = \"vision\"\n[models.image]\nresize = \"stretch\"\n",
-            "takes neither",
+            "takes none of them",
         ),
     ];
     for (model, want) in cases {

@@ -59,37 +59,12 @@ impl ClassesSpec {
         metadata: impl Fn(&str) -> Option<String>,
     ) -> Result<ClassesPlan, BackendError> {
         let bad = |why: String| BackendError::InvalidInput(format!("model {model}: {why}"));
-        let output = match &self.output {
-            Some(name) => outputs
-                .iter()
-                .position(|o| &o.name == name)
-                .ok_or_else(|| {
-                    let all: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
-                    bad(format!(
-                        "classes output `{name}` is not an output of the graph (its outputs: {})",
-                        all.join(", ")
-                    ))
-                })?,
-            None if outputs.is_empty() => return Err(bad("the graph has no outputs".into())),
-            None => 0,
-        };
+        let output = output_index(model, "classes", self.output.as_deref(), outputs)?;
         let top_k = self.top_k.unwrap_or(5);
         if top_k == 0 {
             return Err(bad("`classes.top_k` is 0: report at least 1 class".into()));
         }
-        let labels = match (&self.labels, &self.labels_key) {
-            (Some(list), _) => list.clone(),
-            (None, Some(key)) => lines(&metadata(key).ok_or_else(|| {
-                bad(format!(
-                    "the model has no metadata entry `{key}` for `classes.labels_key`: list the names in `classes.labels`"
-                ))
-            })?),
-            (None, None) => LABEL_KEYS
-                .iter()
-                .find_map(|k| metadata(k))
-                .map(|text| lines(&text))
-                .unwrap_or_default(),
-        };
+        let labels = labels(model, "classes", &self.labels, &self.labels_key, metadata)?;
         Ok(ClassesPlan {
             output,
             top_k,
@@ -98,8 +73,70 @@ impl ClassesSpec {
     }
 }
 
-fn lines(text: &str) -> Vec<String> {
-    text.lines().map(|l| l.trim().to_string()).collect()
+/// The position of the output a `table` names (`classes`, `detections`), or the first.
+pub(super) fn output_index(
+    model: &str,
+    table: &str,
+    name: Option<&str>,
+    outputs: &[TensorInfo],
+) -> Result<usize, BackendError> {
+    let bad = |why: String| BackendError::InvalidInput(format!("model {model}: {why}"));
+    match name {
+        Some(name) => outputs.iter().position(|o| o.name == name).ok_or_else(|| {
+            let all: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
+            bad(format!(
+                "{table} output `{name}` is not an output of the graph (its outputs: {})",
+                all.join(", ")
+            ))
+        }),
+        None if outputs.is_empty() => Err(bad("the graph has no outputs".into())),
+        None => Ok(0),
+    }
+}
+
+/// Class names: those listed, else the metadata entry `key` names, else the first of
+/// [`LABEL_KEYS`] the model has; none without any.
+pub(super) fn labels(
+    model: &str,
+    table: &str,
+    listed: &Option<Vec<String>>,
+    key: &Option<String>,
+    metadata: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, BackendError> {
+    Ok(match (listed, key) {
+        (Some(list), _) => list.clone(),
+        (None, Some(key)) => names(&metadata(key).ok_or_else(|| {
+            BackendError::InvalidInput(format!(
+                "model {model}: the model has no metadata entry `{key}` for `{table}.labels_key`: list the names in `{table}.labels`"
+            ))
+        })?),
+        (None, None) => LABEL_KEYS
+            .iter()
+            .find_map(|k| metadata(k))
+            .map(|text| names(&text))
+            .unwrap_or_default(),
+    })
+}
+
+/// Names from a metadata entry: one a line, or a dictionary of numbers to quoted names as
+/// exporters of detectors write it (`{0: 'person', 1: 'bicycle'}`).
+fn names(text: &str) -> Vec<String> {
+    let t = text.trim();
+    match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        Some(body) => {
+            let mut pairs: Vec<(usize, String)> = body
+                .split(", ")
+                .filter_map(|item| {
+                    let (n, name) = item.split_once(':')?;
+                    let name = name.trim().trim_matches(|c| c == '\'' || c == '"');
+                    Some((n.trim().parse().ok()?, name.to_string()))
+                })
+                .collect();
+            pairs.sort_by_key(|p| p.0);
+            pairs.into_iter().map(|p| p.1).collect()
+        }
+        None => t.lines().map(|l| l.trim().to_string()).collect(),
+    }
 }
 
 impl ClassesPlan {
@@ -165,6 +202,15 @@ mod tests {
         assert_eq!(top[0][0].label.as_deref(), Some("180"));
         assert_eq!(top[0][1].index, 1);
         assert_eq!(top[0].len(), 2);
+    }
+
+    #[test]
+    fn a_dictionary_of_names_reads_in_number_order() {
+        assert_eq!(
+            names("{1: 'bicycle', 0: 'person', 2: \"car\"}"),
+            ["person", "bicycle", "car"]
+        );
+        assert_eq!(names("0\n90\n"), ["0", "90"]);
     }
 
     #[test]

@@ -246,13 +246,20 @@ impl ImagePlan {
 
     /// Bilinear taps over the frame for each output column and row.
     fn taps(&self, frame: &RgbFrame) -> (Vec<Tap>, Vec<Tap>) {
-        let (fw, fh) = (frame.width() as f32, frame.height() as f32);
+        let [(ox, sx), (oy, sy)] = self.axes(frame.width(), frame.height());
+        (
+            Tap::grid(self.width as usize, ox, sx, frame.width()),
+            Tap::grid(self.height as usize, oy, sy, frame.height()),
+        )
+    }
+
+    /// Per axis (x, y), where the input's first pixel starts in a `fw`×`fh` frame and how
+    /// many frame pixels one input pixel spans.
+    fn axes(&self, fw: u32, fh: u32) -> [(f32, f32); 2] {
+        let (fw, fh) = (fw as f32, fh as f32);
         let (w, h) = (self.width as f32, self.height as f32);
         match self.spec.resize {
-            Resize::Stretch => (
-                Tap::grid(self.width as usize, 0.0, fw / w, frame.width()),
-                Tap::grid(self.height as usize, 0.0, fh / h, frame.height()),
-            ),
+            Resize::Stretch => [(0.0, fw / w), (0.0, fh / h)],
             Resize::CenterCrop => {
                 let short = self
                     .spec
@@ -263,12 +270,18 @@ impl ImagePlan {
                 let step = fw.min(fh) / short;
                 let (sw, sh) = (fw / step, fh / step);
                 let (ox, oy) = (((sw - w) / 2.0).floor(), ((sh - h) / 2.0).floor());
-                (
-                    Tap::grid(self.width as usize, ox * step, step, frame.width()),
-                    Tap::grid(self.height as usize, oy * step, step, frame.height()),
-                )
+                [(ox * step, step), (oy * step, step)]
             }
         }
+    }
+
+    /// A box (left, top, right, bottom) in the input's pixels, in the pixels of the
+    /// `fw`×`fh` frame it was made from, held inside the frame.
+    pub fn to_frame(&self, bbox: [f32; 4], fw: u32, fh: u32) -> [f32; 4] {
+        let [(ox, sx), (oy, sy)] = self.axes(fw, fh);
+        let x = |v: f32| (ox + v * sx).clamp(0.0, fw as f32);
+        let y = |v: f32| (oy + v * sy).clamp(0.0, fh as f32);
+        [x(bbox[0]), y(bbox[1]), x(bbox[2]), y(bbox[3])]
     }
 }
 
@@ -343,6 +356,30 @@ mod tests {
         let plan = spec.plan("m", &input(&[1, 3, 8, 8])).expect("plan");
         let t = plan.tensor(&RgbFrame::new(w, h, data).expect("frame"));
         assert!(t.data.iter().all(|&v| v > 0.99), "{:?}", &t.data[..8]);
+    }
+
+    #[test]
+    fn a_box_in_the_input_maps_back_to_the_frame_it_was_made_from() {
+        let stretch = ImageSpec::default()
+            .plan("m", &input(&[1, 3, 100, 200]))
+            .expect("plan");
+        // 200×100 input from a 400×300 frame: x × 2, y × 3.
+        assert_eq!(
+            stretch.to_frame([10.0, 10.0, 20.0, 50.0], 400, 300),
+            [20.0, 30.0, 40.0, 150.0]
+        );
+        let crop = ImageSpec {
+            resize: Resize::CenterCrop,
+            short_side: Some(10),
+            ..ImageSpec::default()
+        }
+        .plan("m", &input(&[1, 3, 10, 10]))
+        .expect("plan");
+        // 300×100 frame: short side 100 → 10 (step 10), the 10×10 cut from x = 10 (frame 100).
+        assert_eq!(
+            crop.to_frame([0.0, 0.0, 10.0, 10.0], 300, 100),
+            [100.0, 0.0, 200.0, 100.0]
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::classes::{ClassScore, ClassesPlan, ClassesSpec};
+use super::detections::{Detection, DetectionsPlan, DetectionsSpec};
 use super::image::{ImagePlan, ImageSpec};
 use crate::backend::{Backend, BackendError};
 use crate::engine::{EngineOptions, OnnxSession, open_session};
@@ -27,6 +28,9 @@ pub struct OnnxModelSpec {
     /// How its output reads as classes, for a classifier.
     #[serde(default)]
     pub classes: Option<ClassesSpec>,
+    /// How its output reads as boxes, for a detector.
+    #[serde(default)]
+    pub detections: Option<DetectionsSpec>,
 }
 
 /// What one job hands in.
@@ -43,6 +47,8 @@ pub enum OnnxInput {
 pub struct OnnxJob {
     input: Option<OnnxInput>,
     outputs: Option<Vec<TensorF32>>,
+    /// The size of the frame fed, for an image (boxes are mapped back to it).
+    frame: Option<(u32, u32)>,
 }
 
 /// A finished job's result.
@@ -52,6 +58,8 @@ pub struct OnnxOutput {
     pub tensors: Vec<(String, TensorF32)>,
     /// For a classifier: the best classes of each row of its scores.
     pub classes: Option<Vec<Vec<ClassScore>>>,
+    /// For a detector: the boxes found in the (first) image, best first.
+    pub detections: Option<Vec<Detection>>,
 }
 
 /// A loaded ONNX model of the user's.
@@ -62,6 +70,7 @@ pub struct OnnxModel {
     outputs: Vec<TensorInfo>,
     image: Option<ImagePlan>,
     classes: Option<ClassesPlan>,
+    detections: Option<DetectionsPlan>,
     file_bytes: u64,
 }
 
@@ -114,6 +123,11 @@ impl OnnxModel {
             .as_ref()
             .map(|c| c.plan(&name, &outputs, |k| session.metadata(k)))
             .transpose()?;
+        let detections = spec
+            .detections
+            .as_ref()
+            .map(|d| d.plan(&name, &outputs, |k| session.metadata(k)))
+            .transpose()?;
         let file_bytes = std::fs::metadata(&spec.file).map_or(0, |m| m.len());
         Ok(Self {
             name,
@@ -122,6 +136,7 @@ impl OnnxModel {
             outputs,
             image,
             classes,
+            detections,
             file_bytes,
         })
     }
@@ -149,6 +164,11 @@ impl OnnxModel {
     /// Whether its output reads as classes.
     pub fn is_classifier(&self) -> bool {
         self.classes.is_some()
+    }
+
+    /// Whether its output reads as boxes.
+    pub fn is_detector(&self) -> bool {
+        self.detections.is_some()
     }
 
     /// Checks a job's input against the graph: an image for a model that takes one, or a
@@ -208,17 +228,34 @@ impl OnnxModel {
         }
     }
 
-    /// The engine's outputs named, and read as classes for a classifier.
-    fn read_outputs(&self, outputs: Vec<TensorF32>) -> Result<OnnxOutput, BackendError> {
+    /// The engine's outputs named, read as classes for a classifier and as boxes for a
+    /// detector (in the pixels of the `frame` fed, where one was).
+    fn read_outputs(
+        &self,
+        outputs: Vec<TensorF32>,
+        frame: Option<(u32, u32)>,
+    ) -> Result<OnnxOutput, BackendError> {
+        let nth = |i: usize| {
+            outputs.get(i).ok_or_else(|| {
+                BackendError::engine(
+                    "ONNX Runtime",
+                    "the engine returned fewer outputs than the graph lists",
+                )
+            })
+        };
         let classes = match &self.classes {
+            Some(plan) => Some(plan.top(nth(plan.output)?)?),
+            None => None,
+        };
+        let detections = match &self.detections {
             Some(plan) => {
-                let scores = outputs.get(plan.output).ok_or_else(|| {
-                    BackendError::engine(
-                        "ONNX Runtime",
-                        "the engine returned fewer outputs than the graph lists",
-                    )
-                })?;
-                Some(plan.top(scores)?)
+                let mut found = plan.decode(nth(plan.output)?)?;
+                if let (Some((fw, fh)), Some(image)) = (frame, &self.image) {
+                    for d in &mut found {
+                        d.bbox = image.to_frame(d.bbox, fw, fh);
+                    }
+                }
+                Some(found)
             }
             None => None,
         };
@@ -228,7 +265,11 @@ impl OnnxModel {
             .map(|o| o.name.clone())
             .zip(outputs)
             .collect();
-        Ok(OnnxOutput { tensors, classes })
+        Ok(OnnxOutput {
+            tensors,
+            classes,
+            detections,
+        })
     }
 
     fn inputs_text(&self) -> String {
@@ -252,6 +293,7 @@ impl StepModel for OnnxModel {
         // The cheap checks now, so a bad request fails before its step runs.
         self.check(&input)?;
         Ok(OnnxJob {
+            frame: frame_size(&input),
             input: Some(input),
             outputs: None,
         })
@@ -268,7 +310,7 @@ impl StepModel for OnnxModel {
             ));
         };
         let tensors = self.engine_input(input);
-        job.outputs = Some(self.execute(tensors)?);
+        job.outputs = Some(self.session.run(tensors)?);
         Ok(())
     }
 
@@ -278,7 +320,15 @@ impl StepModel for OnnxModel {
                 "the job has not run yet: run its step first".into(),
             ));
         };
-        self.read_outputs(outputs)
+        self.read_outputs(outputs, job.frame)
+    }
+}
+
+/// The size of the frame an input is, if it is one.
+fn frame_size(input: &OnnxInput) -> Option<(u32, u32)> {
+    match input {
+        OnnxInput::Image(f) => Some((f.width(), f.height())),
+        OnnxInput::Tensors(_) => None,
     }
 }
 
@@ -287,29 +337,31 @@ impl StepModel for OnnxModel {
 /// (`bench models` measures the generic path against a direct engine call with it).
 impl Backend for OnnxModel {
     type Input = OnnxInput;
-    type Prepared = Vec<TensorF32>;
-    type Raw = Vec<TensorF32>;
+    /// The engine's inputs, and the size of the frame they came from (for boxes).
+    type Prepared = (Vec<TensorF32>, Option<(u32, u32)>);
+    type Raw = (Vec<TensorF32>, Option<(u32, u32)>);
     type Output = OnnxOutput;
 
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn prepare(&mut self, input: &OnnxInput) -> Result<Vec<TensorF32>, BackendError> {
+    fn prepare(&mut self, input: &OnnxInput) -> Result<Self::Prepared, BackendError> {
         self.check(input)?;
-        Ok(match (input, &self.image) {
+        let tensors = match (input, &self.image) {
             (OnnxInput::Image(frame), Some(plan)) => vec![plan.tensor(frame)],
             (OnnxInput::Tensors(tensors), _) => tensors.clone(),
             (OnnxInput::Image(_), None) => Vec::new(),
-        })
+        };
+        Ok((tensors, frame_size(input)))
     }
 
-    fn execute(&mut self, prepared: Vec<TensorF32>) -> Result<Vec<TensorF32>, BackendError> {
-        self.session.run(prepared)
+    fn execute(&mut self, (tensors, frame): Self::Prepared) -> Result<Self::Raw, BackendError> {
+        Ok((self.session.run(tensors)?, frame))
     }
 
-    fn finish(&mut self, raw: Vec<TensorF32>) -> Result<OnnxOutput, BackendError> {
-        self.read_outputs(raw)
+    fn finish(&mut self, (outputs, frame): Self::Raw) -> Result<OnnxOutput, BackendError> {
+        self.read_outputs(outputs, frame)
     }
 
     fn memory_bytes(&self) -> u64 {

@@ -140,6 +140,7 @@ pub fn load(
                 outputs: m.outputs().to_vec(),
                 takes_images: m.takes_images(),
                 classifier: m.is_classifier(),
+                detector: m.is_detector(),
             });
         }
     }

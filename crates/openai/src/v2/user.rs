@@ -36,10 +36,15 @@ pub struct UserModel {
     pub takes_images: bool,
     /// Whether its output reads as classes.
     pub classifier: bool,
+    /// Whether its output reads as boxes.
+    pub detector: bool,
 }
 
 /// The extra output of a classifier.
 const CLASSES: &str = "classes";
+/// The extra outputs of a detector: boxes (left, top, right, bottom; frame pixels for an
+/// image), their scores, and their classes as `index:label`.
+const BOXES: [&str; 3] = ["detection_boxes", "detection_scores", "detection_classes"];
 
 impl UserModel {
     /// Its name.
@@ -61,6 +66,9 @@ impl UserModel {
         if self.classifier {
             all.push(CLASSES.to_string());
         }
+        if self.detector {
+            all.extend(BOXES.iter().map(|s| s.to_string()));
+        }
         all
     }
 
@@ -69,6 +77,11 @@ impl UserModel {
         let mut outputs: Vec<Value> = self.outputs.iter().map(info_json).collect();
         if self.classifier {
             outputs.push(json!({"name": CLASSES, "datatype": "BYTES", "shape": [-1, -1]}));
+        }
+        if self.detector {
+            outputs.push(json!({"name": BOXES[0], "datatype": "FP32", "shape": [-1, 4]}));
+            outputs.push(json!({"name": BOXES[1], "datatype": "FP32", "shape": [-1]}));
+            outputs.push(json!({"name": BOXES[2], "datatype": "BYTES", "shape": [-1]}));
         }
         json!({
             "name": self.id(),
@@ -189,7 +202,11 @@ fn fp32_tensor(model: &str, info: &TensorInfo, t: Tensor) -> Result<TensorF32, R
 
 /// The answer's outputs: every graph output, and a classifier's classes.
 fn outputs(out: OnnxOutput) -> Vec<Output> {
-    let OnnxOutput { tensors, classes } = out;
+    let OnnxOutput {
+        tensors,
+        classes,
+        detections,
+    } = out;
     let mut all: Vec<Output> = tensors
         .into_iter()
         .map(|(name, t)| Output {
@@ -211,6 +228,24 @@ fn outputs(out: OnnxOutput) -> Vec<Output> {
         let mut o = bytes_out(CLASSES, items);
         o.shape = vec![rows.len() as u64, k];
         all.push(o);
+    }
+    if let Some(found) = detections {
+        let n = found.len() as u64;
+        all.push(Output {
+            name: BOXES[0].into(),
+            shape: vec![n, 4],
+            data: OutData::F32(found.iter().flat_map(|d| d.bbox).collect()),
+        });
+        all.push(Output {
+            name: BOXES[1].into(),
+            shape: vec![n],
+            data: OutData::F32(found.iter().map(|d| d.score).collect()),
+        });
+        let classes = found
+            .iter()
+            .map(|d| format!("{}:{}", d.index, d.label.clone().unwrap_or_default()))
+            .collect();
+        all.push(bytes_out(BOXES[2], classes));
     }
     all
 }

@@ -396,10 +396,11 @@ fn bench_own(b: &Bench<'_>, engine: EngineOptions) -> Result<ModelResult> {
             ..ImageSpec::default()
         }),
         classes: Some(ClassesSpec::default()),
+        detections: None,
     };
     let mut model = OnnxModel::load(&spec, &engine)?;
     let input = OnnxInput::Image(text_like_frame(640, 480)?);
-    let prepared = model.prepare(&input)?;
+    let (prepared, _) = model.prepare(&input)?;
     let mut call = direct(engine.kind, &file, prepared, engine.threads)?;
     b.measure(
         &mut model,
