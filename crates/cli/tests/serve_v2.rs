@@ -94,10 +94,8 @@ fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
     assert!(line("latency_ms").starts_with("v2 "), "{stdout}");
 }
 
-/// A page of several lines rendered by ffmpeg's drawtext (no `:` in the text: the filter
-/// syntax splits on it), upright and turned half round.
+/// A page of several lines rendered by ffmpeg's drawtext, upright and turned half round.
 fn render_page(dir: &std::path::Path) -> (PathBuf, PathBuf) {
-    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
     let lines = [
         "Gate B7 closes 14.35",
         "Boarding now at gate B7",
@@ -108,37 +106,9 @@ fn render_page(dir: &std::path::Path) -> (PathBuf, PathBuf) {
         "Every 10 min next 09.12",
         "Delay 5 minutes expected",
     ];
-    let text: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            format!(
-                "drawtext=fontfile={font}:text='{l}':fontsize=20:fontcolor=black:x=40:y={}",
-                30 + 30 * i
-            )
-        })
-        .collect();
     let (page, turned) = (dir.join("page.png"), dir.join("turned.png"));
-    for (out, extra) in [(&page, ""), (&turned, ",hflip,vflip")] {
-        let ok = Command::new("ffmpeg")
-            .args([
-                "-hide_banner",
-                "-loglevel",
-                "error",
-                "-y",
-                "-f",
-                "lavfi",
-                "-i",
-            ])
-            .arg("color=c=white:s=640x360")
-            .arg("-vf")
-            .arg(format!("{}{extra}", text.join(",")))
-            .args(["-frames:v", "1"])
-            .arg(out)
-            .status()
-            .expect("ffmpeg runs (scripts/setup.sh installs it)");
-        assert!(ok.success());
-    }
+    serving::render_page(&page, &lines, "");
+    serving::render_page(&turned, &lines, ",hflip,vflip");
     (page, turned)
 }
 

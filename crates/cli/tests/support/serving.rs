@@ -62,16 +62,52 @@ pub fn speak(dir: &Path, text: &str) -> PathBuf {
     wav
 }
 
+/// The font ffmpeg's drawtext renders with (Debian package `fonts-dejavu-core`).
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
 /// Renders `text` on a white 640×360 PNG with ffmpeg's drawtext (not mmsched's renderer).
 pub fn render_sign(path: &Path, text: &str) {
-    let font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    render(
+        path,
+        &format!(
+            "drawtext=fontfile={FONT}:text='{text}':fontsize=72:fontcolor=black:x=(w-tw)/2:y=(h-th)/2"
+        ),
+    );
+}
+
+/// Renders `lines` (no `:` in them: the filter syntax splits on it) top to bottom at 20 px
+/// on a white 640×360 PNG, then applies `after` (ffmpeg filters, e.g. `,hflip,vflip` to
+/// turn the page half round). (Not every test binary that includes this file uses it.)
+#[allow(dead_code)]
+pub fn render_page(path: &Path, lines: &[&str], after: &str) {
+    let text: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            format!(
+                "drawtext=fontfile={FONT}:text='{l}':fontsize=20:fontcolor=black:x=40:y={}",
+                30 + 30 * i
+            )
+        })
+        .collect();
+    render(path, &format!("{}{after}", text.join(",")));
+}
+
+/// One white 640×360 frame through ffmpeg's `filters`, written to `path`.
+fn render(path: &Path, filters: &str) {
     let ok = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
         .arg("color=c=white:s=640x360")
         .arg("-vf")
-        .arg(format!(
-            "drawtext=fontfile={font}:text='{text}':fontsize=72:fontcolor=black:x=(w-tw)/2:y=(h-th)/2"
-        ))
+        .arg(filters)
         .args(["-frames:v", "1"])
         .arg(path)
         .status()
