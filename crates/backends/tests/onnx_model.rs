@@ -111,6 +111,14 @@ fn the_graphs_inputs_outputs_and_labels_are_read_from_the_file() {
     let mut sorted = labels.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, vec!["0", "180", "270", "90"]);
+    // Zeros of the graph's shapes (the free batch as 1) run as they are.
+    let zeros = model.zeros();
+    let OnnxInput::Tensors(t) = &zeros else {
+        panic!("tensors expected");
+    };
+    assert_eq!(t[0].shape, vec![1, 3, 224, 224]);
+    let out = run_to_end(&mut model, zeros).expect("zeros run");
+    assert_eq!(out.tensors[0].1.shape, vec![1, 4]);
 }
 
 #[test]

@@ -189,22 +189,21 @@ fn begin_checks(paths: &ModelPaths, kind: ModelKind) {
     }
 }
 
-/// Runs each copy of a model of the user's own a few times on a camera-like frame (one
-/// that takes images; a model fed only tensors is warmed by its first jobs), keeping how
-/// long each run after the first took: the device's own figure for a job of it.
+/// Runs each copy of a model of the user's own a few times — on a camera-like frame if it
+/// takes images, else on zeros of its inputs' shapes — keeping how long each run after the
+/// first took: the device's own figure for a job of it.
 fn warm_up_user(user: &mut UserModel, clock: &MonotonicClock) -> Result<(), RunError> {
     const RUNS: usize = 4;
     let fail = model_err(user.kind.model_name());
     for copy in &user.pool {
         let mut m = lock(copy);
-        if m.image_size().is_none() {
-            continue;
-        }
-        let frame = warm_up_frame().map_err(&fail)?;
+        let input = match m.image_size() {
+            Some(_) => OnnxInput::Image(warm_up_frame().map_err(&fail)?),
+            None => m.zeros(),
+        };
         for run in 0..RUNS {
             let t0 = clock.now_nanos();
-            mmsched_backends::step::run_to_end(&mut *m, OnnxInput::Image(frame.clone()))
-                .map_err(&fail)?;
+            mmsched_backends::step::run_to_end(&mut *m, input.clone()).map_err(&fail)?;
             // The first run builds the engine's plan: not what a job costs.
             if run > 0 {
                 user.warm_up_nanos

@@ -161,6 +161,24 @@ impl OnnxModel {
         self.image.as_ref().map(ImagePlan::size)
     }
 
+    /// Zeros of every input's shape (a free dimension as 1): an input to time or warm the
+    /// model with when no real one is at hand.
+    pub fn zeros(&self) -> OnnxInput {
+        OnnxInput::Tensors(
+            self.inputs
+                .iter()
+                .map(|i| {
+                    let shape: Vec<usize> = i.shape.iter().map(|&d| d.max(1) as usize).collect();
+                    let n = shape.iter().product();
+                    TensorF32 {
+                        shape,
+                        data: vec![0.0; n],
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// Whether its output reads as classes.
     pub fn is_classifier(&self) -> bool {
         self.classes.is_some()

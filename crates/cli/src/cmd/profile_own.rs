@@ -4,9 +4,9 @@
 //! scheduler prices its jobs from until it has measured them itself.
 
 use anyhow::{Context, Result};
+use mmsched_backends::EngineOptions;
 use mmsched_backends::onnx::{OnnxInput, OnnxModel, OnnxModelSpec};
 use mmsched_backends::profile::{EntryLabel, MeasureOptions, profile_backend};
-use mmsched_backends::{EngineOptions, TensorF32};
 use mmsched_core::profile::DeviceProfile;
 use mmsched_core::time::MonotonicClock;
 
@@ -17,25 +17,13 @@ fn job_input(model: &OnnxModel, frame: &mmsched_backends::RgbFrame) -> (OnnxInpu
         let label = format!("{}x{}@{w}x{h}", frame.width(), frame.height());
         return (OnnxInput::Image(frame.clone()), label);
     }
-    let tensors: Vec<TensorF32> = model
-        .inputs()
-        .iter()
-        .map(|i| {
-            let shape: Vec<usize> = i.shape.iter().map(|&d| d.max(1) as usize).collect();
-            let n = shape.iter().product();
-            TensorF32 {
-                shape,
-                data: vec![0.0; n],
-            }
-        })
-        .collect();
     let label = model
         .inputs()
         .iter()
         .map(|i| i.shape_text())
         .collect::<Vec<_>>()
         .join("+");
-    (OnnxInput::Tensors(tensors), format!("zeros {label}"))
+    (model.zeros(), format!("zeros {label}"))
 }
 
 /// Measures each of `specs` into `profile` on `frame` (the run's camera frame) with
