@@ -138,6 +138,19 @@ impl<'a> Simulator<'a> {
             };
             classes.push((kind.as_str().to_string(), lat));
         }
+        // Each model of your own is a class of its own, named as the model: its `cost_ms`,
+        // else its job cost in the profile (`mmsched profile --model` writes it).
+        for m in scenario
+            .models()
+            .iter()
+            .filter(|m| m.kind == ModelKind::Onnx)
+        {
+            let lat = match m.cost_ms {
+                Some(ms) => ModelLatency::from_median_ms(ms),
+                None => profile.latency(&m.name)?,
+            };
+            classes.push((m.name.clone(), lat));
+        }
         Ok(Self {
             scenario,
             classes,
@@ -162,6 +175,14 @@ impl<'a> Simulator<'a> {
 
     fn class_of(&self, kind: ModelKind) -> Option<usize> {
         self.classes.iter().position(|(n, _)| n == kind.as_str())
+    }
+
+    /// The class of the scenario's model `m` (a model of your own's is named as it).
+    fn class_of_model(&self, m: &mmsched_scenario::Model) -> Option<usize> {
+        match m.kind {
+            ModelKind::Onnx => self.classes.iter().position(|(n, _)| *n == m.name),
+            kind => self.class_of(kind),
+        }
     }
 
     /// Runs `duration_nanos` of simulated time. With `health`, the health loop evaluates
@@ -220,6 +241,30 @@ mod tests {
 
     fn sim_for(name: &str) -> (Scenario, Profile) {
         (Scenario::load(name).expect("shipped"), Profile::reference())
+    }
+
+    #[test]
+    fn a_model_of_your_own_on_the_camera_is_a_class_that_sees_every_frame() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/documents.toml"
+        );
+        let (sc, p) = sim_for(path);
+        let sim = Simulator::new(&sc, &p, Policy::default()).expect("cost_ms covers it");
+        let r = sim.run(5, 10_000_000_000, &Conditions::default(), None, None);
+        let (own, vision) = (&r.classes["orientation"], &r.classes["vision"]);
+        // 3 fps for 10 s; OCR's gate skips none of the generated frames here.
+        assert_eq!(own.offered, vision.offered, "{r:?}");
+        assert!(own.offered >= 28, "{own:?}");
+        // Its median is the scenario's `cost_ms` (3.2 ms), far under OCR's.
+        assert!(own.p50_ms < vision.p50_ms, "{own:?}");
+        // Without `cost_ms` nor a job cost in the profile, the simulator says what is missing.
+        let text = std::fs::read_to_string(path)
+            .expect("scenario")
+            .replace("cost_ms = 3.2\n", "");
+        let bare = Scenario::from_toml(&text, "documents.toml").expect("scenario");
+        let err = Simulator::new(&bare, &p, Policy::default()).expect_err("no cost");
+        assert!(err.to_string().contains("`orientation`"), "{err}");
     }
 
     #[test]

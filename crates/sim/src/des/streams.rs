@@ -86,7 +86,7 @@ impl Simulator<'_> {
                         .models
                         .iter()
                         .filter_map(|m| s.model(m))
-                        .filter_map(|m| self.class_of(m.kind))
+                        .filter_map(|m| self.class_of_model(m))
                         .collect(),
                     tokens: st.tokens_per_request.unwrap_or(32),
                     ticks: 0,
@@ -164,18 +164,45 @@ impl SimRun<'_, '_> {
     /// A camera frame captured at `now`, arriving at `release` unless `lost`.
     fn frame(&mut self, i: usize, now: Nanos, release: Nanos, lost: bool) {
         let lane = &self.lanes[i];
-        let Some(&c) = lane.classes.first() else {
+        // OCR's class (the first the camera feeds without one), then the models of your
+        // own, which see every frame that arrives: the gate and the breaker are OCR's.
+        let vision = self
+            .sim
+            .class_of(ModelKind::Vision)
+            .filter(|v| lane.classes.contains(v));
+        let Some(&c) = vision.as_ref().or(lane.classes.first()) else {
             return;
         };
+        let own: Vec<usize> = lane
+            .classes
+            .iter()
+            .copied()
+            .filter(|&k| Some(k) != vision)
+            .collect();
+        let everyone =
+            |c: usize| std::iter::once(c).chain(own.iter().copied().filter(move |&k| k != c));
         if lost {
-            self.reports[c].lost += 1;
+            for k in everyone(c) {
+                self.reports[k].lost += 1;
+            }
             return;
         }
         let remedies = self.remedies();
         if camera_drops(&remedies, lane.ticks - 1, || self.losses[c].behind()) {
-            self.reports[c].decimated += 1;
+            for k in everyone(c) {
+                self.reports[k].decimated += 1;
+            }
             return;
         }
+        let (sla, importance) = (lane.sla_nanos, lane.importance);
+        for &k in &own {
+            let chain = Chain::new(release + sla, 1, false);
+            self.book(k, release, chain, importance, Modality::Image);
+        }
+        if vision.is_none() {
+            return;
+        }
+        let lane = &self.lanes[i];
         let t_s = self.cond.start_s + now as f64 / 1e9;
         let gated = lane
             .gates
@@ -191,7 +218,6 @@ impl SimRun<'_, '_> {
             r.stale += u64::from(remedies.use_cache);
             return;
         }
-        let (sla, importance) = (lane.sla_nanos, lane.importance);
         let chain = Chain::new(release + sla, 1, false);
         self.book(c, release, chain, importance, Modality::Image);
     }
