@@ -184,4 +184,6 @@ fn profile_model_adds_a_model_of_your_own_to_the_profile() {
             "jobs.{kind} kept: {measured}"
         );
     }
+    // And `run` and `sim` read the profile back.
+    mmsched_world::profile::Profile::load(&profile).expect("the profile reads back");
 }

@@ -285,8 +285,11 @@ pub enum ProfileProblem {
         /// P99.
         p99: Nanos,
     },
-    /// A job kind nobody schedules.
-    #[error("jobs.{kind}: unknown job kind (known: vision, vad, asr, llm)")]
+    /// A job kind nobody schedules: not built in, and not a name a model of your own can
+    /// have.
+    #[error(
+        "jobs.{kind}: unknown job kind (known: vision, vad, asr, llm, or the name of a model of your own: letters, digits, `-`, `_`)"
+    )]
     UnknownKind {
         /// The job kind.
         kind: String,
@@ -303,6 +306,16 @@ pub enum ProfileProblem {
     },
 }
 
+/// Whether `name` can be a model of your own's class (as the runtime's class table
+/// accepts it): 1 to 40 letters, digits, `-` or `_`.
+fn is_own_model_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 impl DeviceProfile {
     /// An empty profile of `device`.
     pub fn empty(device: DeviceInfo) -> Self {
@@ -316,7 +329,8 @@ impl DeviceProfile {
         }
     }
 
-    /// Checks the version and the job costs.
+    /// Checks the version and the job costs (of the built-in kinds, and of models of your
+    /// own, which `mmsched profile --model` measures under their name).
     pub fn validate(&self) -> Result<(), ProfileProblem> {
         if self.format_version != FORMAT_VERSION {
             return Err(ProfileProblem::Version {
@@ -324,7 +338,7 @@ impl DeviceProfile {
             });
         }
         for (kind, c) in &self.jobs {
-            if !JOB_KINDS.contains(&kind.as_str()) {
+            if !JOB_KINDS.contains(&kind.as_str()) && !is_own_model_name(kind) {
                 return Err(ProfileProblem::UnknownKind { kind: kind.clone() });
             }
             if !(c.p50_nanos > 0 && c.p50_nanos <= c.p95_nanos && c.p95_nanos <= c.p99_nanos) {
@@ -486,11 +500,21 @@ mod tests {
         );
         assert!(matches!(p.validate(), Err(ProfileProblem::BadCost { .. })));
         p.jobs.clear();
-        p.jobs.insert("tts".into(), JobCost::default());
+        p.jobs.insert("text to speech".into(), JobCost::default());
         assert!(matches!(
             p.validate(),
             Err(ProfileProblem::UnknownKind { .. })
         ));
+        // A model of your own's job cost, under its name.
+        p.jobs.clear();
+        let cost = JobCost {
+            p50_nanos: 2,
+            p95_nanos: 3,
+            p99_nanos: 4,
+            ..JobCost::default()
+        };
+        p.jobs.insert("orientation".into(), cost);
+        assert_eq!(p.validate(), Ok(()));
         p.format_version = 9;
         assert!(p.validate().unwrap_err().to_string().contains("version 9"));
     }
