@@ -286,10 +286,24 @@ fn sim_run_prints_the_summary_keys_of_run() {
         .sum();
         assert_eq!(n(m, "offered"), parts, "{m}: {v}");
     }
-    // 5 fps for 20 s: every frame arrives (offered) or is lost on the way.
-    let frames = n("vision", "offered") + n("vision", "lost");
-    assert!((99..=101).contains(&frames), "{v}");
-    assert_eq!(mmsched(&args), v, "same seed, same prediction");
+    // 5 fps for 20 s: every frame that arrives is offered.
+    assert!((95..=101).contains(&n("vision", "offered")), "{v}");
+    // The real book chose each job's rung, as in a run.
+    assert!(v["vision"]["rung_counts"].is_object(), "{v}");
+    assert!(v["asr"]["rung_counts"].is_object(), "{v}");
+    // The same seed gives the same prediction; only the loop's own CPU time, measured on
+    // the machine that simulates, differs.
+    let decided = |mut v: serde_json::Value| {
+        for k in ["platform", "scheduler_overhead_pct"] {
+            v.as_object_mut().map(|o| o.remove(k));
+        }
+        v
+    };
+    assert_eq!(
+        decided(mmsched(&args)),
+        decided(v),
+        "same seed, same prediction"
+    );
 }
 
 #[test]

@@ -72,6 +72,11 @@ pub struct RunConfig {
     pub report_now: Arc<AtomicBool>,
     /// The span of the summary's `window` (the last minutes), nanoseconds.
     pub window_nanos: Nanos,
+    /// A simulated run ([`crate::simulate`]): the scenario's background load acts through
+    /// the step costs instead of a thread burning CPU beside the workers, and the
+    /// machine's own figures (CPU pressure) are not read, being no figures of the
+    /// simulated device.
+    pub simulated: bool,
 }
 
 /// Where a run takes outside clients' requests from, and the clock their deadlines are on
@@ -320,6 +325,7 @@ impl RunConfig {
             report_every_nanos: None,
             report_now: Arc::new(AtomicBool::new(false)),
             window_nanos: crate::window::DEFAULT_WINDOW_NANOS,
+            simulated: false,
         }
     }
 

@@ -25,6 +25,7 @@
 //! - [`jobs`]: the one job factory, each model's work as the workers run it;
 //! - [`stop`]: stop sequences of a text request;
 //! - [`models`]: what the runtime asks of the models (the engines, or fakes in tests);
+//! - [`simulate`]: a run of the real loop in virtual time on simulated models (`sim run`);
 //! - [`audio`]: microphone packets to VAD chunks and utterances;
 //! - [`health`]: the LDTI loop and its actions;
 //! - [`nack`]: retransmission requests for missing audio and the delay they need;
@@ -60,6 +61,7 @@ pub mod results;
 pub mod rtp_record;
 pub mod run;
 pub mod sessions;
+pub mod simulate;
 pub mod source_error;
 pub mod stats;
 pub mod stop;

@@ -53,6 +53,9 @@ pub struct JobOrder {
     /// How many of the lines found to read is decided after detection (OCR; the rung's
     /// line limit is then not applied at detection).
     pub lines_later: bool,
+    /// What the input shows or says, where the run knows it. Only a simulated model reads
+    /// it ([`crate::simulate`]): the real ones read the input itself.
+    pub truth: Option<crate::truth::Truth>,
 }
 
 /// The models of a runtime. Each job's work sends its [`Output`] tagged with its job
@@ -187,7 +190,7 @@ pub mod fake {
     use mmsched_core::time::Nanos;
     use mmsched_runtime::sched::exec::MmschedExecutor;
     use mmsched_runtime::sched::lanes::standard_lanes;
-    use mmsched_runtime::sched::virtual_time::{VirtualClock, VirtualLanes};
+    use mmsched_runtime::sched::virtual_time::{StepStart, VirtualClock, VirtualLanes};
     use mmsched_runtime::sched::{Executor, StepOutcome, TaskInfo, Work, WorkError};
 
     use super::{JobOrder, Models};
@@ -258,7 +261,7 @@ pub mod fake {
         let frames = AtomicU32::new(0);
         let cheaper = CheaperFrames::default();
         let at_cheaper = Arc::clone(&cheaper);
-        let cost = Box::new(move |info: &TaskInfo| {
+        let cost = Box::new(move |info: &TaskInfo, _: &StepStart| {
             let kind = known
                 .get()
                 .and_then(|ids| ids.iter().position(|&c| c == info.class));

@@ -621,4 +621,28 @@ impl Scenario {
     pub fn model(&self, name: &str) -> Option<&Model> {
         self.models.iter().find(|m| m.name == name)
     }
+
+    /// This scenario with every live source (a camera device, an RTP port) replaced by
+    /// the generated sensor of its kind, and a note for each one replaced: a simulation
+    /// runs in virtual time, and a live source delivers in real time or not at all.
+    pub fn without_live_sources(&self) -> (Scenario, Vec<String>) {
+        let mut out = self.clone();
+        let mut notes = Vec::new();
+        for s in &mut out.streams {
+            let live = s
+                .source
+                .as_ref()
+                .filter(|src| matches!(src.kind, SourceKind::Rtp | SourceKind::V4l2));
+            if let Some(src) = live {
+                notes.push(format!(
+                    "stream {}: its live {} source is simulated as the generated {} sensor",
+                    s.name,
+                    src.kind.as_str(),
+                    s.kind.as_str()
+                ));
+                s.source = None;
+            }
+        }
+        (out, notes)
+    }
 }

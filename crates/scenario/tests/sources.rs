@@ -189,3 +189,23 @@ fn kinds_fields_and_values_are_checked() {
         "the default device"
     );
 }
+
+#[test]
+fn a_simulation_replaces_live_sources_by_generated_sensors_and_says_so() {
+    let text = doc(
+        "audio",
+        "packet_ms = 20\nsource = { kind = \"rtp\", port = 5004, payload_type = 96 }",
+    );
+    let s = Scenario::from_toml(&text, "t.toml").expect("valid");
+    let (simulated, notes) = s.without_live_sources();
+    assert!(simulated.streams().iter().all(|st| st.source.is_none()));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("rtp") && notes[0].contains("generated"),
+        "{notes:?}"
+    );
+    // Nothing live: nothing replaced.
+    let (again, none) = simulated.without_live_sources();
+    assert_eq!(again, simulated);
+    assert!(none.is_empty());
+}

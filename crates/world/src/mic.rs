@@ -36,6 +36,16 @@ pub fn transcript_budget_nanos(length_nanos: Nanos) -> Nanos {
 /// Speech detected this far above the noise floor (10 dB in amplitude).
 const ABOVE_FLOOR: f64 = 3.162;
 
+/// The level above which a 32 ms chunk is speech, from the chunk levels (RMS) of the
+/// room's audio sorted ascending: 10 dB above their 10th percentile, the noise floor.
+pub fn speech_threshold(sorted_rms: &[f64]) -> f64 {
+    let floor = sorted_rms
+        .get(sorted_rms.len() / 10)
+        .copied()
+        .unwrap_or(0.0);
+    (floor * ABOVE_FLOOR).max(1e-4)
+}
+
 /// Talk spurts of a looped microphone input, from the start of each loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpeechLoop {
@@ -69,8 +79,7 @@ impl SpeechLoop {
             .collect();
         let mut sorted = rms.clone();
         sorted.sort_by(f64::total_cmp);
-        let floor = sorted.get(sorted.len() / 10).copied().unwrap_or(0.0);
-        let threshold = (floor * ABOVE_FLOOR).max(1e-4);
+        let threshold = speech_threshold(&sorted);
         let at = |i: usize| i as Nanos * VAD_CHUNK_NANOS;
         let mut spurts = Vec::new();
         let mut open: Option<(usize, usize)> = None;

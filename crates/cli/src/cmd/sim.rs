@@ -31,9 +31,10 @@ pub enum SimCommand {
     /// health loop, a naive periodic restart, mmsched's health loop); stressors act through
     /// named mechanisms, wear only as an explicit assumption. Writes the curves (CSV, SVG).
     Soak(SoakArgs),
-    /// Predict a `mmsched run`: the discrete-event simulator on the device profile, with
-    /// the runtime's scheduler layout and health controller; prints the per-modality keys
-    /// of `run`'s summary.json (simulated).
+    /// Predict a `mmsched run`: the real run loop (book of jobs, cost model, rungs, health
+    /// loop) in virtual time, on simulated models whose step costs are drawn from the
+    /// device profile per model, rung and step; prints `run`'s table, or with --json its
+    /// summary.json with `simulated: true` (simulated).
     Run(SimRunArgs),
 }
 
@@ -341,103 +342,71 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
 }
 
 fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
-    use mmsched_sim::des::{Conditions, Simulator};
-    use mmsched_sim::health_loop::HealthLoop;
-    let scenario = mmsched_scenario::Scenario::load(&a.scenario)?;
+    use mmsched_pipeline::simulate::simulate;
+    let loaded = mmsched_scenario::Scenario::load(&a.scenario)?;
+    let (scenario, notes) = loaded.without_live_sources();
     let profile = resolve_profile(a.profile.as_deref(), &scenario)?;
     let policy = crate::policy_file::load_or_default(a.policy.as_deref())?;
     let secs = a.duration.unwrap_or_else(|| scenario.duration_s());
     if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
         anyhow::bail!("--duration must be between 0 and 86400 seconds, got {secs}");
     }
-    let (speech, microphone) = microphone_speech(&scenario);
-    let sim = Simulator::new(&scenario, &profile, policy.clone())?.with_speech(speech);
-    let mut health = HealthLoop::new(policy.ldti(), true);
-    health.drift_ppm = scenario
-        .streams()
-        .iter()
-        .map(|s| s.clock_drift_ppm.abs())
-        .fold(0.0, f64::max);
-    let cond = Conditions {
-        battery_fraction: scenario.battery().charge_pct_at(0.0) / 100.0,
-        ..Conditions::default()
-    };
-    let r = sim.run(
-        a.common.seed,
-        (secs * 1e9) as u64,
-        &cond,
-        Some(&mut health),
-        None,
+    let (_, microphone) = microphone_speech(&scenario);
+    let mut config = mmsched_pipeline::RunConfig::new(
+        scenario.clone(),
+        policy,
+        mmsched_runtime::sched::SchedulerKind::Mmsched,
     );
-    let modality = |k: &str| {
-        r.classes.get(k).map_or(serde_json::Value::Null, |c| {
-            let mut v = serde_json::to_value(c).unwrap_or_default();
-            v["on_time_pct"] = json!(c.on_time_pct());
-            v
-        })
-    };
-    let [stable, degraded, critical] = health.seconds_by_level;
-    let doc = json!({
-        "simulated": true,
-        "scenario": scenario.name(),
-        "scheduler": "mmsched",
-        "duration": secs,
-        "seed": a.common.seed,
-        "profile": profile.source,
-        "microphone": microphone,
-        "vision": modality("vision"),
-        "vad": modality("vad"),
-        "asr": modality("asr"),
-        "llm": modality("llm"),
-        "ldti": {"mean": health.ldti_mean(), "max": health.ldti_max,
-                 "seconds": {"stable": stable, "degraded": degraded, "critical": critical}},
-        "health_actions": health.changes,
-        "steps": r.steps,
-    });
+    config.duration_nanos = (secs * 1e9) as u64;
+    config.seed = a.common.seed;
+    config.profile = a.profile.clone();
     if let Some(dir) = &a.common.out {
+        config.trace_path = Some(dir.join("trace.mmtrace"));
+    }
+    let outcome = simulate(config, &mut mmsched_pipeline::run::Quiet)?;
+    let summary = &outcome.summary;
+    let mut doc = serde_json::to_value(summary)?;
+    doc["simulated"] = json!(true);
+    doc["profile"] = json!(profile.source);
+    doc["microphone"] = json!(microphone);
+    doc["notes"] = json!(notes);
+    let mut classes: Vec<String> = ["vision", "vad", "asr", "llm"].map(String::from).into();
+    classes.extend(summary.models.keys().cloned());
+    for k in &classes {
+        let m = if summary.models.contains_key(k) {
+            &mut doc["models"][k]
+        } else {
+            &mut doc[k.as_str()]
+        };
+        let offered = m["offered"].as_f64().unwrap_or(0.0);
+        let on_time = m["on_time"].as_f64().unwrap_or(0.0);
+        m["on_time_pct"] = json!(if offered > 0.0 {
+            100.0 * on_time / offered
+        } else {
+            0.0
+        });
+    }
+    if let Some(dir) = &a.common.out {
+        mmsched_report::write_report(dir, summary, &outcome.series)?;
         write_out(dir, "sim-run.json", &serde_json::to_string_pretty(&doc)?)?;
+    }
+    if let Err(e) = &outcome.trace_file {
+        eprintln!("the trace could not be written: {e}");
     }
     if a.common.json {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "Predicted run of `{}` (simulated: {secs} s, costs from {})",
+        "Predicted run of `{}` (simulated: {secs} s of the real run loop in virtual time; step costs drawn from {})",
         scenario.name(),
         profile.source
     );
-    outln!(
-        "{:>8} | {:>6} {:>9} {:>6} {:>7} {:>6} {:>8} {:>9} {:>9}",
-        "modality",
-        "jobs",
-        "completed",
-        "late",
-        "skipped",
-        "shed",
-        "on time",
-        "p50 ms",
-        "p99 ms"
-    );
-    for (k, c) in &r.classes {
-        outln!(
-            "{:>8} | {:>6} {:>9} {:>6} {:>7} {:>6} {:>6.1} % {:>9.1} {:>9.1}",
-            k,
-            c.jobs,
-            c.completed,
-            c.deadline_misses,
-            c.skipped,
-            c.shed,
-            c.on_time_pct(),
-            c.p50_ms,
-            c.p99_ms
-        );
+    outln!("{}", mmsched_report::render_table(summary));
+    for n in &notes {
+        outln!("note: {n}");
     }
-    outln!(
-        "LDTI mean {:.3}, max {:.3}; {} health action(s)",
-        health.ldti_mean(),
-        health.ldti_max,
-        health.changes.len()
-    );
+    outln!("{microphone}");
     Ok(ExitCode::SUCCESS)
 }
 

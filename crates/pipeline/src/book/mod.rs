@@ -560,6 +560,7 @@ impl Book {
                     rung,
                     fused: kind == Kind::Vision && self.fuse_vision,
                     lines_later: self.rules.lines_later(),
+                    truth: j.truth.clone(),
                 };
                 let work = cx.models.work(order);
                 self.submit_step(cx.exec, now, tag, work);

@@ -167,6 +167,7 @@ impl Book {
             rung: Some(rung),
             fused: job.kind == Kind::Vision && self.fuse_vision,
             lines_later: false,
+            truth: job.truth.clone(),
         };
         let work = cx.models.work(order);
         self.submit_step(cx.exec, now, tag, work);

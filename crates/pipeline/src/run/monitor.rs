@@ -284,7 +284,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// trace; its mean and maximum go into the summary's platform notes.
     pub(super) fn sample_pressure(&mut self, now: Nanos) {
         #[cfg(target_os = "linux")]
-        {
+        if !self.config.simulated {
             use mmsched_runtime::platform::psi;
             if let Ok(p) = psi::read(std::path::Path::new(psi::CPU_PRESSURE_PATH)) {
                 let pct = 100.0 * p.saturation();

@@ -177,7 +177,10 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
     }
     let trace = trace_of(&config, &clock)?;
     let load = LoadGenerator::start(
-        LoadProfile::of(&scenario, config.duration_nanos),
+        match config.simulated {
+            true => LoadProfile::default(),
+            false => LoadProfile::of(&scenario, config.duration_nanos),
+        },
         clock.clone(),
     );
     #[cfg(target_os = "linux")]

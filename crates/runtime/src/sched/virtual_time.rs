@@ -43,8 +43,31 @@ impl Clock for VirtualClock {
     }
 }
 
-/// How long a step takes in virtual time, from what the executor knows of its job.
-pub type StepCost = Box<dyn FnMut(&TaskInfo) -> Nanos + Send>;
+/// Where and when a step starts on the virtual lanes: what a cost that depends on the
+/// work beside it (two models sharing a memory bus, a background load taking the cores
+/// the workers leave) needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepStart {
+    /// The lane it runs on.
+    pub lane: usize,
+    /// When it starts, on the virtual clock.
+    pub start_nanos: Nanos,
+    /// The lanes running a step at that moment, this one included (bit `i`: lane `i`;
+    /// lanes past 63 are not shown).
+    pub busy_lanes: u64,
+}
+
+impl StepStart {
+    /// Whether lane `lane` runs a step as this one starts.
+    pub fn is_busy(&self, lane: usize) -> bool {
+        lane < 64 && self.busy_lanes & (1 << lane) != 0
+    }
+}
+
+/// How long a step takes in virtual time, from what the executor knows of its job and
+/// where and when it starts. The step's work has run (at once) before this is asked, so
+/// a simulated model can leave the cost it drew for the lanes to read.
+pub type StepCost = Box<dyn FnMut(&TaskInfo, &StepStart) -> Nanos + Send>;
 
 /// Lanes in virtual time: a step's work runs at once on the caller's thread (fake work
 /// that returns without computing), and the step ends `cost(info)` later on the clock.
@@ -86,15 +109,32 @@ impl StepLanes for VirtualLanes {
         work: Box<dyn Work>,
         _threads: usize,
     ) -> Result<(), Box<dyn Work>> {
-        let Some(busy_until) = self.busy_until.get_mut(lane) else {
+        let Some(&busy_until) = self.busy_until.get(lane) else {
             return Err(work);
         };
         // The step runs now, taking no virtual time; its times are the lane's.
         let mut step = run_step(lane, job, work, &self.clock);
         // A lane runs one step at a time: a step started while another runs queues.
-        step.started_nanos = step.started_nanos.max(*busy_until);
-        step.ended_nanos = step.started_nanos.saturating_add((self.cost)(info));
-        *busy_until = step.ended_nanos;
+        step.started_nanos = step.started_nanos.max(busy_until);
+        let start_nanos = step.started_nanos;
+        let busy_lanes = self
+            .busy_until
+            .iter()
+            .enumerate()
+            .filter(|&(i, &until)| i == lane || until > start_nanos)
+            .fold(0u64, |mask, (i, _)| match i {
+                0..64 => mask | (1 << i),
+                _ => mask,
+            });
+        let at = StepStart {
+            lane,
+            start_nanos,
+            busy_lanes,
+        };
+        step.ended_nanos = start_nanos.saturating_add((self.cost)(info, &at));
+        if let Some(busy_until) = self.busy_until.get_mut(lane) {
+            *busy_until = step.ended_nanos;
+        }
         self.running.push(step);
         Ok(())
     }
@@ -137,7 +177,7 @@ mod tests {
             lanes: vec![LaneConfig::default()],
             ..MmschedSetup::default()
         };
-        let lanes = VirtualLanes::new(1, clock.clone(), Box::new(move |_| step_ms * 1_000_000));
+        let lanes = VirtualLanes::new(1, clock.clone(), Box::new(move |_, _| step_ms * 1_000_000));
         MmschedExecutor::with_lanes(&Policy::default(), &setup, clock.clone(), lanes)
             .expect("executor")
     }
@@ -185,7 +225,7 @@ mod tests {
     #[test]
     fn waiting_with_nothing_running_moves_the_clock_by_the_timeout() {
         let clock = VirtualClock::new(0);
-        let mut lanes = VirtualLanes::new(2, clock.clone(), Box::new(|_| 1));
+        let mut lanes = VirtualLanes::new(2, clock.clone(), Box::new(|_, _| 1));
         lanes.wait(Duration::from_millis(5));
         assert_eq!(clock.now_nanos(), 5_000_000);
         clock.set(1);

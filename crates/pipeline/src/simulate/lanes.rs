@@ -1,0 +1,100 @@
+//! What a step costs on the simulated device's lanes: the cost its model drew, slowed by
+//! the work beside it as the device measured and as the scenario's background load takes
+//! the cores.
+//!
+//! - Beside another computing step (two general lanes busy), by the class's co-run factor
+//!   from the profile (`mmsched profile` times each model beside another): the models
+//!   share caches and memory bandwidth.
+//! - The scenario's background load (`background_load_pct`, `load_spike` episodes) takes
+//!   the idle cores first and then a share of the busy ones
+//!   ([`LoadProfile::stretch`]), with the busy count as the step starts.
+//!
+//! The voice-activity lane runs its tiny steps beside the others without slowing them, or
+//! being slowed, as in the simulator before it drove the real loop.
+
+use mmsched_core::time::Nanos;
+use mmsched_runtime::sched::TaskInfo;
+use mmsched_runtime::sched::virtual_time::{StepCost, StepStart};
+use mmsched_world::load::LoadProfile;
+
+use super::draws::{SharedDraws, lock};
+
+/// The step costs of lanes `0..compute_lanes` (general) and the voice-activity lane after
+/// them, with the load's time counted from `origin_nanos`.
+pub fn step_cost(
+    draws: SharedDraws,
+    compute_lanes: usize,
+    load: LoadProfile,
+    origin_nanos: Nanos,
+) -> StepCost {
+    Box::new(move |_info: &TaskInfo, at: &StepStart| {
+        // A step whose work left no cost (it failed before drawing) takes a nanosecond.
+        let (work, corun) = lock(&draws).take().unwrap_or((1, 1.0));
+        if at.lane >= compute_lanes {
+            return work.max(1);
+        }
+        let busy = (0..compute_lanes).filter(|&l| at.is_busy(l)).count();
+        let work = if busy > 1 {
+            (work as f64 * corun) as Nanos
+        } else {
+            work
+        };
+        let cores = u32::try_from(compute_lanes).unwrap_or(u32::MAX);
+        let busy = u32::try_from(busy).unwrap_or(u32::MAX);
+        let since = at.start_nanos.saturating_sub(origin_nanos);
+        load.stretch(since, work, cores, busy).max(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use mmsched_core::Modality;
+    use mmsched_core::arbiter::ClassId;
+    use mmsched_scenario::Scenario;
+    use mmsched_world::profile::Profile;
+
+    use super::super::draws::Draws;
+    use super::*;
+    use crate::stats::Kind;
+
+    const MS: Nanos = 1_000_000;
+
+    fn info() -> TaskInfo {
+        TaskInfo {
+            class: ClassId(0),
+            modality: Modality::Image,
+            deadline_nanos: 0,
+            predicted_cost_nanos: 0,
+            importance: 1.0,
+            committed: false,
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn a_step_beside_another_is_slowed_and_the_load_takes_what_the_workers_leave() {
+        let s = Scenario::load("ar-glasses").expect("shipped");
+        let draws: SharedDraws = Arc::new(Mutex::new(
+            Draws::new(&s, &Profile::reference(), 1).expect("figures"),
+        ));
+        let mut cost = step_cost(Arc::clone(&draws), 2, LoadProfile::steady(0.5), 0);
+        let mut at = |lane, busy_lanes| {
+            lock(&draws).leave(Kind::Vision, 100 * MS);
+            let start = StepStart {
+                lane,
+                start_nanos: 0,
+                busy_lanes,
+            };
+            cost(&info(), &start)
+        };
+        // Alone on two cores: the half-core load runs on the idle one.
+        assert_eq!(at(0, 0b001), 100 * MS);
+        // The audio lane is never slowed.
+        assert_eq!(at(2, 0b111), 100 * MS);
+        // Both general lanes busy: each loses a quarter of its core to the load.
+        let both = at(1, 0b011);
+        assert!(both > 130 * MS && both < 135 * MS, "{both}");
+    }
+}

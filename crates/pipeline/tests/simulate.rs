@@ -1,0 +1,186 @@
+//! `simulate`: the real run loop in virtual time on simulated models. What it decides
+//! depends on the seed and the profile only, never on the machine running the test.
+
+use mmsched_core::policy::Policy;
+use mmsched_pipeline::run::Quiet;
+use mmsched_pipeline::simulate::simulate;
+use mmsched_pipeline::{Mechanisms, RunConfig};
+use mmsched_report::{ModalitySummary, RunSummary};
+use mmsched_runtime::sched::SchedulerKind;
+use mmsched_scenario::Scenario;
+
+/// A device profile measured by `mmsched profile` on a 2-core AMD EPYC, with its rungs'
+/// steps and accuracy.
+const MEASURED_PROFILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/profile-epyc-2core.json"
+);
+
+fn simulated(scenario: Scenario, secs: u64, mechanisms: Mechanisms) -> RunSummary {
+    let mut config = RunConfig::new(scenario, Policy::default(), SchedulerKind::Mmsched);
+    config.duration_nanos = secs * 1_000_000_000;
+    config.profile = Some(MEASURED_PROFILE.into());
+    config.mechanisms = mechanisms;
+    simulate(config, &mut Quiet).expect("simulated").summary
+}
+
+fn accounted(name: &str, m: &ModalitySummary) {
+    let sum = m.on_time + m.late + m.shed + m.skipped + m.dropped + m.unfinished + m.failed;
+    assert_eq!(m.offered, sum, "{name}: {m:?}");
+}
+
+/// The figures a decision changes (not the loop's own CPU time, which the notes carry).
+fn decided(s: &RunSummary) -> String {
+    let m = |m: &ModalitySummary| {
+        format!(
+            "{} {} {} {} {} {:.3} {:?}",
+            m.offered, m.on_time, m.late, m.shed, m.correct_on_time, m.p99_ms, m.rung_counts
+        )
+    };
+    format!(
+        "{} | {} | {} | {} | {:.6}",
+        m(&s.vision),
+        m(&s.vad),
+        m(&s.asr),
+        m(&s.llm.modality),
+        s.utility_correct
+    )
+}
+
+/// One general worker, a camera at `fps` due in 120 ms, the recorded speech and prompts.
+fn one_worker(fps: u32) -> Scenario {
+    let toml = format!(
+        r#"
+version = 1
+name = "one-worker-camera"
+duration_s = 20
+seed = 5
+
+[device]
+workers = 1
+
+[[models]]
+name = "ocr"
+kind = "vision"
+file = "models/ppocr-v4/det.onnx"
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[models]]
+name = "asr"
+kind = "asr"
+file = "models/whisper-tiny.en/model.safetensors"
+
+[[models]]
+name = "llm"
+kind = "llm"
+file = "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["ocr"]
+fps = {fps}
+sla_ms = 120
+importance = 0.8
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad", "asr"]
+packet_ms = 20
+sla_ms = 60
+importance = 0.9
+
+[[streams]]
+name = "prompts"
+kind = "text"
+models = ["llm"]
+requests_per_min = 6
+tokens_per_request = 24
+sla_ms = 8000
+importance = 0.3
+"#
+    );
+    Scenario::from_toml(&toml, "one-worker-camera.toml").expect("scenario")
+}
+
+#[test]
+fn one_seed_gives_one_prediction_and_every_input_is_accounted_for() {
+    let s = || Scenario::load("ar-glasses").expect("shipped");
+    let a = simulated(s(), 20, Mechanisms::default());
+    let b = simulated(s(), 20, Mechanisms::default());
+    assert_eq!(decided(&a), decided(&b));
+    for (name, m) in [
+        ("vision", &a.vision),
+        ("vad", &a.vad),
+        ("asr", &a.asr),
+        ("llm", &a.llm.modality),
+    ] {
+        accounted(name, m);
+        assert!(m.offered > 0, "{name}: {m:?}");
+    }
+    // 5 fps for 20 s, the microphone's 32 ms chunks.
+    assert!((95..=101).contains(&a.vision.offered), "{:?}", a.vision);
+    assert!(a.vad.offered > 550, "{:?}", a.vad);
+    assert!(
+        a.platform.iter().any(|n| n.contains("simulated")),
+        "{:?}",
+        a.platform
+    );
+}
+
+#[test]
+fn past_capacity_the_book_chooses_cheaper_rungs_and_it_pays() {
+    // Frames cost 40–60 ms at the richest rung on one worker, arriving every 50 ms beside
+    // speech: a transcription at its richest rung (≈ 420 ms) cannot fit among them.
+    let with = simulated(one_worker(20), 20, Mechanisms::default());
+    let without = simulated(
+        one_worker(20),
+        20,
+        Mechanisms {
+            rungs: false,
+            ..Mechanisms::default()
+        },
+    );
+    for s in [&with, &without] {
+        accounted("vision", &s.vision);
+        accounted("asr", &s.asr);
+    }
+    let cheaper = |m: &ModalitySummary, richest: &str| -> u64 {
+        m.rung_counts
+            .iter()
+            .filter(|(rung, _)| rung.as_str() != richest)
+            .map(|(_, n)| n)
+            .sum()
+    };
+    // Every transcription ran over the audio alone rather than the whole window.
+    assert_eq!(
+        cheaper(&with.asr, "window"),
+        with.asr.offered,
+        "{}",
+        decided(&with)
+    );
+    assert_eq!(cheaper(&without.asr, "window"), 0, "{}", decided(&without));
+    assert!(with.asr.on_time > without.asr.on_time, "{}", decided(&with));
+    assert!(
+        with.utility_correct > without.utility_correct,
+        "with rungs {}, without {}",
+        decided(&with),
+        decided(&without)
+    );
+}
+
+#[test]
+fn a_transcription_runs_in_its_measured_steps_between_frames() {
+    // One worker, a camera at 4 fps: a whole transcription (≈ 420 ms) is longer than the
+    // gap between two frames; in steps it fits between them and both are on time.
+    let s = simulated(one_worker(4), 30, Mechanisms::default());
+    accounted("asr", &s.asr);
+    assert!(s.asr.offered >= 4, "{:?}", s.asr);
+    assert_eq!(s.asr.on_time, s.asr.offered, "{:?}", s.asr);
+    assert_eq!(s.vision.on_time, s.vision.offered, "{:?}", s.vision);
+}
