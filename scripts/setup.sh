@@ -67,8 +67,10 @@ TRITON_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-triton"
 # ONNX's own helpers write (scripts/onnx_constant_detector.py), in a virtual environment
 # of their own.
 ORT_VENV="${MMSCHED_HOME:-$HOME/.cache/mmsched}/venv-ort"
-"$ORT_VENV/bin/python" -c 'import onnxruntime, numpy, onnx' 2>/dev/null \
-  || { python3 -m venv "$ORT_VENV" && "$ORT_VENV/bin/pip" install -q onnxruntime==1.32.0 numpy==2.4.6 onnx==1.23.2; }
+# The same environment has the GGUF format's own package (`gguf`), which writes the toy
+# text model with a byte-level vocabulary of the GGUF tests (scripts/gguf_toy_model.py).
+"$ORT_VENV/bin/python" -c 'import onnxruntime, numpy, onnx, gguf' 2>/dev/null \
+  || { python3 -m venv "$ORT_VENV" && "$ORT_VENV/bin/pip" install -q onnxruntime==1.32.0 numpy==2.4.6 onnx==1.23.2 gguf==0.19.0; }
 
 # Build exactly what `cargo test --workspace` builds (same profile, same features), so the
 # fetch below and the tests share one build.

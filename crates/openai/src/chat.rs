@@ -30,8 +30,9 @@ const CHAT_STOP: &str = "\nUser:";
 /// `GET /v1/models`.
 pub async fn models(State(api): State<Arc<OpenAi>>) -> Response {
     let mut data = Vec::new();
+    let text_id = api.text_model_id();
     for (id, kind) in [
-        (LLM_ID, Kind::Llm),
+        (text_id.as_str(), Kind::Llm),
         (ASR_ID, Kind::Asr),
         (OCR_ID, Kind::Vision),
     ] {
@@ -49,9 +50,9 @@ pub async fn chat_completions(
     body: Bytes,
 ) -> Response {
     let read = parse_body(&body).and_then(|req| {
-        let text = chat_prompt(&req)?;
+        let (text, stop) = chat_prompt(&api, &req)?;
         let mut stops = stops(&req)?;
-        stops.push(CHAT_STOP.into());
+        stops.extend(stop.map(String::from));
         Ok((req, text, stops))
     });
     match read {
@@ -122,14 +123,14 @@ fn content_text(content: &Value) -> Option<String> {
 }
 
 /// The chat written out as a transcript the base model continues.
-fn chat_prompt(req: &Value) -> Result<String, Response> {
+fn chat_messages(req: &Value) -> Result<Vec<(String, String)>, Response> {
     let Some(messages) = req["messages"].as_array().filter(|m| !m.is_empty()) else {
         return Err(invalid(
             "`messages` must be a non-empty array of {\"role\", \"content\"}".into(),
             Some("messages"),
         ));
     };
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(messages.len());
     for (i, m) in messages.iter().enumerate() {
         let text = content_text(&m["content"]).ok_or_else(|| {
             invalid(
@@ -137,13 +138,10 @@ fn chat_prompt(req: &Value) -> Result<String, Response> {
                 Some("messages"),
             )
         })?;
-        match m["role"].as_str() {
-            Some("system" | "developer") => {
-                out.push_str(text.trim());
-                out.push_str("\n\n");
-            }
-            Some("user") => out.push_str(&format!("User: {}\n", text.trim())),
-            Some("assistant") => out.push_str(&format!("Assistant: {}\n", text.trim())),
+        let role = match m["role"].as_str() {
+            Some("system" | "developer") => "system",
+            Some("user") => "user",
+            Some("assistant") => "assistant",
             other => {
                 return Err(invalid(
                     format!(
@@ -152,10 +150,39 @@ fn chat_prompt(req: &Value) -> Result<String, Response> {
                     Some("messages"),
                 ));
             }
+        };
+        out.push((role.to_string(), text.trim().to_string()));
+    }
+    Ok(out)
+}
+
+/// A chat as a plain transcript, for a base model without a chat template (the default).
+fn transcript(messages: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (role, text) in messages {
+        match role.as_str() {
+            "system" => {
+                out.push_str(text);
+                out.push_str("\n\n");
+            }
+            "user" => out.push_str(&format!("User: {text}\n")),
+            _ => out.push_str(&format!("Assistant: {text}\n")),
         }
     }
     out.push_str("Assistant:");
-    Ok(out)
+    out
+}
+
+/// The prompt of a chat and the stops it adds: written with the text model's chat
+/// template where it has one (its end-of-turn token then ends the answer), else as a
+/// transcript that ends at the next `User:` turn.
+fn chat_prompt(api: &OpenAi, req: &Value) -> Result<(String, Option<&'static str>), Response> {
+    let messages = chat_messages(req)?;
+    match api.client.format_chat(&messages) {
+        Some(Ok(text)) => Ok((text, None)),
+        Some(Err(e)) => Err(invalid(e.to_string(), Some("messages"))),
+        None => Ok((transcript(&messages), Some(CHAT_STOP))),
+    }
 }
 
 /// The request's `stop`: a string or an array of up to 4 strings.
@@ -271,10 +298,11 @@ async fn generate(
             "no language model is loaded: start the server with --models".into(),
         );
     }
-    let model = req["model"].as_str().unwrap_or(LLM_ID).to_string();
-    if model != LLM_ID {
+    let served = api.text_model_id();
+    let model = req["model"].as_str().unwrap_or(&served).to_string();
+    if model != served {
         return model_not_found(format!(
-            "model {model:?} is not served here; use \"{LLM_ID}\" (GET /v1/models lists the models)"
+            "model {model:?} is not served here; use \"{served}\" (GET /v1/models lists the models)"
         ));
     }
     let (prompt, prompt_tokens) = match prompt_for(&api, req, text, stops) {
@@ -301,10 +329,10 @@ mod tests {
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
         ]});
-        let p = chat_prompt(&req).expect("valid");
+        let p = transcript(&chat_messages(&req).expect("valid"));
         assert_eq!(p, "Be brief.\n\nUser: Hi\nAssistant:");
-        assert!(chat_prompt(&json!({"messages": []})).is_err());
-        assert!(chat_prompt(&json!({"messages": [{"role": "robot", "content": "x"}]})).is_err());
+        assert!(chat_messages(&json!({"messages": []})).is_err());
+        assert!(chat_messages(&json!({"messages": [{"role": "robot", "content": "x"}]})).is_err());
     }
 
     #[test]

@@ -135,6 +135,14 @@ struct Terms {
 }
 
 impl OpenAi {
+    /// The id the text model is served under: the name the user gave a GGUF of their own,
+    /// else [`LLM_ID`].
+    pub fn text_model_id(&self) -> String {
+        self.client
+            .text_model_name()
+            .unwrap_or_else(|| LLM_ID.to_string())
+    }
+
     /// The endpoints over `client`'s runtime: text, speech and OCR classes with
     /// `classes`' settings (the defaults where absent), uploads up to `upload_limit_bytes`,
     /// every result published on `results`, and `keys` when the endpoints want one.

@@ -89,6 +89,20 @@ impl Client {
         self.models.count_tokens(text)
     }
 
+    /// A chat written with the text model's chat template (see
+    /// [`Models::format_chat`]); `None` where it takes a plain transcript.
+    pub fn format_chat(
+        &self,
+        messages: &[(String, String)],
+    ) -> Option<Result<String, mmsched_backends::llm::ChatTemplateError>> {
+        self.models.format_chat(messages)
+    }
+
+    /// The name the text model is served under, where the user named it.
+    pub fn text_model_name(&self) -> Option<String> {
+        self.models.text_model_name()
+    }
+
     /// The text model's context (prompt and answer), tokens (`None` without one).
     pub fn context_tokens(&self) -> Option<usize> {
         self.models.context_tokens()

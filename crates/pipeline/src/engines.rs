@@ -7,7 +7,7 @@
 //! request that may run at once ([`LlmPool`]: sequences of one batch decoder on llama.cpp,
 //! else forks sharing one copy of the weights, each with its own KV cache).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, WhisperFiles};
@@ -51,9 +51,11 @@ pub struct Engines {
     pub vad: Option<Shared<SileroVad>>,
     /// Whisper tiny.en.
     pub asr: Option<Shared<AsrSession>>,
-    /// Gemma-3 270M, a place (a batch sequence or a session) per text request that may run
-    /// at once.
+    /// The text model (Gemma-3 270M, or a GGUF of the user's own), a place (a batch
+    /// sequence or a session) per text request that may run at once.
     pub llm: Option<LlmPool>,
+    /// The name a text model of the user's own was given (`None`: the default Gemma-3).
+    pub llm_name: Option<String>,
     /// The user's own models, each with a copy per worker.
     pub user: Vec<UserModel>,
     /// Memory held by the loaded models, bytes (best estimate).
@@ -236,6 +238,26 @@ fn warm_up_frame() -> Result<RgbFrame, BackendError> {
     RgbFrame::new(frame.width, frame.height, frame.rgb)
 }
 
+/// The text model at `path` with `sessions` places; `own`: a file of the user's own,
+/// tokenized by llama.cpp (any vocabulary, and the special tokens of its chat template).
+fn load_text_pool(path: &Path, sessions: usize, own: bool) -> Result<LlmPool, RunError> {
+    let what = if own {
+        "LLM (your GGUF)"
+    } else {
+        "LLM (Gemma-3)"
+    };
+    let clock: Arc<dyn Clock + Send + Sync> = Arc::new(MonotonicClock::new());
+    let options = LlmOptions {
+        threads: 1,
+        engine_tokenizer: own,
+        ..LlmOptions::default()
+    };
+    let llm = LlmSession::load(path, options, clock).map_err(model_err(what))?;
+    let mut pool = LlmPool::new(llm, sessions.max(1) - 1).map_err(model_err(what))?;
+    pool.set_own(own);
+    Ok(pool)
+}
+
 fn uses(scenario: &Scenario, kind: ModelKind) -> bool {
     let names: Vec<&str> = scenario
         .models()
@@ -326,6 +348,25 @@ impl Engines {
         Ok(())
     }
 
+    /// Replaces the text model by the user's GGUF `path`, served as `name`, with places
+    /// for `llm_sessions` text requests at once: any model llama.cpp reads, tokenized by
+    /// llama.cpp, its chats written with the file's chat template.
+    pub fn load_own_text_model(
+        &mut self,
+        name: &str,
+        path: &Path,
+        llm_sessions: usize,
+    ) -> Result<(), RunError> {
+        let pool = load_text_pool(path, llm_sessions, true)?;
+        if let Some(old) = self.llm.take() {
+            self.memory_bytes = self.memory_bytes.saturating_sub(old.memory_bytes());
+        }
+        self.memory_bytes += pool.memory_bytes();
+        self.llm = Some(pool);
+        self.llm_name = Some(name.to_string());
+        Ok(())
+    }
+
     /// Loads what `scenario` uses, with `ocr_instances` OCR pipelines and one text session.
     /// `on_load` is told each model's name before it loads (for a progress line).
     pub fn load(
@@ -343,6 +384,26 @@ impl Engines {
         scenario: &Scenario,
         ocr_instances: usize,
         llm_sessions: usize,
+        on_load: impl FnMut(&str),
+    ) -> Result<Self, RunError> {
+        Self::load_models(scenario, ocr_instances, Some(llm_sessions), on_load)
+    }
+
+    /// Like [`Engines::load_with`] but for the text model, which the caller loads itself
+    /// (a GGUF of the user's own: [`Engines::load_own_text_model`]).
+    pub fn load_without_text(
+        scenario: &Scenario,
+        ocr_instances: usize,
+        on_load: impl FnMut(&str),
+    ) -> Result<Self, RunError> {
+        Self::load_models(scenario, ocr_instances, None, on_load)
+    }
+
+    /// The models `scenario` uses; the text model with `llm_sessions` places, or none.
+    fn load_models(
+        scenario: &Scenario,
+        ocr_instances: usize,
+        llm_sessions: Option<usize>,
         mut on_load: impl FnMut(&str),
     ) -> Result<Self, RunError> {
         let paths = ModelPaths::from_env();
@@ -352,7 +413,7 @@ impl Engines {
             ModelKind::Vision,
             ModelKind::Vad,
         ] {
-            if uses(scenario, kind) {
+            if uses(scenario, kind) && (kind != ModelKind::Llm || llm_sessions.is_some()) {
                 begin_checks(&paths, kind);
             }
         }
@@ -407,31 +468,26 @@ impl Engines {
             e.memory_bytes += asr.memory_bytes();
             e.asr = Some(Arc::new(Mutex::new(asr)));
         }
-        if uses(scenario, ModelKind::Llm) {
+        if let Some(llm_sessions) = llm_sessions.filter(|_| uses(scenario, ModelKind::Llm)) {
             on_load("Gemma-3 270M");
-            let path = match scenario_file(scenario, ModelKind::Llm, &paths) {
-                Some(p) if p.exists() => p,
-                _ => paths
-                    .require(Artifact::Gemma3)
-                    .map_err(|m| RunError::Model {
+            let default = paths.require(Artifact::Gemma3);
+            let pool = match scenario_file(scenario, ModelKind::Llm, &paths) {
+                // A file of the user's own (not the fetched default): any GGUF llama.cpp
+                // reads, tokenized by llama.cpp, chats written with its template.
+                Some(p) if p.exists() => {
+                    let own = default.as_ref().map_or(true, |d| *d != p);
+                    load_text_pool(&p, llm_sessions, own)?
+                }
+                _ => {
+                    let path = default.map_err(|m| RunError::Model {
                         model: "LLM (Gemma-3)",
                         source: BackendError::ModelMissing {
                             path: m.path.display().to_string(),
                         },
-                    })?,
+                    })?;
+                    load_text_pool(&path, llm_sessions, false)?
+                }
             };
-            let clock: Arc<dyn Clock + Send + Sync> = Arc::new(MonotonicClock::new());
-            let llm = LlmSession::load(
-                &path,
-                LlmOptions {
-                    threads: 1,
-                    ..LlmOptions::default()
-                },
-                clock,
-            )
-            .map_err(model_err("LLM (Gemma-3)"))?;
-            let pool =
-                LlmPool::new(llm, llm_sessions.max(1) - 1).map_err(model_err("LLM (Gemma-3)"))?;
             e.memory_bytes += pool.memory_bytes();
             e.llm = Some(pool);
         }

@@ -79,6 +79,23 @@ pub trait Models: Send + Sync {
     /// one).
     fn context_tokens(&self) -> Option<usize>;
 
+    /// A chat's messages (role, content) written as the text model reads a chat: with
+    /// its file's chat template (a model of the user's own that carries one); `None` where
+    /// the model takes a plain transcript (the default).
+    fn format_chat(
+        &self,
+        messages: &[(String, String)],
+    ) -> Option<Result<String, mmsched_backends::llm::ChatTemplateError>> {
+        let _ = messages;
+        None
+    }
+
+    /// The name the text model is served under, where the user named it (a GGUF of their
+    /// own); `None` for the default model.
+    fn text_model_name(&self) -> Option<String> {
+        None
+    }
+
     /// What a job of `kind` cost in the warm-up runs on this device (a model of the user's
     /// own, which no device profile knows), as a prior until its jobs are measured; `None`
     /// where there were none (the default).
@@ -160,6 +177,17 @@ impl Models for Engines {
 
     fn context_tokens(&self) -> Option<usize> {
         self.llm.as_ref().map(|p| p.max_seq_len())
+    }
+
+    fn format_chat(
+        &self,
+        messages: &[(String, String)],
+    ) -> Option<Result<String, mmsched_backends::llm::ChatTemplateError>> {
+        self.llm.as_ref()?.format_chat(messages)
+    }
+
+    fn text_model_name(&self) -> Option<String> {
+        self.llm_name.clone()
     }
 
     fn warm_up_cost(&self, kind: Kind) -> Option<mmsched_runtime::sched::cost::Prior> {

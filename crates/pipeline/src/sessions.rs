@@ -11,7 +11,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mmsched_backends::llm::{BatchDecoder, BatchOptions, GgufTokenizer, LlmSession, Token};
+use mmsched_backends::llm::{
+    BatchDecoder, BatchOptions, ChatTemplateError, GgufTokenizer, LlmSession, Token, apply_template,
+};
 use mmsched_backends::{Backend, BackendError};
 
 use crate::engines::{Shared, lock};
@@ -29,6 +31,8 @@ pub struct LlmPool {
     /// millions of allocations to copy.
     tokenizer: Arc<GgufTokenizer>,
     max_seq_len: usize,
+    /// A model of the user's own: its chats are written with its file's chat template.
+    own: bool,
 }
 
 impl std::fmt::Debug for LlmPool {
@@ -77,7 +81,9 @@ impl LlmPool {
     /// this pool has them.
     pub fn to_batched(&self) -> Result<Self, BackendError> {
         let first = lock(&self.sessions[0].0).fork()?;
-        Self::batched(first, self.len())
+        let mut batched = Self::batched(first, self.len())?;
+        batched.own = self.own;
+        Ok(batched)
     }
 
     /// Runs a short generation in every place kind the pool has (each session, and the
@@ -117,7 +123,30 @@ impl LlmPool {
             batch: None,
             tokenizer,
             max_seq_len,
+            own: false,
         })
+    }
+
+    /// Marks the model as one of the user's own: its chats are written with its file's
+    /// chat template ([`LlmPool::format_chat`]).
+    pub fn set_own(&mut self, own: bool) {
+        self.own = own;
+    }
+
+    /// `messages` (role, content) written as the model reads a chat: with its file's chat
+    /// template, for a model of the user's own that carries one; `None` otherwise (the
+    /// default Gemma-3 is a base model, and reads a plain transcript).
+    pub fn format_chat(
+        &self,
+        messages: &[(String, String)],
+    ) -> Option<Result<String, ChatTemplateError>> {
+        if !self.own {
+            return None;
+        }
+        let template = lock(&self.sessions[0].0)
+            .chat_template()
+            .map(str::to_string)?;
+        Some(apply_template(&template, messages))
     }
 
     /// How many requests can run at once.

@@ -40,7 +40,7 @@ use crate::llm::llama::MAX_EXACT_ROWS;
 #[cfg(feature = "llama")]
 use crate::llm::llama_batch::{LlamaMultiSeq, SlotTokens};
 use crate::llm::session::{LlmSession, StepStages, Token, pick, prompt_take};
-use crate::llm::tokenizer::GgufTokenizer;
+use crate::llm::tokenizer::{GgufTokenizer, TextStream};
 
 /// How a batch decoder is sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +214,8 @@ struct Seq {
     /// `None`: greedy.
     sampler: Option<LogitsProcessor>,
     failed: bool,
+    /// Its answer's text so far, for characters split over tokens.
+    text: TextStream,
 }
 
 /// The engine of a batch decoder. Without llama.cpp compiled in, no decoder can be made
@@ -447,6 +449,7 @@ impl BatchDecoder {
             last: None,
             sampler: sampling.sampler(),
             failed: false,
+            text: TextStream::default(),
         });
         Ok(id)
     }
@@ -682,7 +685,7 @@ impl BatchDecoder {
         let nanos = call_nanos + self.clock.now_nanos().saturating_sub(t0);
         Ok(Token {
             id,
-            text: self.tokenizer.decode(&[id]),
+            text: s.text.push(&self.tokenizer.piece(id)),
             stop: self.tokenizer.is_stop(id),
             stages: StepStages {
                 rest_nanos: nanos,

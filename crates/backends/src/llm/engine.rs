@@ -22,6 +22,7 @@ use crate::llm::batch::prompt_calls;
 use crate::llm::llama::LlamaGemma;
 use crate::llm::model::{Gemma3, StageTimer};
 use crate::llm::session::StepStages;
+use crate::llm::tokenizer::GgufTokenizer;
 use crate::threads::EngineThreads;
 
 /// The LLM engines mmsched can use.
@@ -168,6 +169,17 @@ impl LoadedModel {
             LoadedModel::Candle { .. } => LlmEngine::Candle,
             #[cfg(feature = "llama")]
             LoadedModel::Llama(_) => LlmEngine::Llama,
+        }
+    }
+
+    /// The engine's own tokenizer, where it has one (llama.cpp's, for any vocabulary).
+    pub(crate) fn engine_tokenizer(&self) -> Option<GgufTokenizer> {
+        match self {
+            #[cfg(feature = "llama")]
+            LoadedModel::Llama(m) => Some(GgufTokenizer::llama(
+                crate::llm::llama_vocab::LlamaVocab::new(m.weights().clone()),
+            )),
+            _ => None,
         }
     }
 

@@ -39,8 +39,11 @@ use llama_cpp_sys_2 as sys;
 
 pub use crate::llm::llama_error::LlamaError;
 
-/// The last error llama.cpp logged, for the error message of the call that failed.
+/// The errors llama.cpp logged since the last call took them, for the error message of
+/// the call that failed.
 static LAST_ERROR: Mutex<String> = Mutex::new(String::new());
+/// Bytes of logged errors kept for one failure.
+const MAX_LOGGED: usize = 2000;
 static INIT: Once = Once::new();
 
 /// Keeps llama.cpp quiet (it logs every load to stderr) but remembers its errors.
@@ -54,8 +57,15 @@ unsafe extern "C" fn log_errors_only(
     }
     // SAFETY: llama.cpp passes a NUL-terminated string valid for the duration of the call.
     let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-    if let Ok(mut last) = LAST_ERROR.lock() {
-        *last = text.trim().to_string();
+    // A failed load logs its cause first and "failed to load model" last: keep them all
+    // (the call that failed takes them), within a bound.
+    if let Ok(mut last) = LAST_ERROR.lock()
+        && last.len() < MAX_LOGGED
+    {
+        if !last.is_empty() {
+            last.push_str("; ");
+        }
+        last.push_str(text.trim());
     }
 }
 

@@ -7,13 +7,16 @@
 //! - [`model`]: the forward pass (an adapted copy of candle-transformers'
 //!   `quantized_gemma3`: 4096-token default maximum, shared rotary tables, correct chunked
 //!   prefill masks, per-stage timing);
-//! - [`tokenizer`]: the SentencePiece tokenizer read from the GGUF metadata;
+//! - [`tokenizer`]: the SentencePiece tokenizer read from the GGUF metadata, or llama.cpp's
+//!   (`llama_vocab`, with the file's chat template) for any other vocabulary;
 //! - [`session`]: [`LlmSession`], the token-step API (`start`/`prefill_chunk`/`prefill`,
 //!   `step`, `generate`) and the [`Backend`](crate::Backend) implementation;
+//! - [`chat`]: a chat written with the model file's chat template;
 //! - [`batch`]: [`BatchDecoder`], several requests decoded together (one `llama_decode`
 //!   per token step), each one's tokens those it gets alone.
 
 pub mod batch;
+pub mod chat;
 pub mod engine;
 #[cfg(feature = "llama")]
 pub mod llama;
@@ -21,13 +24,16 @@ pub mod llama;
 pub mod llama_batch;
 #[cfg(feature = "llama")]
 pub mod llama_error;
+#[cfg(feature = "llama")]
+pub mod llama_vocab;
 pub mod model;
 pub mod session;
 pub mod tokenizer;
 
 pub use batch::{BatchDecoder, BatchError, BatchOptions, MAX_ROWS as EXACT_CHUNK, Sampling, SeqId};
+pub use chat::{ChatTemplateError, apply_template};
 pub use engine::LlmEngine;
 pub use session::{
     Generation, LlmJob, LlmOptions, LlmSession, StepStages, Token, TopTwo, argmax, top_two,
 };
-pub use tokenizer::GgufTokenizer;
+pub use tokenizer::{GgufTokenizer, TextStream};

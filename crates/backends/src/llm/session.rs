@@ -15,7 +15,7 @@ use crate::llm::engine::{LlmEngine, LoadedModel};
 #[cfg(feature = "llama")]
 use crate::llm::llama::LlamaGemma;
 use crate::llm::model::{DEFAULT_MAX_SEQ_LEN, Gemma3};
-use crate::llm::tokenizer::GgufTokenizer;
+use crate::llm::tokenizer::{GgufTokenizer, TextStream};
 
 /// How to load and run the LLM.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,12 @@ pub struct LlmOptions {
     /// Record each token's top two logits ([`Generation::top_two`]): a pass over the
     /// vocabulary per token that only a comparison of builds needs (`infer llm --json`).
     pub top_two: bool,
+    /// Tokenize with the engine's own tokenizer (llama.cpp's), which reads every
+    /// vocabulary type and the special tokens a chat template writes: for a model of the
+    /// user's own. Off, a SentencePiece vocabulary (the default Gemma-3) is read from the
+    /// file's metadata, the same on both engines; any other vocabulary type still takes
+    /// llama.cpp's.
+    pub engine_tokenizer: bool,
 }
 
 impl Default for LlmOptions {
@@ -48,6 +54,7 @@ impl Default for LlmOptions {
             seed: 0,
             prefill_chunk: 64,
             top_two: false,
+            engine_tokenizer: false,
         }
     }
 }
@@ -163,6 +170,10 @@ pub struct Generation {
 pub struct LlmSession {
     model: LoadedModel,
     tokenizer: GgufTokenizer,
+    /// The file's chat template, if it carries one.
+    chat_template: Option<String>,
+    /// The sequence's text so far, for characters split over tokens.
+    text: TextStream,
     clock: Arc<dyn Clock + Send + Sync>,
     sampler: LogitsProcessor,
     options: LlmOptions,
@@ -192,6 +203,15 @@ impl std::fmt::Debug for LlmSession {
 
 fn engine(e: candle_core::Error) -> BackendError {
     BackendError::engine("candle", crate::backend::candle_cause(e))
+}
+
+/// A vocabulary that only llama.cpp's tokenizer reads, on another engine.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "its vocabulary (`{vocab}`) is read by llama.cpp's tokenizer only: run the model on the llama.cpp engine (the default)"
+)]
+struct VocabNeedsLlama {
+    vocab: String,
 }
 
 /// Why a GGUF file could not be read: the file is not one, and candle's reason.
@@ -254,7 +274,16 @@ impl LlmSession {
                 (n / t.ggml_dtype.block_size() * t.ggml_dtype.type_size()) as u64
             })
             .sum();
-        let tokenizer = GgufTokenizer::from_gguf(&ct)?;
+        let sentencepiece = GgufTokenizer::vocab_type(&ct).as_deref() == Some("llama");
+        let from_metadata = (sentencepiece && !options.engine_tokenizer)
+            .then(|| GgufTokenizer::from_gguf(&ct))
+            .transpose()?;
+        let chat_template = ct
+            .metadata
+            .get("tokenizer.chat_template")
+            .and_then(|v| v.to_string().ok())
+            .filter(|t| !t.trim().is_empty())
+            .cloned();
         let model = LoadedModel::load(
             options.engine,
             path,
@@ -263,10 +292,19 @@ impl LlmSession {
             options.max_seq_len,
             options.threads,
         )?;
+        let tokenizer = match from_metadata {
+            Some(t) => t,
+            None => model.engine_tokenizer().ok_or_else(|| {
+                let vocab = GgufTokenizer::vocab_type(&ct).unwrap_or_else(|| "undeclared".into());
+                BackendError::load(&shown, VocabNeedsLlama { vocab })
+            })?,
+        };
         let sampler = Self::sampler(&options);
         Ok(Self {
             model,
             tokenizer,
+            chat_template,
+            text: TextStream::default(),
             clock,
             sampler,
             options,
@@ -287,6 +325,8 @@ impl LlmSession {
         Ok(Self {
             model: self.model.fork()?,
             tokenizer: self.tokenizer.clone(),
+            chat_template: self.chat_template.clone(),
+            text: TextStream::default(),
             clock: Arc::clone(&self.clock),
             sampler: Self::sampler(&self.options),
             options: self.options.clone(),
@@ -318,6 +358,11 @@ impl LlmSession {
     /// The tokenizer.
     pub fn tokenizer(&self) -> &GgufTokenizer {
         &self.tokenizer
+    }
+
+    /// The chat template the model's file carries (`tokenizer.chat_template`), if any.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
     }
 
     /// The options the session was loaded with.
@@ -369,6 +414,7 @@ impl LlmSession {
     /// Forgets the current sequence: empty KV cache, nothing queued, nothing to continue.
     fn end_sequence(&mut self) {
         self.model.clear();
+        self.text = TextStream::default();
         self.pending.clear();
         self.position = 0;
         self.last = None;
@@ -504,7 +550,7 @@ impl LlmSession {
         self.last = Some(id);
         Ok(Token {
             id,
-            text: self.tokenizer.decode(&[id]),
+            text: self.text.push(&self.tokenizer.piece(id)),
             stop: self.tokenizer.is_stop(id),
             stages,
             nanos: nanos + sample_nanos,

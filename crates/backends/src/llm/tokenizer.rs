@@ -1,5 +1,7 @@
-//! A SentencePiece (BPE with scores and byte fallback) tokenizer built from the GGUF
-//! metadata (`tokenizer.ggml.*`), so the LLM needs no separate `tokenizer.json`.
+//! The text model's tokenizer: for the default Gemma-3, a SentencePiece (BPE with scores
+//! and byte fallback) tokenizer built from the GGUF metadata (`tokenizer.ggml.*`), so the
+//! LLM needs no separate `tokenizer.json`, on either engine; for any other vocabulary (a
+//! model of the user's own), llama.cpp's own ([`crate::llm::llama_vocab`]).
 //!
 //! Encoding follows SentencePiece's BPE as llama.cpp implements it for `llama`-type
 //! vocabularies: the text (spaces written as `▁`) starts as one symbol per character;
@@ -19,9 +21,20 @@ const TYPE_CONTROL: i32 = 3;
 const TYPE_BYTE: i32 = 6;
 const SPACE: char = '\u{2581}';
 
+/// The tokenizer of a GGUF text model.
+#[derive(Debug, Clone)]
+pub struct GgufTokenizer(Inner);
+
+#[derive(Debug, Clone)]
+enum Inner {
+    SentencePiece(SentencePiece),
+    #[cfg(feature = "llama")]
+    Llama(crate::llm::llama_vocab::LlamaVocab),
+}
+
 /// Tokenizer for a GGUF `llama`-type (SentencePiece) vocabulary.
 #[derive(Debug, Clone)]
-pub struct GgufTokenizer {
+struct SentencePiece {
     pieces: Vec<String>,
     scores: Vec<f32>,
     types: Vec<i32>,
@@ -88,8 +101,102 @@ struct Symbol {
 }
 
 impl GgufTokenizer {
-    /// Builds the tokenizer from GGUF metadata.
+    /// The SentencePiece tokenizer of a GGUF file's metadata (a `llama`-type vocabulary).
     pub fn from_gguf(ct: &gguf_file::Content) -> Result<Self, BackendError> {
+        SentencePiece::from_gguf(ct).map(|t| Self(Inner::SentencePiece(t)))
+    }
+
+    /// llama.cpp's tokenizer of loaded weights.
+    #[cfg(feature = "llama")]
+    pub(crate) fn llama(vocab: crate::llm::llama_vocab::LlamaVocab) -> Self {
+        Self(Inner::Llama(vocab))
+    }
+
+    /// The vocabulary type a GGUF file declares (`tokenizer.ggml.model`: `llama` for
+    /// SentencePiece, `gpt2` for byte-level BPE, …).
+    pub fn vocab_type(ct: &gguf_file::Content) -> Option<String> {
+        ct.metadata
+            .get("tokenizer.ggml.model")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+    }
+
+    /// Vocabulary size.
+    pub fn vocab_size(&self) -> usize {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.vocab_size(),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.n_tokens(),
+        }
+    }
+
+    /// Beginning-of-sequence token.
+    pub fn bos(&self) -> u32 {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.bos(),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.bos(),
+        }
+    }
+
+    /// Whether `id` ends generation (end of sequence or of turn).
+    pub fn is_stop(&self, id: u32) -> bool {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.is_stop(id),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.is_end(id),
+        }
+    }
+
+    /// End-of-sequence token.
+    pub fn eos(&self) -> u32 {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.eos(),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.eos(),
+        }
+    }
+
+    /// Tokens of `text`, with BOS when the vocabulary wants it. With llama.cpp's
+    /// tokenizer, special tokens written in the text (a chat template's turn markers) are
+    /// read as those tokens.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.encode(text),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.tokenize(text),
+        }
+    }
+
+    /// Decodes token ids to text; control tokens (BOS, EOS, …) are skipped.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let bytes: Vec<u8> = ids.iter().flat_map(|&id| self.piece(id)).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The bytes of one token's text (a character may span several tokens).
+    pub fn piece(&self, id: u32) -> Vec<u8> {
+        match &self.0 {
+            Inner::SentencePiece(t) => t.piece(id),
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.piece(id),
+        }
+    }
+
+    /// The chat template the model's file carries, where the tokenizer can tell (llama.cpp's
+    /// reads it from `tokenizer.chat_template`).
+    pub fn chat_template(&self) -> Option<String> {
+        match &self.0 {
+            Inner::SentencePiece(_) => None,
+            #[cfg(feature = "llama")]
+            Inner::Llama(v) => v.chat_template(),
+        }
+    }
+}
+
+impl SentencePiece {
+    /// Builds the tokenizer from GGUF metadata.
+    fn from_gguf(ct: &gguf_file::Content) -> Result<Self, BackendError> {
         let model = meta(ct, "tokenizer.ggml.model")?
             .to_string()
             .map_err(load_err)?;
@@ -266,20 +373,64 @@ impl GgufTokenizer {
         }
     }
 
-    /// Decodes token ids to text; control tokens (BOS, EOS, …) are skipped.
-    pub fn decode(&self, ids: &[u32]) -> String {
-        let mut bytes = Vec::new();
-        for &id in ids {
-            let Some(piece) = self.pieces.get(id as usize) else {
-                continue;
-            };
-            match self.types[id as usize] {
-                TYPE_CONTROL => {}
-                TYPE_BYTE => bytes.extend(parse_byte_piece(piece)),
-                _ => bytes.extend_from_slice(piece.replace(SPACE, " ").as_bytes()),
+    /// The bytes of token `id`'s text; none for a control token.
+    fn piece(&self, id: u32) -> Vec<u8> {
+        let Some(piece) = self.pieces.get(id as usize) else {
+            return Vec::new();
+        };
+        match self.types[id as usize] {
+            TYPE_CONTROL => Vec::new(),
+            TYPE_BYTE => parse_byte_piece(piece).into_iter().collect(),
+            _ => piece.replace(SPACE, " ").into_bytes(),
+        }
+    }
+}
+
+/// The text of tokens as they come: a character whose bytes span several tokens (a
+/// byte-level vocabulary splits most non-ASCII characters) is held until it is whole, so
+/// each token's text is valid UTF-8 and the texts joined are the answer's text.
+#[derive(Debug, Clone, Default)]
+pub struct TextStream {
+    held: Vec<u8>,
+}
+
+impl TextStream {
+    /// The text `bytes` complete, after what was held.
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.held.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.held) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.held.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.held[..valid]));
+                    match e.error_len() {
+                        // A character not finished yet: hold its bytes.
+                        None => {
+                            self.held.drain(..valid);
+                            return out;
+                        }
+                        // Bytes that are no character: one replacement each run.
+                        Some(bad) => {
+                            out.push(char::REPLACEMENT_CHARACTER);
+                            self.held.drain(..valid + bad);
+                        }
+                    }
+                }
             }
         }
-        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// What is still held, at the end of the text (an unfinished character, replaced).
+    pub fn flush(&mut self) -> String {
+        let out = String::from_utf8_lossy(&self.held).into_owned();
+        self.held.clear();
+        out
     }
 }
 
@@ -291,6 +442,21 @@ fn parse_byte_piece(p: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_character_split_over_tokens_comes_out_whole() {
+        let mut t = TextStream::default();
+        let euro = "€".as_bytes();
+        assert_eq!(t.push(b"a"), "a");
+        assert_eq!(t.push(&euro[..1]), "");
+        assert_eq!(t.push(&euro[1..2]), "");
+        assert_eq!(t.push(&[euro[2], b'b']), "€b");
+        // A byte that starts no character is replaced, and what follows still comes.
+        assert_eq!(t.push(&[0xFF, b'c']), "\u{FFFD}c");
+        assert_eq!(t.push(&euro[..2]), "");
+        assert_eq!(t.flush(), "\u{FFFD}");
+        assert_eq!(t.flush(), "");
+    }
 
     #[test]
     fn byte_pieces_parse() {

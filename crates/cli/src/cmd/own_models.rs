@@ -13,6 +13,59 @@ struct ModelFile {
     models: Vec<OnnxModelSpec>,
 }
 
+/// A GGUF text model of the user's own (`--model NAME=FILE.gguf`): served as NAME in place
+/// of the default text model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextModel {
+    /// The id clients ask for.
+    pub name: String,
+    /// The GGUF file.
+    pub file: PathBuf,
+}
+
+/// The `--model` items that name a GGUF text model, taken out of `items` (the rest are
+/// ONNX models, for [`specs`]); at most one, an existing file with a plain name.
+pub fn text_model(items: &[String]) -> Result<(Option<TextModel>, Vec<String>)> {
+    let mut text = None;
+    let mut rest = Vec::new();
+    for item in items {
+        let gguf = item
+            .split_once('=')
+            .map(|(name, file)| (name.trim(), PathBuf::from(file.trim())))
+            .filter(|(_, file)| file.extension().is_some_and(|e| e == "gguf"));
+        let Some((name, file)) = gguf else {
+            rest.push(item.clone());
+            continue;
+        };
+        if text.is_some() {
+            bail!(
+                "--model {item:?}: one GGUF text model per server; run a second server for another"
+            );
+        }
+        let plain = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+        if !plain {
+            bail!(
+                "--model {item:?}: name the model with letters, digits, `-`, `_`, `.` or `:` (it is the `model` clients ask for)"
+            );
+        }
+        if !file.is_file() {
+            bail!(
+                "model `{name}`: no file at {}: give the path of your .gguf file",
+                file.display()
+            );
+        }
+        text = Some(TextModel {
+            name: name.to_string(),
+            file,
+        });
+    }
+    Ok((text, rest))
+}
+
 /// Every model declared by `--model NAME=FILE` items and `--model-config` files, each
 /// name once; a relative file in a config file is relative to that file.
 pub fn specs(items: &[String], configs: &[PathBuf]) -> Result<Vec<OnnxModelSpec>> {
@@ -73,7 +126,7 @@ fn check_file(s: &OnnxModelSpec) -> Result<()> {
     let ext = s.file.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext != "onnx" {
         bail!(
-            "model `{}`: {} is not an .onnx file; models of your own run on ONNX Runtime here (GGUF text and Whisper models of your own are not supported yet)",
+            "model `{}`: {} is neither an .onnx file (run on ONNX Runtime) nor, on `serve --models`, a .gguf text model (run on llama.cpp); Whisper files of your own are not supported yet",
             s.name,
             s.file.display()
         );
@@ -105,6 +158,31 @@ mod tests {
         let specs = specs(&[], &[config]).expect("specs");
         assert_eq!(specs[0].file, dir.path().join("m.onnx"));
         assert_eq!(specs[0].classes.as_ref().and_then(|c| c.top_k), Some(2));
+    }
+
+    #[test]
+    fn a_gguf_item_is_the_text_model_and_the_rest_are_onnx() {
+        let dir = tempfile::tempdir().expect("dir");
+        let gguf = dir.path().join("mine.gguf");
+        std::fs::write(&gguf, b"x").expect("model");
+        let items = [
+            format!("my-llm={}", gguf.display()),
+            "det=/data/yolo.onnx".to_string(),
+        ];
+        let (text, rest) = text_model(&items).expect("split");
+        assert_eq!(text.map(|t| t.name), Some("my-llm".to_string()));
+        assert_eq!(rest, ["det=/data/yolo.onnx"]);
+        let twice = [items[0].clone(), format!("other={}", gguf.display())];
+        let err = text_model(&twice).unwrap_err().to_string();
+        assert!(err.contains("one GGUF text model"), "{err}");
+        let err = text_model(&["x=/no/such.gguf".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no file at /no/such.gguf"), "{err}");
+        let err = text_model(&[format!("bad name={}", gguf.display())])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("letters, digits"), "{err}");
     }
 
     #[test]

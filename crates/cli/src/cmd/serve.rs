@@ -111,10 +111,13 @@ pub struct ModelArgs {
     /// slower than sessions (see docs/runtime.md).
     #[arg(long, requires = "models")]
     pub text_batch: bool,
-    /// Also serve a model of your own over the v2 protocol, as NAME=FILE (an `.onnx` file;
-    /// repeatable): its inputs and outputs are read from the graph, and a model whose one
-    /// input is a 3-channel image of fixed size also takes images (stretched, RGB, values
-    /// 0–1). NAME is its class in the policy, the flags and the report.
+    /// Also serve a model of your own, as NAME=FILE (repeatable). An `.onnx` file is served
+    /// over the v2 protocol: its inputs and outputs are read from the graph, and a model
+    /// whose one input is a 3-channel image of fixed size also takes images (stretched,
+    /// RGB, values 0–1); NAME is its class in the policy, the flags and the report. A
+    /// `.gguf` file (one) is the text model in place of the default, on llama.cpp, under
+    /// the OpenAI endpoints as model NAME: any architecture and vocabulary llama.cpp reads,
+    /// chats written with the file's chat template.
     #[arg(long, value_name = "NAME=FILE", requires = "models")]
     pub model: Vec<String>,
     /// Models of your own declared in a TOML file: `[[models]]` entries with `name`,

@@ -97,7 +97,8 @@ pub fn load(
     if a.decode_budget_mib == 0 {
         bail!("--decode-budget-mib must be at least 1");
     }
-    let specs = crate::cmd::own_models::specs(&a.model, &a.model_config)?;
+    let (text_model, onnx_items) = crate::cmd::own_models::text_model(&a.model)?;
+    let specs = crate::cmd::own_models::specs(&onnx_items, &a.model_config)?;
     let long_run = a.long_run.settings(60)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
     // The scenario's streams (or none) run on the models of the shipped model set, which
@@ -113,9 +114,16 @@ pub fn load(
         .max_concurrent
         .clamp(1, 16);
     eprintln!("loading models ({sessions} text place(s))");
-    let mut engines = Engines::load_with(&model_set, WORKERS, sessions, |name| {
-        eprintln!("  loading {name}")
-    })?;
+    let on_load = |name: &str| eprintln!("  loading {name}");
+    let mut engines = match &text_model {
+        Some(t) => {
+            let mut e = Engines::load_without_text(&model_set, WORKERS, on_load)?;
+            eprintln!("  loading {} ({})", t.name, t.file.display());
+            e.load_own_text_model(&t.name, &t.file, sessions)?;
+            e
+        }
+        None => Engines::load_with(&model_set, WORKERS, sessions, on_load)?,
+    };
     if a.text_batch
         && let Some(pool) = &engines.llm
     {
