@@ -223,6 +223,11 @@ impl Work for LlmWork {
         decode_label(lease.decoding().min(self.rows))
     }
 
+    /// With a shared batch decoder, every text request's calls run one at a time.
+    fn one_call_at_a_time(&self) -> bool {
+        self.pool.is_batched()
+    }
+
     fn batchable(&self) -> usize {
         match (&self.session, self.prompt_done && self.preemptible) {
             (Some(lease), true) if !lease.decoded_ahead() => lease.decoding(),

@@ -140,6 +140,14 @@ pub trait Work: Send {
         None
     }
 
+    /// Whether every job of this work's class runs its calls on one engine, one call at a
+    /// time (a shared batch decoder): another job of the class then waits for this step's
+    /// call rather than computing beside it, and does not keep the step from taking every
+    /// thread ([`crate::sched::exec::thread_grant`]). `false` by default.
+    fn one_call_at_a_time(&self) -> bool {
+        false
+    }
+
     /// How many requests the next step could serve at once (a text step that decodes the
     /// next token of several in-flight requests in one batch); 1 for work that does not
     /// batch (the default).

@@ -45,7 +45,9 @@ pub struct MmschedSetup {
 }
 
 /// Intra-op threads for a step about to start: all `max` when no other job is queued or
-/// running (`others`) and nothing is booked (`booked`: a periodic stream holds a standing
+/// running (`others`; a job of the same class counts not when their calls run one at a
+/// time, [`Work::one_call_at_a_time`]: a batched decode leads the calls of every request in
+/// flight) and nothing is booked (`booked`: a periodic stream holds a standing
 /// reservation, or an admitted job's slots fall within the step's predicted cost), else 1.
 /// So a lone LLM request (over the API, say) uses both cores while no camera runs, and one
 /// while it does. Why not in the gaps between frames: a step slowed by other load overruns
@@ -204,7 +206,13 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> MmschedExecutor<C, L> {
         let Some(entry) = self.jobs.get(&job) else {
             return 1;
         };
-        let others = self.jobs.keys().any(|&j| j != job);
+        // Jobs of a class whose calls run one at a time wait for this step's call: they
+        // compute nothing beside it.
+        let serial = entry.work.as_ref().is_some_and(|w| w.one_call_at_a_time());
+        let others = self
+            .jobs
+            .iter()
+            .any(|(&j, e)| j != job && !(serial && e.info.class == entry.info.class));
         let end_nanos = now_nanos.saturating_add(entry.info.predicted_cost_nanos);
         // The slot scan runs on every start, so only when nothing else already decided.
         let booked = !self.streams.is_empty()

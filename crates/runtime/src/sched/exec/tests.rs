@@ -521,3 +521,74 @@ fn mmsched_withholds_thread_grants_after_a_granted_step_overran_beside_another()
         "{note}"
     );
 }
+
+/// [`Granted`] whose class runs its calls one at a time (a shared batch decoder).
+struct Serial(Granted);
+
+impl Work for Serial {
+    fn step(&mut self) -> Result<StepOutcome, WorkError> {
+        self.0.step()
+    }
+
+    fn grant_threads(&mut self, threads: usize) {
+        self.0.grant_threads(threads);
+    }
+
+    fn one_call_at_a_time(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_step_whose_class_runs_one_call_at_a_time_takes_every_thread_beside_its_own_class() {
+    let (mut e, clock) = mmsched_granting(false, 2);
+    let (text, vision) = (e.class("llm"), e.class("vision"));
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let granted = || Granted {
+        grants: Arc::clone(&grants),
+        granted: 0,
+        step_ms: 0,
+    };
+    let due = |clock: &MonotonicClock| clock.now_nanos() + 5_000 * MS;
+    // Two text requests of one batch decoder: each step is granted both threads.
+    for _ in 0..2 {
+        e.submit(
+            clock.now_nanos(),
+            task(
+                text,
+                Modality::Text,
+                due(&clock),
+                Box::new(Serial(granted())),
+            ),
+        );
+    }
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(*grants.lock().expect("grants"), [2, 2]);
+    // Two with sessions of their own compute side by side: one thread each until alone.
+    grants.lock().expect("grants").clear();
+    for _ in 0..2 {
+        e.submit(
+            clock.now_nanos(),
+            task(text, Modality::Text, due(&clock), Box::new(granted())),
+        );
+    }
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(grants.lock().expect("grants")[0], 1);
+    // A job of another class keeps a serial step to one thread.
+    grants.lock().expect("grants").clear();
+    e.submit(
+        clock.now_nanos(),
+        task(
+            text,
+            Modality::Text,
+            due(&clock),
+            Box::new(Serial(granted())),
+        ),
+    );
+    e.submit(
+        clock.now_nanos(),
+        task(vision, Modality::Image, due(&clock), Box::new(granted())),
+    );
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    assert_eq!(grants.lock().expect("grants")[0], 1);
+}
