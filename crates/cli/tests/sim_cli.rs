@@ -343,3 +343,27 @@ fn jitter_replays_a_trace_and_rejects_a_bad_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 3") && err.contains("send_ms"), "{err}");
 }
+
+#[test]
+fn sim_run_compares_a_queue_on_the_same_lanes_and_refuses_os_threads() {
+    let v = mmsched(&[
+        "sim",
+        "run",
+        "--scenario",
+        "car",
+        "--duration",
+        "5",
+        "--scheduler",
+        "static-priority",
+        "--json",
+    ]);
+    assert_eq!(v["scheduler"], "static-priority", "{v}");
+    assert_eq!(v["simulated"], true);
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args(["sim", "run", "--scheduler", "os-threads", "--duration", "1"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not simulated") && err.contains("bench e2e"), "{err}");
+}

@@ -436,6 +436,14 @@ pub enum RunError {
     /// The runtime was stopped before.
     #[error("the runtime was already stopped")]
     Stopped,
+    /// A scheduler the simulator cannot run.
+    #[error(
+        "the {scheduler} scheduler is not simulated (its threads share the cores by the OS's time slicing, which the simulator's lanes do not model): simulate mmsched, fifo or static-priority, or measure it with `mmsched run` / `bench e2e`"
+    )]
+    NotSimulated {
+        /// The scheduler.
+        scheduler: &'static str,
+    },
     /// The device latency profile could not be read.
     #[error("cannot use the device latency profile: {source}")]
     Profile {

@@ -17,7 +17,17 @@ const MEASURED_PROFILE: &str = concat!(
 );
 
 fn simulated(scenario: Scenario, secs: u64, mechanisms: Mechanisms) -> RunSummary {
-    let mut config = RunConfig::new(scenario, Policy::default(), SchedulerKind::Mmsched);
+    simulated_under(SchedulerKind::Mmsched, scenario, secs, mechanisms)
+}
+
+fn simulated_under(
+    scheduler: SchedulerKind,
+    scenario: Scenario,
+    secs: u64,
+    mechanisms: Mechanisms,
+) -> RunSummary {
+    let mut config = RunConfig::new(scenario, Policy::default(), scheduler);
+    config.fixed_prompts = true;
     config.duration_nanos = secs * 1_000_000_000;
     config.profile = Some(MEASURED_PROFILE.into());
     config.mechanisms = mechanisms;
@@ -49,6 +59,12 @@ fn decided(s: &RunSummary) -> String {
 
 /// One general worker, a camera at `fps` due in 120 ms, the recorded speech and prompts.
 fn one_worker(fps: u32) -> Scenario {
+    device_with(1, 0, fps)
+}
+
+/// `workers` general workers beside `load_pct` of one core's background load, a camera
+/// at `fps` due in 120 ms, the recorded speech and prompts.
+fn device_with(workers: u32, load_pct: u32, fps: u32) -> Scenario {
     let toml = format!(
         r#"
 version = 1
@@ -57,7 +73,8 @@ duration_s = 20
 seed = 5
 
 [device]
-workers = 1
+workers = {workers}
+background_load_pct = {load_pct}
 
 [[models]]
 name = "ocr"
@@ -183,4 +200,53 @@ fn a_transcription_runs_in_its_measured_steps_between_frames() {
     assert!(s.asr.offered >= 4, "{:?}", s.asr);
     assert_eq!(s.asr.on_time, s.asr.offered, "{:?}", s.asr);
     assert_eq!(s.vision.on_time, s.vision.offered, "{:?}", s.vision);
+}
+
+#[test]
+fn past_capacity_mmsched_answers_more_right_and_on_time_than_either_queue() {
+    // Two workers, a neighbour taking one core's worth, a camera at 30 fps due in 120 ms:
+    // the richest rung no longer keeps up. Every scheduler on the same lanes, inputs and
+    // step costs.
+    let run = |scheduler| {
+        let s = simulated_under(
+            scheduler,
+            device_with(2, 100, 30),
+            30,
+            Mechanisms::default(),
+        );
+        for (name, m) in [
+            ("vision", &s.vision),
+            ("asr", &s.asr),
+            ("llm", &s.llm.modality),
+        ] {
+            accounted(name, m);
+        }
+        s
+    };
+    let mmsched = run(SchedulerKind::Mmsched);
+    let static_priority = run(SchedulerKind::StaticPriority);
+    let fifo = run(SchedulerKind::Fifo);
+    assert_eq!(static_priority.scheduler, "static-priority");
+    for (name, other) in [("static-priority", &static_priority), ("fifo", &fifo)] {
+        assert!(
+            mmsched.utility_correct > other.utility_correct + 0.05,
+            "mmsched {} ({}) against {name} {} ({})",
+            mmsched.utility_correct,
+            decided(&mmsched),
+            other.utility_correct,
+            decided(other)
+        );
+    }
+}
+
+#[test]
+fn os_threads_is_not_simulated_and_says_where_to_measure_it() {
+    let mut config = RunConfig::new(
+        Scenario::load("car").expect("shipped"),
+        Policy::default(),
+        SchedulerKind::OsThreads,
+    );
+    config.duration_nanos = 1_000_000_000;
+    let e = simulate(config, &mut Quiet).unwrap_err().to_string();
+    assert!(e.contains("os-threads") && e.contains("bench e2e"), "{e}");
 }

@@ -152,6 +152,11 @@ pub struct SimRunArgs {
     /// Scheduling policy file (TOML or JSON); default: the built-in default policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// The scheduler: mmsched, or a shared-queue baseline on the same lanes (`fifo`,
+    /// `static-priority`); `os-threads` is not simulated (the OS's time slicing is not
+    /// modelled): measure it with `run` or `bench e2e`.
+    #[arg(long, value_enum, default_value = "mmsched")]
+    scheduler: crate::cmd::run::SchedulerArg,
 }
 
 pub fn run(cmd: SimCommand) -> Result<ExitCode> {
@@ -352,11 +357,10 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
         anyhow::bail!("--duration must be between 0 and 86400 seconds, got {secs}");
     }
     let (_, microphone) = microphone_speech(&scenario);
-    let mut config = mmsched_pipeline::RunConfig::new(
-        scenario.clone(),
-        policy,
-        mmsched_runtime::sched::SchedulerKind::Mmsched,
-    );
+    let mut config = mmsched_pipeline::RunConfig::new(scenario.clone(), policy, a.scheduler.into());
+    // Every scheduler gets the same prompts (with the default, half of them would ask
+    // about the latest transcript, which depends on the scheduler).
+    config.fixed_prompts = true;
     config.duration_nanos = (secs * 1e9) as u64;
     config.seed = a.common.seed;
     config.profile = a.profile.clone();
@@ -398,8 +402,9 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "Predicted run of `{}` (simulated: {secs} s of the real run loop in virtual time; step costs drawn from {})",
+        "Predicted run of `{}` under {} (simulated: {secs} s of the real run loop in virtual time; step costs drawn from {})",
         scenario.name(),
+        summary.scheduler,
         profile.source
     );
     outln!("{}", mmsched_report::render_table(summary));

@@ -34,7 +34,7 @@ mod text;
 use std::sync::{Arc, Mutex};
 
 use mmsched_core::Modality;
-use mmsched_runtime::sched::exec::MmschedExecutor;
+use mmsched_runtime::sched::exec::{LaneQueue, MmschedExecutor, QueueOrder};
 use mmsched_runtime::sched::lanes::standard_lanes;
 use mmsched_runtime::sched::virtual_time::{VirtualClock, VirtualLanes};
 use mmsched_runtime::sched::{Executor, SchedulerKind};
@@ -49,15 +49,17 @@ use crate::run::{Observer, RunOutcome, RunParts, run_with};
 pub use draws::Draws;
 pub use models::SimulatedModels;
 
-/// Runs `config` simulated: mmsched's executor on virtual lanes, the simulated models,
-/// the real loop. The same config and seed give the same run on any machine.
+/// Runs `config` simulated: its scheduler's executor on virtual lanes (mmsched's, or the
+/// `fifo` and `static-priority` queues on the same lanes), the simulated models, the real
+/// loop. The same config and seed give the same run on any machine. `os-threads` is not
+/// simulated: its threads share the cores by the OS's time slicing, which virtual lanes,
+/// one step at a time each, do not model.
 pub fn simulate(
     mut config: RunConfig,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
     config.platform = false;
     config.simulated = true;
-    config.scheduler = SchedulerKind::Mmsched;
     let scenario = config.scenario.clone();
     for m in scenario
         .models()
@@ -97,10 +99,21 @@ pub fn simulate(
         DEVICE_EPOCH_NANOS,
     );
     let lanes = VirtualLanes::new(setup.lanes.len(), clock.clone(), cost);
-    let mut exec: Box<dyn Executor> = Box::new(
-        MmschedExecutor::with_lanes(&config.policy, &setup, clock.clone(), lanes)
-            .map_err(|source| RunError::Scheduler { source })?,
-    );
+    let mut exec: Box<dyn Executor> = match config.scheduler {
+        SchedulerKind::Mmsched => Box::new(
+            MmschedExecutor::with_lanes(&config.policy, &setup, clock.clone(), lanes)
+                .map_err(|source| RunError::Scheduler { source })?,
+        ),
+        SchedulerKind::Fifo => Box::new(LaneQueue::new(QueueOrder::Fifo, &layout, lanes)),
+        SchedulerKind::StaticPriority => {
+            Box::new(LaneQueue::new(QueueOrder::StaticPriority, &layout, lanes))
+        }
+        SchedulerKind::OsThreads => {
+            return Err(RunError::NotSimulated {
+                scheduler: "os-threads",
+            });
+        }
+    };
     if let Some(m) = exec.mmsched() {
         m.set_risk_boost(config.mechanisms.risk_boost);
         m.set_thread_grants(config.mechanisms.thread_grants);

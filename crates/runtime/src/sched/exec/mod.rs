@@ -19,6 +19,7 @@ mod boost;
 mod grant;
 mod mmsched;
 mod queue;
+mod queue_lanes;
 mod steps;
 mod threads;
 
@@ -39,6 +40,7 @@ pub use mmsched::{MmschedExecutor, MmschedSetup, thread_grant};
 #[cfg(test)]
 mod tests;
 pub use queue::{QueueOrder, SharedQueue};
+pub use queue_lanes::LaneQueue;
 pub use steps::{StepLanes, ThreadLanes};
 pub use threads::{ClassLanes, ThreadPerModel};
 

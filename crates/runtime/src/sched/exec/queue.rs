@@ -36,7 +36,7 @@ pub enum QueueOrder {
     StaticPriority,
 }
 
-fn priority(order: QueueOrder, modality: Modality) -> u8 {
+pub(super) fn priority(order: QueueOrder, modality: Modality) -> u8 {
     match order {
         QueueOrder::Fifo => 0,
         QueueOrder::StaticPriority => match modality {
@@ -49,23 +49,31 @@ fn priority(order: QueueOrder, modality: Modality) -> u8 {
     }
 }
 
-type Key = Reverse<(u8, u64)>;
+pub(super) type Key = Reverse<(u8, u64)>;
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Jobs any worker may take.
-    general: BinaryHeap<Key>,
+    pub(super) general: BinaryHeap<Key>,
     /// Jobs of the classes a restricted worker runs.
-    dedicated: BinaryHeap<Key>,
-    works: HashMap<u64, (JobId, Box<dyn Work>)>,
-    running: Vec<bool>,
+    pub(super) dedicated: BinaryHeap<Key>,
+    pub(super) works: HashMap<u64, (JobId, Box<dyn Work>)>,
+    pub(super) running: Vec<bool>,
     closed: bool,
 }
 
 impl State {
+    /// An empty queue for `lanes` workers, none running.
+    pub(super) fn for_lanes(lanes: usize) -> Self {
+        Self {
+            running: vec![false; lanes],
+            ..Self::default()
+        }
+    }
+
     /// The next job for a worker: a restricted one takes only dedicated jobs; a general
     /// one the head that comes first.
-    fn take(&mut self, restricted: bool) -> Option<(JobId, Box<dyn Work>)> {
+    pub(super) fn take(&mut self, restricted: bool) -> Option<(JobId, Box<dyn Work>)> {
         let from_dedicated = restricted
             || match (self.general.peek(), self.dedicated.peek()) {
                 (Some(g), Some(d)) => d > g,
@@ -127,10 +135,7 @@ impl SharedQueue {
     ) -> Self {
         let lanes = &layout.lanes;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                running: vec![false; lanes.len().max(1)],
-                ..State::default()
-            }),
+            state: Mutex::new(State::for_lanes(lanes.len().max(1))),
             ready: Condvar::new(),
             decision_nanos: AtomicU64::new(0),
         });
