@@ -365,5 +365,8 @@ fn sim_run_compares_a_queue_on_the_same_lanes_and_refuses_os_threads() {
         .expect("run");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not simulated") && err.contains("bench e2e"), "{err}");
+    assert!(
+        err.contains("not simulated") && err.contains("bench e2e"),
+        "{err}"
+    );
 }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mmsched_core::profile::{Percentiles, RungProfile};
 use mmsched_core::time::Nanos;
-use mmsched_scenario::{ModelKind, Scenario};
+use mmsched_scenario::Scenario;
 use mmsched_world::profile::{ModelLatency, Profile, ProfileError};
 use mmsched_world::rng::{SeededRng, chance, stream_rng};
 
@@ -69,15 +69,8 @@ impl Draws {
     pub fn new(scenario: &Scenario, profile: &Profile, seed: u64) -> Result<Self, ProfileError> {
         let mut classes = Vec::new();
         for m in scenario.models() {
-            let kind = match m.kind {
-                ModelKind::Vision => Kind::Vision,
-                ModelKind::Vad => Kind::Vad,
-                ModelKind::Asr => Kind::Asr,
-                ModelKind::Llm => Kind::Llm,
-                ModelKind::Onnx => match crate::classes::find(&m.name) {
-                    Some(kind) => kind,
-                    None => continue,
-                },
+            let Some(kind) = super::class_of(m) else {
+                continue;
             };
             if classes.iter().any(|(k, _)| *k == kind) {
                 continue;

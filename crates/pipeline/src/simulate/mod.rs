@@ -47,6 +47,19 @@ use crate::platform::mmsched_setup;
 use crate::run::{Observer, RunOutcome, RunParts, run_with};
 
 pub use draws::Draws;
+
+/// The class of scenario model `m`: a built-in kind, or the class its name registered (a
+/// model of the user's own; `None` before it is registered).
+fn class_of(m: &mmsched_scenario::Model) -> Option<crate::stats::Kind> {
+    use crate::stats::Kind;
+    Some(match m.kind {
+        ModelKind::Vision => Kind::Vision,
+        ModelKind::Vad => Kind::Vad,
+        ModelKind::Asr => Kind::Asr,
+        ModelKind::Llm => Kind::Llm,
+        ModelKind::Onnx => crate::classes::find(&m.name)?,
+    })
+}
 pub use models::SimulatedModels;
 
 /// Runs `config` simulated: its scheduler's executor on virtual lanes (mmsched's, or the

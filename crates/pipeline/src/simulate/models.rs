@@ -94,25 +94,23 @@ impl SimulatedModels {
         let mut kinds = Vec::new();
         let mut own = Vec::new();
         for m in scenario.models() {
-            let kind = match m.kind {
-                ModelKind::Vision => Kind::Vision,
-                ModelKind::Vad => Kind::Vad,
-                ModelKind::Asr => Kind::Asr,
-                ModelKind::Llm => Kind::Llm,
-                ModelKind::Onnx => {
-                    let kind = crate::classes::register(&m.name, &m.name, Modality::Image)?;
-                    let copies = (0..workers.max(1))
-                        .map(|_| {
-                            shared(SimOwn {
-                                kind,
-                                draws: Arc::clone(&draws),
-                            })
-                        })
-                        .collect();
-                    own.push((kind, copies));
-                    kind
-                }
+            if m.kind == ModelKind::Onnx {
+                crate::classes::register(&m.name, &m.name, Modality::Image)?;
+            }
+            let Some(kind) = super::class_of(m) else {
+                continue;
             };
+            if m.kind == ModelKind::Onnx {
+                let copies = (0..workers.max(1))
+                    .map(|_| {
+                        shared(SimOwn {
+                            kind,
+                            draws: Arc::clone(&draws),
+                        })
+                    })
+                    .collect();
+                own.push((kind, copies));
+            }
             kinds.push(kind);
         }
         let ocr = (0..workers.max(1))

@@ -89,6 +89,69 @@ impl State {
     }
 }
 
+/// What both queue executors keep in front of their queue: its order, the classes of the
+/// restricted workers, the job numbers and what each job is.
+pub(super) struct Front {
+    pub(super) order: QueueOrder,
+    /// Class names the restricted workers run.
+    dedicated_names: Vec<String>,
+    dedicated: Vec<ClassId>,
+    pub(super) infos: HashMap<JobId, TaskInfo>,
+    classes: ClassNames,
+    next_id: u64,
+}
+
+impl Front {
+    /// The front of a queue in `order` whose restricted workers run `layout`'s classes.
+    pub(super) fn new(order: QueueOrder, layout: &LaneLayout) -> Self {
+        Self {
+            order,
+            dedicated_names: layout
+                .restricted
+                .iter()
+                .flat_map(|(_, c)| c.iter().cloned())
+                .collect(),
+            dedicated: Vec::new(),
+            infos: HashMap::new(),
+            classes: ClassNames::default(),
+            next_id: 0,
+        }
+    }
+
+    /// The scheduler it is.
+    pub(super) fn kind(&self) -> SchedulerKind {
+        match self.order {
+            QueueOrder::Fifo => SchedulerKind::Fifo,
+            QueueOrder::StaticPriority => SchedulerKind::StaticPriority,
+        }
+    }
+
+    /// The class called `name`, noted as dedicated if a restricted worker runs it.
+    pub(super) fn class(&mut self, name: &str) -> ClassId {
+        let id = self.classes.id(name);
+        if self.dedicated_names.iter().any(|n| n == name) && !self.dedicated.contains(&id) {
+            self.dedicated.push(id);
+        }
+        id
+    }
+
+    /// Puts `task` into `state`'s queues, in order.
+    pub(super) fn enqueue(&mut self, task: Task, state: &mut State) -> JobId {
+        let id = JobId(self.next_id);
+        let seq = self.next_id;
+        self.next_id += 1;
+        self.infos.insert(id, task.info);
+        let key = Reverse((priority(self.order, task.info.modality), seq));
+        if self.dedicated.contains(&task.info.class) {
+            state.dedicated.push(key);
+        } else {
+            state.general.push(key);
+        }
+        state.works.insert(seq, (id, task.work));
+        id
+    }
+}
+
 struct Shared {
     state: Mutex<State>,
     ready: Condvar,
@@ -102,24 +165,18 @@ fn lock(s: &Shared) -> MutexGuard<'_, State> {
 
 /// One shared queue drained by a fixed set of workers. See the [module docs](self).
 pub struct SharedQueue {
-    order: QueueOrder,
-    /// Class names the restricted workers run.
-    dedicated_names: Vec<String>,
-    dedicated: Vec<ClassId>,
+    front: Front,
     shared: Arc<Shared>,
     done: Completions,
     handles: Vec<JoinHandle<()>>,
-    infos: HashMap<JobId, TaskInfo>,
-    classes: ClassNames,
-    next_id: u64,
     notes: Vec<String>,
 }
 
 impl std::fmt::Debug for SharedQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedQueue")
-            .field("order", &self.order)
-            .field("in_flight", &self.infos.len())
+            .field("order", &self.front.order)
+            .field("in_flight", &self.front.infos.len())
             .finish()
     }
 }
@@ -172,19 +229,10 @@ impl SharedQueue {
             .collect();
         drop(note_tx);
         Self {
-            order,
-            dedicated_names: layout
-                .restricted
-                .iter()
-                .flat_map(|(_, c)| c.iter().cloned())
-                .collect(),
-            dedicated: Vec::new(),
+            front: Front::new(order, layout),
             shared,
             done: Completions::new(done),
             handles,
-            infos: HashMap::new(),
-            classes: ClassNames::default(),
-            next_id: 0,
             notes: note_rx.iter().collect(),
         }
     }
@@ -240,42 +288,22 @@ impl Drop for SharedQueue {
 
 impl Executor for SharedQueue {
     fn kind(&self) -> SchedulerKind {
-        match self.order {
-            QueueOrder::Fifo => SchedulerKind::Fifo,
-            QueueOrder::StaticPriority => SchedulerKind::StaticPriority,
-        }
+        self.front.kind()
     }
 
     fn class(&mut self, name: &str) -> ClassId {
-        let id = self.classes.id(name);
-        if self.dedicated_names.iter().any(|n| n == name) && !self.dedicated.contains(&id) {
-            self.dedicated.push(id);
-        }
-        id
+        self.front.class(name)
     }
 
     fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
-        let id = JobId(self.next_id);
-        let seq = self.next_id;
-        self.next_id += 1;
-        self.infos.insert(id, task.info);
-        let key = Reverse((priority(self.order, task.info.modality), seq));
-        let dedicated = self.dedicated.contains(&task.info.class);
-        let mut st = lock(&self.shared);
-        if dedicated {
-            st.dedicated.push(key);
-        } else {
-            st.general.push(key);
-        }
-        st.works.insert(seq, (id, task.work));
-        drop(st);
+        let id = self.front.enqueue(task, &mut lock(&self.shared));
         // Wake every worker: the one that may take this job may not be the first woken.
         self.shared.ready.notify_all();
         id
     }
 
     fn poll(&mut self, _now_nanos: Nanos, out: &mut Vec<ExecEvent>) {
-        self.done.report(&mut self.infos, out);
+        self.done.report(&mut self.front.infos, out);
     }
 
     fn wait(&mut self, timeout: Duration) {
@@ -283,7 +311,7 @@ impl Executor for SharedQueue {
     }
 
     fn in_flight(&self) -> usize {
-        self.infos.len()
+        self.front.infos.len()
     }
 
     fn occupancy(&self, _now_nanos: Nanos) -> Vec<f64> {

@@ -5,38 +5,28 @@
 //! poll takes it, which on a virtual clock is the same moment. So a simulation compares
 //! mmsched with the baselines on the same lanes, inputs and step costs.
 
-use std::cmp::Reverse;
-use std::collections::HashMap;
 use std::time::Duration;
 
 use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::time::Nanos;
 
-use super::queue::{State, priority};
-use super::{
-    ClassNames, ExecEvent, Executor, QueueOrder, SchedulerKind, StepLanes, Task, TaskInfo,
-    done_event,
-};
+use super::queue::{Front, State};
+use super::{ExecEvent, Executor, QueueOrder, SchedulerKind, StepLanes, Task, done_event};
 use crate::sched::lanes::LaneLayout;
 
 /// A shared queue drained by `L`'s lanes. See the [module docs](self).
 pub struct LaneQueue<L: StepLanes> {
-    order: QueueOrder,
-    dedicated_names: Vec<String>,
-    dedicated: Vec<ClassId>,
+    front: Front,
     state: State,
     restricted: Vec<bool>,
     lanes: L,
-    infos: HashMap<JobId, TaskInfo>,
-    classes: ClassNames,
-    next_id: u64,
 }
 
 impl<L: StepLanes> std::fmt::Debug for LaneQueue<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LaneQueue")
-            .field("order", &self.order)
-            .field("in_flight", &self.infos.len())
+            .field("order", &self.front.order)
+            .field("in_flight", &self.front.infos.len())
             .finish()
     }
 }
@@ -47,21 +37,12 @@ impl<L: StepLanes> LaneQueue<L> {
     pub fn new(order: QueueOrder, layout: &LaneLayout, lanes: L) -> Self {
         let n = layout.lanes.len().max(1);
         Self {
-            order,
-            dedicated_names: layout
-                .restricted
-                .iter()
-                .flat_map(|(_, c)| c.iter().cloned())
-                .collect(),
-            dedicated: Vec::new(),
+            front: Front::new(order, layout),
             state: State::for_lanes(n),
             restricted: (0..n)
                 .map(|i| layout.restricted.iter().any(|(w, _)| *w == i))
                 .collect(),
             lanes,
-            infos: HashMap::new(),
-            classes: ClassNames::default(),
-            next_id: 0,
         }
     }
 
@@ -74,7 +55,7 @@ impl<L: StepLanes> LaneQueue<L> {
             let Some((job, work)) = self.state.take(self.restricted[lane]) else {
                 continue;
             };
-            let Some(info) = self.infos.get(&job).copied() else {
+            let Some(info) = self.front.infos.get(&job).copied() else {
                 continue;
             };
             self.state.running[lane] = true;
@@ -88,32 +69,15 @@ impl<L: StepLanes> LaneQueue<L> {
 
 impl<L: StepLanes> Executor for LaneQueue<L> {
     fn kind(&self) -> SchedulerKind {
-        match self.order {
-            QueueOrder::Fifo => SchedulerKind::Fifo,
-            QueueOrder::StaticPriority => SchedulerKind::StaticPriority,
-        }
+        self.front.kind()
     }
 
     fn class(&mut self, name: &str) -> ClassId {
-        let id = self.classes.id(name);
-        if self.dedicated_names.iter().any(|n| n == name) && !self.dedicated.contains(&id) {
-            self.dedicated.push(id);
-        }
-        id
+        self.front.class(name)
     }
 
     fn submit(&mut self, _now_nanos: Nanos, task: Task) -> JobId {
-        let id = JobId(self.next_id);
-        let seq = self.next_id;
-        self.next_id += 1;
-        self.infos.insert(id, task.info);
-        let key = Reverse((priority(self.order, task.info.modality), seq));
-        if self.dedicated.contains(&task.info.class) {
-            self.state.dedicated.push(key);
-        } else {
-            self.state.general.push(key);
-        }
-        self.state.works.insert(seq, (id, task.work));
+        let id = self.front.enqueue(task, &mut self.state);
         self.dispatch();
         id
     }
@@ -123,7 +87,7 @@ impl<L: StepLanes> Executor for LaneQueue<L> {
             if let Some(r) = self.state.running.get_mut(c.lane) {
                 *r = false;
             }
-            if let Some(info) = self.infos.remove(&c.job) {
+            if let Some(info) = self.front.infos.remove(&c.job) {
                 out.push(done_event(c, info));
             }
         }
@@ -135,7 +99,7 @@ impl<L: StepLanes> Executor for LaneQueue<L> {
     }
 
     fn in_flight(&self) -> usize {
-        self.infos.len()
+        self.front.infos.len()
     }
 
     fn occupancy(&self, _now_nanos: Nanos) -> Vec<f64> {
