@@ -25,6 +25,7 @@ mod own_load;
 mod record;
 mod rungs;
 mod shadow;
+mod slowdown;
 mod steps;
 mod text;
 mod to_come;
@@ -386,7 +387,7 @@ impl Book {
             rx,
             outputs: HashMap::new(),
             next_tag: 0,
-            costs: Costs::new(profile, models),
+            costs: Costs::new(profile, models, mechanisms.slowdown),
             classes,
             general_lanes,
             fuse_vision: false,

@@ -1001,3 +1001,51 @@ fn a_camera_that_outruns_its_worker_at_the_richest_rung_reads_cheaper_as_the_fra
         without.vision.on_time
     );
 }
+
+#[test]
+fn a_slowdown_of_every_step_reaches_the_predicted_chances_within_a_few_steps() {
+    // Two workers, a 15 fps camera due in 200 ms, frames of 70 ms (every fourth 130 ms);
+    // two seconds in, as a neighbour starts taking CPU time, every step takes 1.8 times as
+    // long (126 and 234 ms): a frame now fits its deadline only when it does not wait, and
+    // every fourth never does.
+    let costs = Costs {
+        vision: 70 * MS,
+        vision_slow: 130 * MS,
+        slower: Some(crate::models::fake::Slower {
+            after: 2_000 * MS,
+            factor: 1.8,
+        }),
+        ..QUICK
+    };
+    let run = |slowdown| {
+        let mechanisms = Mechanisms {
+            slowdown,
+            ..Mechanisms::default()
+        };
+        run_virtual(scenario_on(2, 20, 15, 2, 5), costs, mechanisms)
+    };
+    let with = run(true);
+    let without = run(false);
+    for s in [&with, &without] {
+        assert_all_accounted(s);
+        assert!(s.decisions.decided >= 250, "{:?}", s.decisions);
+    }
+    // Following the slowdown from the first few slow steps, the predicted chances are
+    // what happened; without, each rung's own window takes dozens of frames to turn over,
+    // and the frames decided meanwhile were predicted on the costs before.
+    let gap = with.decisions.calibration_max_gap;
+    assert!(gap <= 0.1, "with: {gap} {:?}", with.decisions.calibration);
+    let gap = without.decisions.calibration_max_gap;
+    assert!(
+        gap > 0.1,
+        "without: {gap} {:?}",
+        without.decisions.calibration
+    );
+    // And the decisions made on them serve no fewer frames in time.
+    assert!(
+        with.vision.on_time >= without.vision.on_time,
+        "{:?} {:?}",
+        with.vision,
+        without.vision
+    );
+}
