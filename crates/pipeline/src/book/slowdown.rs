@@ -110,9 +110,9 @@ fn change_ln_chance() -> f64 {
     f64::from(CHANGE_RUN) * 0.05f64.ln()
 }
 
-/// A key's distribution with each of its measurements scaled by when it was taken, or
-/// left out (`None`): [`mmsched_runtime::sched::cost::CostModel::dist_scaled`].
-pub(super) type ScaledDist<'a> = &'a dyn Fn(Nanos) -> Option<f64>;
+/// How a key's measurements are read, by when each was taken: times a factor, or left out
+/// (`None`) — what [`mmsched_runtime::sched::cost::CostModel::dist_scaled`] takes.
+pub(super) type ReadScale<'a> = &'a dyn Fn(Nanos) -> Option<f64>;
 
 /// See the [module docs](self).
 #[derive(Debug, Clone)]
@@ -213,7 +213,7 @@ impl Slowdown {
     pub(super) fn refresh(
         &mut self,
         now: Nanos,
-        mut dist_of: impl FnMut(ClassId, ScaledDist<'_>) -> Option<CostDist>,
+        mut dist_of: impl FnMut(ClassId, ReadScale<'_>) -> Option<CostDist>,
     ) {
         if self.refreshed == Some(now) {
             return;
