@@ -11,9 +11,9 @@
 //! measurement scaled by how much slower the device runs now than when it was taken
 //! ([`super::slowdown`]), so a neighbour that starts (or stops) taking CPU time reaches the
 //! decisions within a few steps instead of once each key's own window has turned over; the
-//! keys themselves learn as before, from the costs measured. A voice-activity step is neither scaled nor counted: it runs on
-//! a lane of its own (at real-time priority where the platform allows), not beside the
-//! steps a neighbour slows.
+//! keys themselves learn as before, from the costs measured. A voice-activity step is
+//! neither scaled nor followed: it runs on a lane of its own (at real-time priority where
+//! the platform allows), not beside the steps a neighbour slows.
 
 use std::collections::HashMap;
 
@@ -280,9 +280,10 @@ impl Costs {
     ) {
         let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
         // Where the cost lies in what the book predicted for it, before the key learns it.
-        let side = match self.slowdown.is_some() && kind != Kind::Vad {
-            true => self.dist(id, kind, at).map(|d| Side::of(&d, cost)),
-            false => None,
+        let side = if self.slowdown.is_some() && kind != Kind::Vad {
+            self.dist(id, kind, at).map(|d| Side::of(&d, cost))
+        } else {
+            None
         };
         self.model.record(id, cost, at);
         if let (Some(s), Some(side)) = (self.slowdown.as_mut(), side) {
@@ -393,5 +394,35 @@ mod tests {
         c.record_step(Kind::Asr, "window", Some("mel"), 130 * MS, 0);
         let measured = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
         assert!((155 * MS..170 * MS).contains(&measured), "{measured}");
+    }
+
+    #[test]
+    fn a_slowdown_seen_at_one_rung_prices_another_not_run_since() {
+        let median = |follow: bool| {
+            let mut c = Costs::new(
+                Profile::reference(),
+                &crate::engines::Engines::default(),
+                follow,
+            );
+            for i in 0..10 {
+                c.record_step(Kind::Vision, "det320", None, 70 * MS, i * MS);
+                c.record_step(Kind::Vision, "det192", None, 40 * MS, i * MS);
+            }
+            // A neighbour starts: three frames in a row at the richest rung take 1.8 times
+            // as long.
+            for i in 10..13 {
+                c.record_step(Kind::Vision, "det320", None, 126 * MS, i * MS);
+            }
+            let now = 20 * MS;
+            (
+                c.job_dist(Kind::Vision, "det320", now).quantile(0.5),
+                c.job_dist(Kind::Vision, "det192", now).quantile(0.5),
+            )
+        };
+        // Followed: the cheaper rung is priced 1.8 times as long too, and the richest is
+        // read at the new speed throughout (not a mix of the two).
+        assert_eq!(median(true), (126 * MS, 72 * MS));
+        // Not followed: each key as it learnt.
+        assert_eq!(median(false), (70 * MS, 40 * MS));
     }
 }
