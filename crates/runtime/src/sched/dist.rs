@@ -340,7 +340,9 @@ mod tests {
         #[test]
         fn within_is_a_distribution_function(
             costs in proptest::collection::vec(1u64..1_000_000, 1..40),
-            p50 in 1u64..1_000_000,
+            // From a microsecond: a quantile is whole nanoseconds, and at a median of a
+            // few nanoseconds that rounding alone moves the chance at it past 1e-3.
+            p50 in 1_000u64..1_000_000,
             spread in 1.0f64..5.0,
             a in 0u64..2_000_000,
             b in 0u64..2_000_000,
