@@ -14,6 +14,7 @@ mod models_summary;
 mod neighbour;
 pub mod policy;
 pub mod serve;
+mod serve_peer;
 mod trace;
 
 use std::process::ExitCode;
