@@ -98,7 +98,7 @@ pub fn own_overload_on() -> bool {
 /// Most intra-op threads one step may be granted: every core (so a lone LLM step uses
 /// both cores of a 2-core device while the camera is idle), or `MMSCHED_THREAD_GRANT` when
 /// set (`1` turns grants off, to measure what they buy).
-fn max_thread_grant() -> usize {
+pub fn max_thread_grant() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     std::env::var("MMSCHED_THREAD_GRANT")
         .ok()

@@ -14,6 +14,7 @@ mod models_summary;
 mod neighbour;
 pub mod policy;
 pub mod serve;
+mod serve_peer;
 mod trace;
 
 use std::process::ExitCode;
@@ -45,7 +46,10 @@ pub enum BenchCommand {
     /// Concurrent text requests over HTTP (`serve --models --text-batch` in this process): greedy
     /// completions one after another against all at once, aggregate tokens/s, speedup and
     /// whether the answers at once equal the lone ones; `--compare-sessions` also runs a
-    /// server with a session per request (no batching). Build with --release.
+    /// server with a session per request (no batching). `--peer` instead measures `serve
+    /// --models` side by side with llama.cpp's own llama-server (built by
+    /// scripts/build-llama-server.sh) for each of a list of --requests: tokens/s, TTFT and
+    /// TPOT P50/P99. Build with --release.
     Serve(serve::ServeBenchArgs),
     /// Trace recorder: worker-side ns/event (P50/P99) and drops at a sustained event rate.
     Trace(trace::TraceBenchArgs),

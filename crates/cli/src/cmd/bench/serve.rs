@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::cmd::serve::ModelArgs;
 
 /// The prompts, one per concurrent request (the first `--requests`).
-const PROMPTS: [&str; 8] = [
+pub(super) const PROMPTS: [&str; 8] = [
     "The three primary colours of light are",
     "Once upon a time, in a small village by the sea,",
     "To make a cup of tea, first boil the water, then",
@@ -43,9 +43,10 @@ const PROMPTS: [&str; 8] = [
 /// Arguments of `bench serve`.
 #[derive(Debug, Args)]
 pub struct ServeBenchArgs {
-    /// Requests sent at once (each a different prompt; 1 to 8).
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=8))]
-    requests: u32,
+    /// Requests sent at once (each a different prompt; 1 to 8). With --peer a list, each
+    /// count measured in turn (e.g. 1,2,4,8).
+    #[arg(long, value_name = "N", default_value = "4", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=8))]
+    requests: Vec<u32>,
     /// Tokens each greedy completion asks for (`max_tokens`; a prompt may stop earlier at
     /// the end-of-text token: the figures count the tokens answered).
     #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=512))]
@@ -63,18 +64,20 @@ pub struct ServeBenchArgs {
     /// and after).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    peer: super::serve_peer::PeerArgs,
 }
 
 /// A figure over repetitions.
 #[derive(Debug, Clone, Copy, Serialize)]
-struct Spread {
-    median: f64,
-    min: f64,
-    max: f64,
+pub(super) struct Spread {
+    pub(super) median: f64,
+    pub(super) min: f64,
+    pub(super) max: f64,
 }
 
 impl Spread {
-    fn of(mut v: Vec<f64>) -> Self {
+    pub(super) fn of(mut v: Vec<f64>) -> Self {
         v.sort_by(f64::total_cmp);
         Self {
             median: v.get(v.len() / 2).copied().unwrap_or(0.0),
@@ -156,7 +159,7 @@ fn complete(addr: SocketAddr, prompt: &str, tokens: u32, clock: &MonotonicClock)
 }
 
 /// The 1-minute load average (Linux), if readable.
-fn load_average() -> Option<f64> {
+pub(super) fn load_average() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
         .ok()?
         .split_whitespace()
@@ -169,12 +172,13 @@ fn load_average() -> Option<f64> {
 /// measures it.
 fn measure_server(
     a: &ServeBenchArgs,
+    requests: u32,
     batched: bool,
     report: &std::path::Path,
 ) -> Result<ServerFigures> {
     let policy = Policy::default();
     let shared = Shared::new(policy.clone(), Arc::new(MonotonicClock::new()), "defaults");
-    let n = a.requests as usize;
+    let n = requests as usize;
     let models = ModelArgs {
         models: true,
         scheduler: crate::cmd::run::SchedulerArg::Mmsched,
@@ -279,13 +283,24 @@ fn print(name: &str, f: &ServerFigures, requests: u32) {
 
 /// Runs the benchmark.
 pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
+    if a.peer.wanted() {
+        let w = super::serve_peer::Workload {
+            requests: &a.requests,
+            tokens: a.tokens,
+            repeat: a.repeat,
+        };
+        return super::serve_peer::run(w, &a.peer, a.json);
+    }
+    let &[requests] = a.requests.as_slice() else {
+        bail!("a list of --requests is measured with --peer; without, give one count");
+    };
     let dir = std::env::temp_dir().join(format!("mmsched-bench-serve-{}", std::process::id()));
     let load_before = load_average();
-    let batched =
-        measure_server(&a, true, &dir.join("batched")).context("measuring the batched server")?;
+    let batched = measure_server(&a, requests, true, &dir.join("batched"))
+        .context("measuring the batched server")?;
     let sessions = if a.compare_sessions {
         Some(
-            measure_server(&a, false, &dir.join("sessions"))
+            measure_server(&a, requests, false, &dir.join("sessions"))
                 .context("measuring the server with a session per request")?,
         )
     } else {
@@ -296,7 +311,7 @@ pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
     let ok = batched.answers_identical && sessions.as_ref().is_none_or(|s| s.answers_identical);
     if a.json {
         let out = json!({
-            "requests": a.requests,
+            "requests": requests,
             "tokens": a.tokens,
             "repeat": a.repeat,
             "batched": batched,
@@ -305,9 +320,9 @@ pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
         });
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print("batched", &batched, a.requests);
+        print("batched", &batched, requests);
         if let Some(s) = &sessions {
-            print("a session each", s, a.requests);
+            print("a session each", s, requests);
         }
         outln!(
             "(greedy completions of {} tokens over HTTP on 127.0.0.1, median (min-max) of {}; load average {} before, {} after)",
