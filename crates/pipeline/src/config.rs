@@ -158,10 +158,6 @@ pub struct Mechanisms {
     /// from the device's own streams, not only the admitted work (off: the admitted work
     /// alone).
     pub inputs_to_come: bool,
-    /// The book's predicted costs follow a slowdown of the whole device (a neighbour taking
-    /// CPU time) as soon as the recent steps show it, scaled by how much slower than their
-    /// keys predict they ran (off: each key's own learnt distribution alone, which lags).
-    pub slowdown: bool,
 }
 
 impl Default for Mechanisms {
@@ -182,7 +178,6 @@ impl Default for Mechanisms {
             shadows: true,
             running_steps: true,
             inputs_to_come: true,
-            slowdown: true,
         }
     }
 }
@@ -190,7 +185,7 @@ impl Default for Mechanisms {
 impl Mechanisms {
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 16] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 15] {
         let all = Mechanisms::default();
         [
             (
@@ -295,13 +290,6 @@ impl Mechanisms {
                 "no-inputs-to-come",
                 Mechanisms {
                     inputs_to_come: false,
-                    ..all
-                },
-            ),
-            (
-                "no-slowdown",
-                Mechanisms {
-                    slowdown: false,
                     ..all
                 },
             ),

@@ -215,7 +215,7 @@ pub mod fake {
 
     use mmsched_backends::ocr::OcrLine;
     use mmsched_core::policy::Policy;
-    use mmsched_core::time::{Clock, Nanos};
+    use mmsched_core::time::Nanos;
     use mmsched_runtime::sched::exec::MmschedExecutor;
     use mmsched_runtime::sched::lanes::standard_lanes;
     use mmsched_runtime::sched::virtual_time::{StepStart, VirtualClock, VirtualLanes};
@@ -248,19 +248,6 @@ pub mod fake {
         /// A frame at any rung but the richest takes this instead of `vision` (0: as
         /// `vision`): a ladder whose cheaper rungs save time and read as right.
         pub vision_cheaper: Nanos,
-        /// Every step slower from some time on, as beside a neighbour that starts taking
-        /// CPU time (`None`: never).
-        pub slower: Option<Slower>,
-    }
-
-    /// Every step on the virtual lanes `factor` times as long from `after` (virtual time
-    /// since the lanes were made) on.
-    #[derive(Debug, Clone, Copy)]
-    pub struct Slower {
-        /// When the slowdown starts.
-        pub after: Nanos,
-        /// How many times as long a step takes from then on.
-        pub factor: f64,
     }
 
     /// Costs of the order of this machine's models.
@@ -271,7 +258,6 @@ pub mod fake {
         llm_token: 30 * MS,
         vision_slow: 0,
         vision_cheaper: 0,
-        slower: None,
     };
 
     /// The frames run at a cheaper rung, by tag, until their step is priced.
@@ -303,12 +289,11 @@ pub mod fake {
         let frames = AtomicU32::new(0);
         let cheaper = CheaperFrames::default();
         let at_cheaper = Arc::clone(&cheaper);
-        let made_at = clock.now_nanos();
-        let cost = Box::new(move |info: &TaskInfo, at: &StepStart| {
+        let cost = Box::new(move |info: &TaskInfo, _: &StepStart| {
             let kind = known
                 .get()
                 .and_then(|ids| ids.iter().position(|&c| c == info.class));
-            let cost = match kind {
+            match kind {
                 Some(0) => {
                     let n = frames.fetch_add(1, Ordering::SeqCst);
                     let cheap = at_cheaper
@@ -326,12 +311,6 @@ pub mod fake {
                 Some(1) => costs.vad,
                 Some(2) => costs.asr,
                 _ => costs.llm_token * Nanos::from(made.load(Ordering::SeqCst).max(1)),
-            };
-            match costs.slower {
-                Some(s) if at.start_nanos.saturating_sub(made_at) >= s.after => {
-                    (cost as f64 * s.factor).round() as Nanos
-                }
-                _ => cost,
             }
         });
         let lanes = VirtualLanes::new(setup.lanes.len(), clock.clone(), cost);

@@ -6,14 +6,6 @@
 //! it has, the device profile's figure stands in (the rung's measured step or job cost,
 //! else the kind's one-job cost); once its figures are older than that, the lower of the
 //! two.
-//!
-//! What the book reads of it — every distribution and high percentile — has each
-//! measurement scaled by how much slower the device runs now than when it was taken
-//! ([`super::slowdown`]), so a neighbour that starts (or stops) taking CPU time reaches the
-//! decisions within a few steps instead of once each key's own window has turned over; the
-//! keys themselves learn as before, from the costs measured. A voice-activity step is
-//! neither scaled nor followed: it runs on a lane of its own (at real-time priority where
-//! the platform allows), not beside the steps a neighbour slows.
 
 use std::collections::HashMap;
 
@@ -25,7 +17,6 @@ use mmsched_runtime::sched::cost::{CostModel, Prior};
 use mmsched_runtime::sched::dist::CostDist;
 use mmsched_world::profile::Profile;
 
-use super::slowdown::{Side, Slowdown};
 use super::{COST_MAX_AGE_NANOS, COST_MIN_SAMPLES, COST_WINDOW};
 use crate::stats::Kind;
 
@@ -74,9 +65,6 @@ pub(super) struct Costs {
     /// The user's own models: the cost of a job as their warm-up runs on this device
     /// measured it, until their jobs are measured.
     warmed: crate::per_kind::PerKind<Option<Prior>>,
-    /// How much slower than predicted the device runs its steps now (`None`: the
-    /// predictions are the keys' own, unscaled).
-    slowdown: Option<Slowdown>,
 }
 
 impl std::fmt::Debug for Costs {
@@ -88,43 +76,15 @@ impl std::fmt::Debug for Costs {
 }
 
 impl Costs {
-    /// The cost model of `profile`'s priors and `models`' warm-up costs, its predictions
-    /// following the device's slowdown when `follow_slowdown` is set.
-    pub(super) fn new(
-        profile: Profile,
-        models: &dyn crate::models::Models,
-        follow_slowdown: bool,
-    ) -> Self {
+    pub(super) fn new(profile: Profile, models: &dyn crate::models::Models) -> Self {
         let fallback = crate::api::cost_prior_percentiles(&profile);
-        let slowdown = follow_slowdown.then(|| Slowdown::new(COST_WINDOW, COST_MAX_AGE_NANOS));
         Self {
             model: CostModel::new(COST_WINDOW, COST_MIN_SAMPLES, COST_MAX_AGE_NANOS),
             ids: HashMap::new(),
             profile,
             fallback,
             warmed: crate::per_kind::PerKind::from_fn(|k| models.warm_up_cost(k), None),
-            slowdown,
         }
-    }
-
-    /// The distribution of key `id`, a `kind` step's, at `now`, as the book reads it: its
-    /// measurements scaled by how much slower the device runs now than when each was taken
-    /// (none for a voice-activity step, or with the slowdown not followed).
-    fn dist(&mut self, id: ClassId, kind: Kind, now: Nanos) -> Option<CostDist> {
-        let model = &self.model;
-        match self.slowdown.as_mut().filter(|_| kind != Kind::Vad) {
-            None => model.dist(id, now),
-            Some(s) => {
-                s.refresh(now, |key, scale| model.dist_scaled(key, now, scale));
-                model.dist_scaled(id, now, |at| Some(s.scale(at)))
-            }
-        }
-    }
-
-    /// The predicted cost (P95) of key `id`, a `kind` step's, at `now` (0 for a key nothing
-    /// is known of).
-    fn predict(&mut self, id: ClassId, kind: Kind, now: Nanos) -> Nanos {
-        self.dist(id, kind, now).map_or(0, |d| d.quantile(0.95))
     }
 
     /// The prior of `key`: the profile's percentiles for the rung's step or job, else the
@@ -197,7 +157,7 @@ impl Costs {
         now: Nanos,
     ) -> Nanos {
         let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
-        self.predict(id, kind, now)
+        self.model.predict(id, now)
     }
 
     /// [`Costs::step`], but a kind of step this device has not measured and the profile
@@ -268,8 +228,7 @@ impl Costs {
         (!profiled && self.model.measured(id) == 0).then_some(steps)
     }
 
-    /// A step of that key took `cost` and ended at `at`: its key learns it, and it tells
-    /// how much slower than predicted the device runs now.
+    /// A step of that key took `cost` and ended at `at`.
     pub(super) fn record_step(
         &mut self,
         kind: Kind,
@@ -279,22 +238,13 @@ impl Costs {
         at: Nanos,
     ) {
         let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
-        // Where the cost lies in what the book predicted for it, before the key learns it.
-        let side = if self.slowdown.is_some() && kind != Kind::Vad {
-            self.dist(id, kind, at).map(|d| Side::of(&d, cost))
-        } else {
-            None
-        };
         self.model.record(id, cost, at);
-        if let (Some(s), Some(side)) = (self.slowdown.as_mut(), side) {
-            s.record(id, cost, at, side);
-        }
     }
 
     /// The predicted cost of a whole `kind` job at `rung`.
     pub(super) fn job(&mut self, kind: Kind, rung: &str, now: Nanos) -> Nanos {
         let id = self.id(Self::key(kind, rung, JOB));
-        self.predict(id, kind, now)
+        self.model.predict(id, now)
     }
 
     /// The distribution of the next step's cost of a `kind` job at `rung` (`step`: the
@@ -307,7 +257,8 @@ impl Costs {
         now: Nanos,
     ) -> CostDist {
         let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
-        self.dist(id, kind, now)
+        self.model
+            .dist(id, now)
             .unwrap_or_else(|| CostDist::from_percentiles(0, 0))
     }
 
@@ -377,11 +328,7 @@ mod tests {
     fn a_step_never_measured_is_priced_as_its_share_of_the_job() {
         // The reference profile knows a transcription as a whole (P95 1.19 s), not its
         // steps.
-        let mut c = Costs::new(
-            Profile::reference(),
-            &crate::engines::Engines::default(),
-            true,
-        );
+        let mut c = Costs::new(Profile::reference(), &crate::engines::Engines::default());
         let whole = c.job(Kind::Asr, "window", 0);
         assert!(whole > 1_000 * MS, "{whole}");
         // Unhinted, a step is priced as the whole job (the rule for one-step jobs).
@@ -394,35 +341,5 @@ mod tests {
         c.record_step(Kind::Asr, "window", Some("mel"), 130 * MS, 0);
         let measured = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
         assert!((155 * MS..170 * MS).contains(&measured), "{measured}");
-    }
-
-    #[test]
-    fn a_slowdown_seen_at_one_rung_prices_another_not_run_since() {
-        let median = |follow: bool| {
-            let mut c = Costs::new(
-                Profile::reference(),
-                &crate::engines::Engines::default(),
-                follow,
-            );
-            for i in 0..10 {
-                c.record_step(Kind::Vision, "det320", None, 70 * MS, i * MS);
-                c.record_step(Kind::Vision, "det192", None, 40 * MS, i * MS);
-            }
-            // A neighbour starts: three frames in a row at the richest rung take 1.8 times
-            // as long.
-            for i in 10..13 {
-                c.record_step(Kind::Vision, "det320", None, 126 * MS, i * MS);
-            }
-            let now = 20 * MS;
-            (
-                c.job_dist(Kind::Vision, "det320", now).quantile(0.5),
-                c.job_dist(Kind::Vision, "det192", now).quantile(0.5),
-            )
-        };
-        // Followed: the cheaper rung is priced 1.8 times as long too, and the richest is
-        // read at the new speed throughout (not a mix of the two).
-        assert_eq!(median(true), (126 * MS, 72 * MS));
-        // Not followed: each key as it learnt.
-        assert_eq!(median(false), (70 * MS, 40 * MS));
     }
 }

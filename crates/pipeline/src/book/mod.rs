@@ -25,7 +25,6 @@ mod own_load;
 mod record;
 mod rungs;
 mod shadow;
-mod slowdown;
 mod steps;
 mod text;
 mod to_come;
@@ -387,7 +386,7 @@ impl Book {
             rx,
             outputs: HashMap::new(),
             next_tag: 0,
-            costs: Costs::new(profile, models, mechanisms.slowdown),
+            costs: Costs::new(profile, models),
             classes,
             general_lanes,
             fuse_vision: false,

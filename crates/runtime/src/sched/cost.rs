@@ -128,37 +128,14 @@ impl CostModel {
     /// The distribution of the next cost of `class` at `now_nanos` (`None`: nothing is
     /// known of it, neither a prior nor a measurement).
     pub fn dist(&self, class: ClassId, now_nanos: Nanos) -> Option<CostDist> {
-        self.dist_scaled(class, now_nanos, |_| Some(1.0))
-    }
-
-    /// [`CostModel::dist`] with each measurement's cost times `scale(when it was
-    /// measured)`, and the prior's times `scale(0)` (it stands for what was known before
-    /// any measurement); where `scale` gives `None` the measurement (or the prior) is left
-    /// out. A caller that knows the device ran slower or faster at some times than at
-    /// others reads every measurement as if taken now.
-    pub fn dist_scaled(
-        &self,
-        class: ClassId,
-        now_nanos: Nanos,
-        scale: impl Fn(Nanos) -> Option<f64>,
-    ) -> Option<CostDist> {
         let e = self.classes.get(&class)?;
-        let read = |&(at, cost): &(Nanos, Nanos)| {
-            scale(at).map(|f| {
-                if f == 1.0 {
-                    cost
-                } else {
-                    (cost as f64 * f).round() as Nanos
-                }
-            })
-        };
         let fresh: Vec<Nanos> = e
             .recent
             .iter()
             .filter(|&&(at, _)| at.saturating_add(self.max_age_nanos) >= now_nanos)
-            .filter_map(read)
+            .map(|r| r.1)
             .collect();
-        let prior = e.prior.and_then(|p| scale(0).map(|f| p.dist().scaled(f)));
+        let prior = e.prior.map(Prior::dist);
         if fresh.len() >= self.min_samples {
             return CostDist::measured(fresh);
         }
@@ -166,7 +143,7 @@ impl CostModel {
             let sigma = prior.as_ref().map_or(0.0, CostDist::sigma);
             return CostDist::centred_on(&fresh, sigma);
         }
-        let all: Vec<Nanos> = e.recent.iter().filter_map(read).collect();
+        let all: Vec<Nanos> = e.recent.iter().map(|r| r.1).collect();
         let stale = if all.len() >= self.min_samples {
             CostDist::measured(all)
         } else {
@@ -218,35 +195,6 @@ mod tests {
         // Long after the last measurement: the stale P95, being below the prior.
         assert_eq!(m.predict(c, 2_000), 39);
         assert_eq!(m.fresh(c, 2_000), 0);
-    }
-
-    #[test]
-    fn measurements_are_read_scaled_or_left_out_by_when_they_were_taken() {
-        let mut m = CostModel::new(8, 3, 1_000);
-        let c = ClassId(1);
-        m.set_prior(c, Prior::point(100));
-        for at in 1..=3 {
-            m.record(c, 10, at);
-        }
-        for at in 4..=6 {
-            m.record(c, 20, at);
-        }
-        // The first three read twice as long: six costs of 20.
-        let d = m
-            .dist_scaled(c, 10, |at| Some(if at <= 3 { 2.0 } else { 1.0 }))
-            .expect("known");
-        assert_eq!((d.quantile(0.05), d.quantile(0.95)), (20, 20));
-        // Only the first three: their own figures.
-        let d = m
-            .dist_scaled(c, 10, |at| (at <= 3).then_some(1.0))
-            .expect("known");
-        assert_eq!(d.quantile(0.95), 10);
-        // None but the prior, scaled as taken before any measurement.
-        let d = m
-            .dist_scaled(c, 10, |at| (at == 0).then_some(3.0))
-            .expect("known");
-        assert_eq!(d.quantile(0.5), 300);
-        assert_eq!(m.dist_scaled(c, 10, |_| Some(1.0)), m.dist(c, 10));
     }
 
     #[test]

@@ -70,29 +70,6 @@ impl CostDist {
         Some(CostDist::Measured(costs))
     }
 
-    /// The distribution of this cost times `factor` (> 0): the same shape, every cost
-    /// that many times longer — what a step costs on a device slowed (or sped up) by the
-    /// same factor everywhere. A factor that is not a positive finite number leaves it as
-    /// it is.
-    pub fn scaled(&self, factor: f64) -> Self {
-        if !(factor.is_finite() && factor > 0.0) || factor == 1.0 {
-            return self.clone();
-        }
-        match self {
-            CostDist::LogNormal { median, sigma } => CostDist::LogNormal {
-                median: (median * factor).max(1.0),
-                sigma: *sigma,
-            },
-            // Scaling keeps the order: the costs stay sorted.
-            CostDist::Measured(sorted) => CostDist::Measured(
-                sorted
-                    .iter()
-                    .map(|&c| (c as f64 * factor).round() as Nanos)
-                    .collect(),
-            ),
-        }
-    }
-
     /// σ of the logarithm: a log-normal's own, the measured costs' spread between their
     /// median and P95 read as a log-normal's.
     pub fn sigma(&self) -> f64 {
@@ -318,20 +295,6 @@ mod tests {
         let d = CostDist::centred_on(&[10_000_000, 40_000_000], 0.3).expect("two costs");
         assert_eq!(d.quantile(0.5), 20_000_000);
         assert!((d.sigma() - 0.3).abs() < 1e-12);
-    }
-
-    #[test]
-    fn a_scaled_cost_keeps_its_shape() {
-        let prior = CostDist::from_percentiles(40_000_000, 60_000_000);
-        let slower = prior.scaled(1.5);
-        assert_eq!(slower.quantile(0.5), 60_000_000);
-        assert!((slower.sigma() - prior.sigma()).abs() < 1e-12);
-        assert!((slower.within(90_000_000) - prior.within(60_000_000)).abs() < 1e-9);
-        let m = CostDist::measured(vec![10, 20, 30]).expect("three costs");
-        assert_eq!(m.scaled(2.0), CostDist::Measured(vec![20, 40, 60]));
-        for odd in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert_eq!(m.scaled(odd), m, "{odd}");
-        }
     }
 
     proptest! {

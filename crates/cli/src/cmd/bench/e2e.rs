@@ -46,8 +46,8 @@ pub struct E2eArgs {
     /// reservations, health actions, token preemption, routing, the raised CPU weight of
     /// a step at risk, thread grants to a lone step, rungs, choosing by expected value,
     /// exploration, lines decided after detection, shadow comparisons, the steps running
-    /// counted in admission, the inputs still to come counted in a rung's value, the
-    /// predicted costs following the device's slowdown): what each is worth here.
+    /// counted in admission, the inputs still to come counted in a rung's value): what each
+    /// is worth here.
     #[arg(long)]
     ablate: bool,
     /// Run only these columns, by the names the table prints (comma-separated, e.g.
@@ -129,7 +129,6 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-shadows" => "mmsched-no-shadows",
                 "no-running-steps" => "mmsched-no-running-steps",
                 "no-inputs-to-come" => "mmsched-no-inputs-to-come",
-                "no-slowdown" => "mmsched-no-slowdown",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
