@@ -196,7 +196,7 @@ mod tests {
         let err = specs(&["d=/etc/hostname".into()], &[])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("not an .onnx file"), "{err}");
+        assert!(err.contains("neither an .onnx file"), "{err}");
         let dir = tempfile::tempdir().expect("dir");
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, "[[models]]\nname = \"x\"\nfiles = \"a\"\n").expect("write");
