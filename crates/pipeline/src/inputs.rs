@@ -197,7 +197,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
     scenario: &Scenario,
     s: &Stream,
     device: &C,
-    start_nanos: Nanos,
+    (start_nanos, virtual_clock): (Nanos, bool),
     notes: &mut Vec<String>,
 ) -> Result<BoxedSource<Frame>, SourceError> {
     let fps = s.fps.unwrap_or(5.0);
@@ -273,6 +273,7 @@ fn camera<C: Clock + Clone + Send + 'static>(
         start_nanos,
         limit: None,
         clock: clock_of(s),
+        wait_for_reads: virtual_clock,
     };
     Ok(Box::new(FeedCamera::new(reader, config, device.clone())))
 }
@@ -349,6 +350,19 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
         start_nanos: Nanos,
         seed: u64,
     ) -> Result<Self, RunError> {
+        Self::build_on(scenario, device, start_nanos, seed, false)
+    }
+
+    /// [`Inputs::build`] for a device clock that stands still while files are read
+    /// (`virtual_clock`: a simulated run's, which jumps ahead while a reader decodes in
+    /// real time): a camera replaying files waits for each frame at its tick.
+    pub fn build_on(
+        scenario: &Scenario,
+        device: &C,
+        start_nanos: Nanos,
+        seed: u64,
+        virtual_clock: bool,
+    ) -> Result<Self, RunError> {
         let mut inputs = Inputs {
             camera: None,
             mic: None,
@@ -377,8 +391,14 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
             };
             match s.kind {
                 StreamKind::Camera => {
-                    let cam =
-                        camera(scenario, s, device, start_nanos, &mut inputs.notes).map_err(bad)?;
+                    let cam = camera(
+                        scenario,
+                        s,
+                        device,
+                        (start_nanos, virtual_clock),
+                        &mut inputs.notes,
+                    )
+                    .map_err(bad)?;
                     inputs.camera = Some((
                         Delivered::new(cam, device.clone(), inj, seed, stream_no),
                         s.clone(),

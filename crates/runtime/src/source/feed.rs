@@ -14,7 +14,7 @@
 //! truncated or not an image) is unread too: every unread tick is reported with its reason
 //! ([`Source::take_unread`]), never skipped in silence.
 
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use mmsched_core::Modality;
@@ -165,6 +165,11 @@ pub struct FeedConfig {
     pub limit: Option<u64>,
     /// The camera's own clock error.
     pub clock: SourceClock,
+    /// The device clock stands still while a file is read (a simulated run's virtual
+    /// clock, which jumps ahead while the reader's thread decodes in real time): a replay
+    /// tick waits for its frame, in real time up to the read deadline, instead of giving
+    /// it up once the device clock has passed the deadline.
+    pub wait_for_reads: bool,
 }
 
 /// What a replayed tick's frame is, as far as the reader has got.
@@ -195,6 +200,8 @@ pub struct FeedCamera<C: Clock> {
     /// Replay: since when the next tick has waited for its frame (the deadline counts
     /// from here, so a loop that polls late does not fail a frame the reader has ready).
     waiting_since: Option<Nanos>,
+    /// Replay: a tick waits for its frame in real time ([`FeedConfig::wait_for_reads`]).
+    wait_for_reads: bool,
     /// Replay: a read missed its deadline and the reader has delivered nothing since:
     /// the ticks due meanwhile are unread at once, not after a deadline each.
     stalled: bool,
@@ -240,6 +247,7 @@ impl<C: Clock> FeedCamera<C> {
             cadence,
             clock: config.clock,
             pace: config.pace,
+            wait_for_reads: config.wait_for_reads,
             frames,
             reading: Arc::default(),
             next_item: 0,
@@ -269,7 +277,16 @@ impl<C: Clock> FeedCamera<C> {
     /// The frame of the replay tick due now, if the reader has it.
     fn replayed(&mut self, now: Nanos) -> Replayed {
         loop {
-            match self.frames.try_recv() {
+            let next = if self.wait_for_reads && !self.stalled {
+                let deadline = std::time::Duration::from_nanos(READ_DEADLINE_NANOS);
+                self.frames.recv_timeout(deadline).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => TryRecvError::Empty,
+                    RecvTimeoutError::Disconnected => TryRecvError::Disconnected,
+                })
+            } else {
+                self.frames.try_recv()
+            };
+            match next {
                 // A frame of a tick given up already: the reader moves again.
                 Ok((n, _)) if n < self.next_item => self.stalled = false,
                 Ok((_, item)) => {
@@ -282,7 +299,11 @@ impl<C: Clock> FeedCamera<C> {
                 }
                 Err(TryRecvError::Empty) => {
                     let since = *self.waiting_since.get_or_insert(now);
-                    if !self.stalled && now < since.saturating_add(READ_DEADLINE_NANOS) {
+                    // Waiting for reads, the deadline has passed in real time already.
+                    if !self.stalled
+                        && !self.wait_for_reads
+                        && now < since.saturating_add(READ_DEADLINE_NANOS)
+                    {
                         return Replayed::Waiting;
                     }
                     let what = self
@@ -484,7 +505,41 @@ mod tests {
             start_nanos: NANOS_PER_SEC,
             limit: None,
             clock: SourceClock::new(5 * NANOS_PER_MILLI as i64, 0),
+            wait_for_reads: false,
         }
+    }
+
+    /// A reader whose every read takes `read_ms` of real time.
+    struct Slow(Numbered, u64);
+
+    impl FrameReader for Slow {
+        fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+            std::thread::sleep(std::time::Duration::from_millis(self.1));
+            self.0.next_frame()
+        }
+
+        fn next_input(&self) -> Option<String> {
+            self.0.next_input()
+        }
+    }
+
+    #[test]
+    fn waiting_for_reads_a_virtual_clock_that_jumps_gets_every_frame_at_its_tick() {
+        // The device clock jumps 10 s ahead at once, as a simulated run's does, while
+        // each read takes real time: every tick still gets its frame, none is unread.
+        let device = ManualClock::new(0);
+        let config = FeedConfig {
+            wait_for_reads: true,
+            ..config(Pace::Replay)
+        };
+        let mut cam = FeedCamera::new(Slow(Numbered::new(6, vec![]), 20), config, &device);
+        device.set(10 * NANOS_PER_SEC);
+        let mut values = Vec::new();
+        while let Some(e) = cam.poll() {
+            values.push(e.payload.rgb[0]);
+        }
+        assert_eq!(values, [0, 1, 2, 3, 4, 5]);
+        assert!(cam.take_unread().is_empty());
     }
 
     /// Polls until the camera has nothing more due at the device's current time, giving
