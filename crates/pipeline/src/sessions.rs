@@ -33,6 +33,9 @@ pub struct LlmPool {
     max_seq_len: usize,
     /// A model of the user's own: its chats are written with its file's chat template.
     own: bool,
+    /// The chat template of the model's file, read once at load (a chat request must not
+    /// wait for a session that is decoding).
+    chat_template: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for LlmPool {
@@ -108,6 +111,7 @@ impl LlmPool {
     pub fn new(first: LlmSession, more: usize) -> Result<Self, BackendError> {
         let tokenizer = Arc::new(first.tokenizer().clone());
         let max_seq_len = first.max_seq_len();
+        let chat_template = first.chat_template().map(Arc::from);
         let mut sessions = Vec::with_capacity(more + 1);
         for _ in 0..more {
             sessions.push(first.fork()?);
@@ -124,6 +128,7 @@ impl LlmPool {
             tokenizer,
             max_seq_len,
             own: false,
+            chat_template,
         })
     }
 
@@ -140,13 +145,8 @@ impl LlmPool {
         &self,
         messages: &[(String, String)],
     ) -> Option<Result<String, ChatTemplateError>> {
-        if !self.own {
-            return None;
-        }
-        let template = lock(&self.sessions[0].0)
-            .chat_template()
-            .map(str::to_string)?;
-        Some(apply_template(&template, messages))
+        let template = self.chat_template.as_deref().filter(|_| self.own)?;
+        Some(apply_template(template, messages))
     }
 
     /// How many requests can run at once.

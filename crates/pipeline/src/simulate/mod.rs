@@ -47,6 +47,7 @@ use crate::platform::mmsched_setup;
 use crate::run::{Observer, RunOutcome, RunParts, run_with};
 
 pub use draws::Draws;
+pub use models::SimulatedModels;
 
 /// The class of scenario model `m`: a built-in kind, or the class its name registered (a
 /// model of the user's own; `None` before it is registered).
@@ -60,7 +61,6 @@ fn class_of(m: &mmsched_scenario::Model) -> Option<crate::stats::Kind> {
         ModelKind::Onnx => crate::classes::find(&m.name)?,
     })
 }
-pub use models::SimulatedModels;
 
 /// Runs `config` simulated: its scheduler's executor on virtual lanes (mmsched's, or the
 /// `fifo` and `static-priority` queues on the same lanes), the simulated models, the real
@@ -91,13 +91,7 @@ pub fn simulate(
         .map_err(|source| RunError::Profile { source })?;
     let draws = Arc::new(Mutex::new(draws));
     let workers = scenario.device().workers.unwrap_or(2).max(1) as usize;
-    let models =
-        SimulatedModels::new(&scenario, workers, Arc::clone(&draws)).map_err(|source| {
-            RunError::OwnModelClass {
-                name: "(scenario)".into(),
-                source,
-            }
-        })?;
+    let models = SimulatedModels::new(&scenario, workers, Arc::clone(&draws));
     let clock = VirtualClock::new(DEVICE_EPOCH_NANOS);
     let layout = standard_lanes(workers, false, &[]);
     let mut setup = mmsched_setup(&layout, false, !config.mechanisms.admission);

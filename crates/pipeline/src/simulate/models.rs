@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use mmsched_backends::onnx::OnnxOutput;
 use mmsched_backends::{BackendError, StepModel};
-use mmsched_core::Modality;
 use mmsched_core::rungs::Rungs;
 use mmsched_runtime::sched::Work;
 use mmsched_scenario::{ModelKind, Scenario};
@@ -85,18 +84,13 @@ fn shared<T>(t: T) -> Shared<T> {
 
 impl SimulatedModels {
     /// The models `scenario` declares, on `workers` workers, drawing from `draws`. Its
-    /// models of the user's own get their classes here, as loading them would.
-    pub fn new(
-        scenario: &Scenario,
-        workers: usize,
-        draws: SharedDraws,
-    ) -> Result<Self, crate::classes::ClassError> {
+    /// models of the user's own run under the classes registered for them
+    /// ([`crate::classes::register`], as [`super::simulate`] does first); one without is
+    /// left out.
+    pub fn new(scenario: &Scenario, workers: usize, draws: SharedDraws) -> Self {
         let mut kinds = Vec::new();
         let mut own = Vec::new();
         for m in scenario.models() {
-            if m.kind == ModelKind::Onnx {
-                crate::classes::register(&m.name, &m.name, Modality::Image)?;
-            }
             let Some(kind) = super::class_of(m) else {
                 continue;
             };
@@ -120,7 +114,7 @@ impl SimulatedModels {
                 })
             })
             .collect();
-        Ok(Self {
+        Self {
             vad: shared(SimVad::new(Arc::clone(&draws))),
             asr: shared(SimAsr {
                 draws: Arc::clone(&draws),
@@ -129,7 +123,7 @@ impl SimulatedModels {
             kinds,
             ocr,
             own,
-        })
+        }
     }
 
     /// The draws the models and the lanes share.
