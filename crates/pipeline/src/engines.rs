@@ -470,21 +470,22 @@ impl Engines {
         }
         if let Some(llm_sessions) = llm_sessions.filter(|_| uses(scenario, ModelKind::Llm)) {
             on_load("Gemma-3 270M");
-            let default = paths.require(Artifact::Gemma3);
             let pool = match scenario_file(scenario, ModelKind::Llm, &paths) {
                 // A file of the user's own (not the fetched default): any GGUF llama.cpp
                 // reads, tokenized by llama.cpp, chats written with its template.
                 Some(p) if p.exists() => {
-                    let own = default.as_ref().map_or(true, |d| *d != p);
+                    let own = p != paths.path_of(Artifact::Gemma3);
                     load_text_pool(&p, llm_sessions, own)?
                 }
                 _ => {
-                    let path = default.map_err(|m| RunError::Model {
-                        model: "LLM (Gemma-3)",
-                        source: BackendError::ModelMissing {
-                            path: m.path.display().to_string(),
-                        },
-                    })?;
+                    let path = paths
+                        .require(Artifact::Gemma3)
+                        .map_err(|m| RunError::Model {
+                            model: "LLM (Gemma-3)",
+                            source: BackendError::ModelMissing {
+                                path: m.path.display().to_string(),
+                            },
+                        })?;
                     load_text_pool(&path, llm_sessions, false)?
                 }
             };

@@ -217,19 +217,8 @@ fn measure_server(
                 .map(|p| complete(addr, p, a.tokens, &clock))
                 .collect::<Result<_>>()?;
             let t0 = clock.now_nanos();
-            let at_once: Vec<Answer> = std::thread::scope(|s| {
-                let threads: Vec<_> = prompts
-                    .iter()
-                    .map(|p| s.spawn(|| complete(addr, p, a.tokens, &clock)))
-                    .collect();
-                threads
-                    .into_iter()
-                    .map(|t| {
-                        t.join()
-                            .unwrap_or_else(|_| bail!("a client thread panicked"))
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })?;
+            let at_once: Vec<Answer> =
+                all_at_once(prompts, |p| complete(addr, p, a.tokens, &clock))?;
             let wall = clock.now_nanos().saturating_sub(t0).max(1) as f64 / 1e9;
             if lone_answers.is_empty() {
                 lone_answers = lone.iter().map(|l| l.text.clone()).collect();
@@ -337,4 +326,27 @@ pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `send` for every prompt at once, a client thread each; the answers in prompt order.
+pub(super) fn all_at_once<T: Send>(
+    prompts: &[&str],
+    send: impl Fn(&str) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    std::thread::scope(|s| {
+        let threads: Vec<_> = prompts
+            .iter()
+            .map(|p| {
+                let send = &send;
+                s.spawn(move || send(p))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| bail!("a client thread panicked"))
+            })
+            .collect()
+    })
 }

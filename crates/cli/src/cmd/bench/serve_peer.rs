@@ -334,19 +334,7 @@ impl SideFigures {
 /// Sends `prompts` at once to `side`; the round's figures.
 fn round(side: &Side, prompts: &[&str], tokens: u32) -> Result<Round> {
     let t0 = Instant::now();
-    let answers = std::thread::scope(|s| {
-        let threads: Vec<_> = prompts
-            .iter()
-            .map(|p| s.spawn(move || side.complete(p, tokens)))
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| bail!("a client thread panicked"))
-            })
-            .collect::<Result<Vec<_>>>()
-    })?;
+    let answers = super::serve::all_at_once(prompts, |p| side.complete(p, tokens))?;
     Ok(Round::of(&answers, t0.elapsed().as_nanos() as u64))
 }
 
