@@ -186,3 +186,74 @@ fn a_list_of_request_counts_needs_the_peer() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--peer"), "{err}");
 }
+
+#[test]
+fn beside_a_scenario_the_chats_are_measured_on_mmsched_alone() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args([
+            "bench",
+            "serve",
+            "--beside",
+            "ar-glasses",
+            "--peer-url",
+            "http://127.0.0.1:1",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--beside") && err.contains("--peer"), "{err}");
+}
+
+/// Needs the default models (`mmsched models fetch`); fails without them.
+#[test]
+fn beside_a_scenario_both_arms_offer_its_inputs_and_the_chats_are_answered() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args([
+            "bench",
+            "serve",
+            "--beside",
+            "ar-glasses",
+            "--duration",
+            "5",
+            "--repeat",
+            "1",
+            "--requests",
+            "2",
+            "--tokens",
+            "4",
+            "--json",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for arm in ["without_chats", "with_chats"] {
+        for class in ["vision", "vad"] {
+            let offered = v[arm][format!("{class}_offered")]["median"]
+                .as_f64()
+                .unwrap_or(0.0);
+            assert!(offered > 0.0, "{arm} {class}: {v}");
+            let share = v[arm][format!("{class}_on_time")]["median"]
+                .as_f64()
+                .unwrap_or(-1.0);
+            assert!((0.0..=1.0).contains(&share), "{arm} {class}: {v}");
+        }
+    }
+    // Only the arm with chats answers them.
+    assert_eq!(v["without_chats"]["chat_tok_s"]["median"], 0.0, "{v}");
+    assert!(
+        v["with_chats"]["chat_tok_s"]["median"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0,
+        "{v}"
+    );
+    for class in ["vision", "vad"] {
+        assert!(v["within_spread"][class].is_boolean(), "{v}");
+    }
+}

@@ -370,3 +370,31 @@ fn sim_run_compares_a_queue_on_the_same_lanes_and_refuses_os_threads() {
         "{err}"
     );
 }
+
+#[test]
+fn sim_run_turns_a_mechanism_off_by_its_ablation_name() {
+    let v = mmsched(&[
+        "sim",
+        "run",
+        "--scenario",
+        "ar-glasses",
+        "--duration",
+        "5",
+        "--ablate",
+        "mmsched-no-rungs",
+        "--json",
+    ]);
+    // Without rungs every frame is read at the richest rung.
+    let rungs = v["vision"]["rung_counts"].as_object().expect("rung counts");
+    assert_eq!(rungs.len(), 1, "{rungs:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_mmsched"))
+        .args(["sim", "run", "--duration", "1", "--ablate", "no-such-thing"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-such-thing") && err.contains("no-shadows"),
+        "{err}"
+    );
+}

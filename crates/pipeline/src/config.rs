@@ -183,6 +183,27 @@ impl Default for Mechanisms {
 }
 
 impl Mechanisms {
+    /// The mechanisms on in both `self` and `other`.
+    pub fn and(self, other: &Mechanisms) -> Mechanisms {
+        Mechanisms {
+            admission: self.admission && other.admission,
+            standing_reservations: self.standing_reservations && other.standing_reservations,
+            health_actions: self.health_actions && other.health_actions,
+            token_preemption: self.token_preemption && other.token_preemption,
+            routing: self.routing && other.routing,
+            risk_boost: self.risk_boost && other.risk_boost,
+            thread_grants: self.thread_grants && other.thread_grants,
+            rungs: self.rungs && other.rungs,
+            own_overload: self.own_overload && other.own_overload,
+            expected_value: self.expected_value && other.expected_value,
+            exploration: self.exploration && other.exploration,
+            lines_after_detection: self.lines_after_detection && other.lines_after_detection,
+            shadows: self.shadows && other.shadows,
+            running_steps: self.running_steps && other.running_steps,
+            inputs_to_come: self.inputs_to_come && other.inputs_to_come,
+        }
+    }
+
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
     pub fn ablations() -> [(&'static str, Mechanisms); 15] {

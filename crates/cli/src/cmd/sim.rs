@@ -157,6 +157,11 @@ pub struct SimRunArgs {
     /// modelled): measure it with `run` or `bench e2e`.
     #[arg(long, value_enum, default_value = "mmsched")]
     scheduler: crate::cmd::run::SchedulerArg,
+    /// Turn one of mmsched's mechanisms off, by its `bench e2e --ablate` name without the
+    /// `mmsched-` prefix (`no-shadows`, `no-inputs-to-come`, …): what it is worth, in
+    /// virtual time. Repeatable.
+    #[arg(long, value_name = "NAME")]
+    ablate: Vec<String>,
 }
 
 pub fn run(cmd: SimCommand) -> Result<ExitCode> {
@@ -346,6 +351,24 @@ fn run_soak(a: SoakArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// mmsched's mechanisms with those `names` off (each an ablation's name).
+fn ablated(names: &[String]) -> Result<mmsched_pipeline::Mechanisms> {
+    let ablations = mmsched_pipeline::Mechanisms::ablations();
+    let mut m = mmsched_pipeline::Mechanisms::default();
+    for name in names {
+        let name = name.strip_prefix("mmsched-").unwrap_or(name);
+        let Some((_, off)) = ablations.iter().find(|(n, _)| *n == name) else {
+            let known: Vec<&str> = ablations.iter().map(|(n, _)| *n).collect();
+            anyhow::bail!(
+                "--ablate: no mechanism is called {name:?}; the names are {}",
+                known.join(", ")
+            );
+        };
+        m = m.and(off);
+    }
+    Ok(m)
+}
+
 fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
     use mmsched_pipeline::simulate::simulate;
     let loaded = mmsched_scenario::Scenario::load(&a.scenario)?;
@@ -364,6 +387,7 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
     config.duration_nanos = (secs * 1e9) as u64;
     config.seed = a.common.seed;
     config.profile = a.profile.clone();
+    config.mechanisms = ablated(&a.ablate)?;
     if let Some(dir) = &a.common.out {
         config.trace_path = Some(dir.join("trace.mmtrace"));
     }

@@ -14,6 +14,7 @@ mod models_summary;
 mod neighbour;
 pub mod policy;
 pub mod serve;
+mod serve_beside;
 mod serve_peer;
 mod trace;
 

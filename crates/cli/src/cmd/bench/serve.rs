@@ -64,6 +64,15 @@ pub struct ServeBenchArgs {
     /// and after).
     #[arg(long)]
     json: bool,
+    /// Instead: run `serve --models --scenario SCENARIO` (a shipped name or a file) for
+    /// --duration seconds without clients and with --requests clients chatting back to
+    /// back, --repeat rounds, and compare the scenario's own camera and voice-activity
+    /// on-time shares (`origin.streams`) between the two.
+    #[arg(long, value_name = "NAME|FILE")]
+    beside: Option<String>,
+    /// Seconds each run of --beside lasts.
+    #[arg(long, value_name = "SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(5..=3600))]
+    duration: u64,
     #[command(flatten)]
     peer: super::serve_peer::PeerArgs,
 }
@@ -111,14 +120,19 @@ struct ServerFigures {
 const DEADLINE_MS: u64 = 300_000;
 
 /// One completion's answer and how long it took.
-struct Answer {
-    text: String,
-    tokens: u64,
-    nanos: Nanos,
+pub(super) struct Answer {
+    pub(super) text: String,
+    pub(super) tokens: u64,
+    pub(super) nanos: Nanos,
 }
 
 /// Sends one greedy completion to `addr` over a connection of its own.
-fn complete(addr: SocketAddr, prompt: &str, tokens: u32, clock: &MonotonicClock) -> Result<Answer> {
+pub(super) fn complete(
+    addr: SocketAddr,
+    prompt: &str,
+    tokens: u32,
+    clock: &MonotonicClock,
+) -> Result<Answer> {
     let body = json!({
         "model": mmsched_openai::LLM_ID,
         "prompt": prompt,
@@ -272,6 +286,11 @@ fn print(name: &str, f: &ServerFigures, requests: u32) {
 
 /// Runs the benchmark.
 pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
+    if a.beside.is_some() && (a.peer.wanted() || a.compare_sessions) {
+        bail!(
+            "--beside measures the scenario's streams beside the chats on mmsched alone: run it without --peer and --compare-sessions"
+        );
+    }
     if a.peer.wanted() {
         let w = super::serve_peer::Workload {
             requests: &a.requests,
@@ -283,6 +302,16 @@ pub fn run(a: ServeBenchArgs) -> Result<ExitCode> {
     let &[requests] = a.requests.as_slice() else {
         bail!("a list of --requests is measured with --peer; without, give one count");
     };
+    if let Some(scenario) = &a.beside {
+        return super::serve_beside::run(&super::serve_beside::Beside {
+            scenario,
+            requests,
+            tokens: a.tokens,
+            repeat: a.repeat,
+            duration: Duration::from_secs(a.duration),
+            json: a.json,
+        });
+    }
     let dir = std::env::temp_dir().join(format!("mmsched-bench-serve-{}", std::process::id()));
     let load_before = load_average();
     let batched = measure_server(&a, requests, true, &dir.join("batched"))
