@@ -28,6 +28,14 @@ pub fn step_deadline(
     step_cost: Nanos,
 ) -> Nanos {
     let after = step_cost.saturating_mul(u64::from(steps_after));
+    latest_finish(now, chain_deadline, step_cost, after)
+}
+
+/// The deadline of a step of cost `step_cost` of a chain due at `chain_deadline` whose
+/// steps after it are predicted to cost `after` in all (steps of unequal cost, such as a
+/// transcription's encoder layers and its decoding): the chain's deadline less `after`,
+/// bounded as [`step_deadline`] bounds it.
+pub fn latest_finish(now: Nanos, chain_deadline: Nanos, step_cost: Nanos, after: Nanos) -> Nanos {
     chain_deadline
         .saturating_sub(after)
         .max(now.saturating_add(step_cost))
@@ -151,6 +159,20 @@ mod tests {
             step_deadline(0, 4_000 * MS, 0, 50 * MS),
             4_000 * MS,
             "the last step"
+        );
+    }
+
+    #[test]
+    fn steps_of_unequal_cost_are_due_when_the_rest_after_them_fits() {
+        // A 2 s transcription due at 10 s, 1.5 s of encoder and decoding after this step.
+        assert_eq!(latest_finish(0, 10_000, 200, 1_500), 8_500);
+        // Past its pace: the earliest it can meet, never later than the chain's deadline.
+        assert_eq!(latest_finish(9_000, 10_000, 200, 1_500), 9_200);
+        assert_eq!(latest_finish(9_900, 10_000, 200, 0), 10_000);
+        // The same as equal steps when the rest is their sum.
+        assert_eq!(
+            latest_finish(0, 10_000, 100, 300),
+            step_deadline(0, 10_000, 3, 100)
         );
     }
 

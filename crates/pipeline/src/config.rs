@@ -158,6 +158,10 @@ pub struct Mechanisms {
     /// from the device's own streams, not only the admitted work (off: the admitted work
     /// alone).
     pub inputs_to_come: bool,
+    /// A step of a job in steps other than text (a transcription's, OCR's unfused) is due
+    /// when the rest of the job after it still fits before the job's deadline (off: every
+    /// step carries the job's deadline).
+    pub step_deadlines: bool,
 }
 
 impl Default for Mechanisms {
@@ -178,6 +182,7 @@ impl Default for Mechanisms {
             shadows: true,
             running_steps: true,
             inputs_to_come: true,
+            step_deadlines: true,
         }
     }
 }
@@ -201,12 +206,13 @@ impl Mechanisms {
             shadows: self.shadows && other.shadows,
             running_steps: self.running_steps && other.running_steps,
             inputs_to_come: self.inputs_to_come && other.inputs_to_come,
+            step_deadlines: self.step_deadlines && other.step_deadlines,
         }
     }
 
     /// The names of `bench e2e --ablate`, in order, each with the set that has only that
     /// mechanism off.
-    pub fn ablations() -> [(&'static str, Mechanisms); 15] {
+    pub fn ablations() -> [(&'static str, Mechanisms); 16] {
         let all = Mechanisms::default();
         [
             (
@@ -311,6 +317,13 @@ impl Mechanisms {
                 "no-inputs-to-come",
                 Mechanisms {
                     inputs_to_come: false,
+                    ..all
+                },
+            ),
+            (
+                "no-step-deadlines",
+                Mechanisms {
+                    step_deadlines: false,
                     ..all
                 },
             ),

@@ -153,7 +153,8 @@ fn one_seed_gives_one_prediction_and_every_input_is_accounted_for() {
 #[test]
 fn past_capacity_the_book_chooses_cheaper_rungs_and_it_pays() {
     // Frames cost 40–60 ms at the richest rung on one worker, arriving every 50 ms beside
-    // speech: a transcription at its richest rung (≈ 420 ms) cannot fit among them.
+    // speech: a transcription at its richest rung (≈ 420 ms) fits among them only by taking
+    // the frames' time.
     let with = simulated(one_worker(20), 20, Mechanisms::default());
     let without = simulated(
         one_worker(20),
@@ -182,7 +183,14 @@ fn past_capacity_the_book_chooses_cheaper_rungs_and_it_pays() {
         decided(&with)
     );
     assert_eq!(cheaper(&without.asr, "window"), 0, "{}", decided(&without));
-    assert!(with.asr.on_time > without.asr.on_time, "{}", decided(&with));
+    // Without rungs a transcription's whole window still fits by its deadline, its steps
+    // moving ahead of the frames as its slack runs out, but the frames pay for it.
+    assert!(
+        with.vision.on_time > without.vision.on_time,
+        "{}\n{}",
+        decided(&with),
+        decided(&without)
+    );
     assert!(
         with.utility_correct > without.utility_correct,
         "with rungs {}, without {}",
@@ -249,4 +257,123 @@ fn os_threads_is_not_simulated_and_says_where_to_measure_it() {
     config.duration_nanos = 1_000_000_000;
     let e = simulate(config, &mut Quiet).unwrap_err().to_string();
     assert!(e.contains("os-threads") && e.contains("bench e2e"), "{e}");
+}
+
+/// The reference profile shipped with mmsched: what a new user's device is priced by
+/// before `mmsched profile` measures it.
+const REFERENCE_PROFILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../profiles/reference-2core.json"
+);
+
+/// The many-lines bench scenario (`scenarios/bench/many-lines.toml`) on generated frames:
+/// a 15 fps camera due in 120 ms beside a quarter of a core's load, the recorded speech
+/// and prompts, on two workers.
+const PAST_CAPACITY: &str = r#"
+version = 1
+name = "many-lines"
+description = "past capacity on real frames of 3-5 lines with known text: 15 fps camera due in 120 ms, speech, prompts, 25 % background load"
+duration_s = 60
+seed = 31
+
+[device]
+workers = 2
+background_load_pct = 25
+
+[battery]
+start_pct = 70
+drain_pct_per_hour = 2
+
+[[models]]
+name = "ocr"
+kind = "vision"
+file = "models/ppocr-v4/det.onnx"
+
+[[models]]
+name = "vad"
+kind = "vad"
+file = "models/silero-vad/silero_vad.onnx"
+
+[[models]]
+name = "asr"
+kind = "asr"
+file = "models/whisper-tiny.en/model.safetensors"
+
+[[models]]
+name = "llm"
+kind = "llm"
+file = "models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["ocr"]
+fps = 15
+sla_ms = 120
+importance = 0.7
+latency_ms = 14
+
+[[streams]]
+name = "mic"
+kind = "audio"
+models = ["vad", "asr"]
+packet_ms = 20
+sla_ms = 60
+importance = 0.9
+latency_ms = 56
+jitter = { shape = 2, scale_ms = 8 }
+
+[[streams]]
+name = "prompts"
+kind = "text"
+models = ["llm"]
+requests_per_min = 20
+tokens_per_request = 48
+sla_ms = 3000
+importance = 0.5
+"#;
+
+#[test]
+fn past_capacity_a_transcriptions_steps_move_ahead_of_frames_as_its_slack_runs_out() {
+    // Priced by the reference profile, as a new user's device is: more frames than the
+    // workers read, and transcriptions of about two seconds' work due 60 ms plus the
+    // utterance's length after it ends. With every step carrying the transcription's own
+    // deadline, earliest deadline first runs every frame due sooner first, and the steps
+    // left no longer fit.
+    let run = |step_deadlines| {
+        let scenario = Scenario::from_toml(PAST_CAPACITY, "many-lines.toml").expect("scenario");
+        let mut config = RunConfig::new(scenario, Policy::default(), SchedulerKind::Mmsched);
+        config.fixed_prompts = true;
+        config.duration_nanos = 30 * 1_000_000_000;
+        config.profile = Some(REFERENCE_PROFILE.into());
+        config.mechanisms = Mechanisms {
+            step_deadlines,
+            ..Mechanisms::default()
+        };
+        simulate(config, &mut Quiet).expect("simulated").summary
+    };
+    let with = run(true);
+    let without = run(false);
+    for s in [&with, &without] {
+        accounted("vision", &s.vision);
+        accounted("asr", &s.asr);
+        assert!(s.asr.offered >= 4, "{:?}", s.asr);
+        assert!(
+            s.vision.shed + s.vision.late > 0,
+            "past capacity: {:?}",
+            s.vision
+        );
+    }
+    assert!(
+        with.asr.on_time >= without.asr.on_time + 2,
+        "with {:?}\nwithout {:?}",
+        with.asr,
+        without.asr
+    );
+    assert!(
+        with.utility_correct > without.utility_correct,
+        "{} {}",
+        with.utility_correct,
+        without.utility_correct
+    );
 }

@@ -389,6 +389,12 @@ fn run_sim_run(a: SimRunArgs) -> Result<ExitCode> {
     config.profile = a.profile.clone();
     config.mechanisms = ablated(&a.ablate)?;
     if let Some(dir) = &a.common.out {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the output directory {}: pass --out with a writable directory",
+                dir.display()
+            )
+        })?;
         config.trace_path = Some(dir.join("trace.mmtrace"));
     }
     let outcome = simulate(config, &mut mmsched_pipeline::run::Quiet)?;

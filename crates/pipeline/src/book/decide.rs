@@ -518,7 +518,12 @@ impl Book {
     }
 
     /// The rest of an admitted job's work, read by `reading`.
-    fn rest_of(&mut self, j: (Kind, &str, Nanos, u32), now: Nanos, reading: Reading) -> Nanos {
+    pub(super) fn rest_of(
+        &mut self,
+        j: (Kind, &str, Nanos, u32),
+        now: Nanos,
+        reading: Reading,
+    ) -> Nanos {
         let (kind, rung, done, steps_left) = j;
         if kind == Kind::Llm {
             // A text request: its tokens left, a step each.

@@ -568,6 +568,42 @@ impl Book {
         }
     }
 
+    /// When `tag`'s next step, of a `kind` job at `rung` predicted to cost `predicted`, is
+    /// due. A text request's step is due when its remaining tokens still fit
+    /// ([`Chain::next_deadline`]). Another job in steps (a transcription's encoder layers
+    /// and decoding, OCR's detection and recognition) has one step at a time in the
+    /// book's chain, so its step is due when the rest of the job after it, at its P95
+    /// ([`mmsched_core::steps::latest_finish`]), still fits: at its mean half of them
+    /// still ended a step late (measured in virtual time). With its whole deadline on
+    /// every step, earliest deadline first would run every frame due sooner before it until
+    /// too little time was left for the rest (measured in virtual time on many-lines
+    /// without a device profile: every transcription late, at 6.8 s, behind a 15 fps
+    /// camera).
+    fn step_due(
+        &mut self,
+        tag: u64,
+        (kind, rung): (Kind, &str),
+        predicted: Nanos,
+        now: Nanos,
+    ) -> Option<Nanos> {
+        let (chain, work, text) = {
+            let j = self.jobs.get(&tag)?;
+            (j.chain, j.work, j.text.is_some())
+        };
+        let spread = self.rules.spreads_text_deadlines();
+        if text || !spread || !self.rules.mechanisms.step_deadlines {
+            return Some(chain.next_deadline(now, predicted, spread));
+        }
+        let rest = self.rest_of((kind, rung, work, 1), now, decide::Reading::Quantile(0.95));
+        let after = rest.saturating_sub(predicted);
+        Some(mmsched_core::steps::latest_finish(
+            now,
+            chain.deadline_nanos,
+            predicted,
+            after,
+        ))
+    }
+
     /// The task info of `tag`'s next step (of kind `step`) at `now`: the one place it is
     /// built.
     fn task_info(
@@ -583,10 +619,9 @@ impl Book {
             (j.kind, j.rung.as_ref().map_or("", |r| r.name()).to_string())
         };
         let predicted = self.costs.step_hinted(kind, &rung, step, steps_hint, now);
+        let deadline_nanos = self.step_due(tag, (kind, &rung), predicted, now)?;
         let job = self.jobs.get(&tag)?;
         let class = self.class(job.kind);
-        let spread = self.rules.spreads_text_deadlines();
-        let deadline_nanos = job.chain.next_deadline(now, predicted, spread);
         Some(TaskInfo {
             class,
             modality: job.kind.modality(),

@@ -129,6 +129,7 @@ fn columns(ablate: bool) -> Vec<Column> {
                 "no-shadows" => "mmsched-no-shadows",
                 "no-running-steps" => "mmsched-no-running-steps",
                 "no-inputs-to-come" => "mmsched-no-inputs-to-come",
+                "no-step-deadlines" => "mmsched-no-step-deadlines",
                 other => other,
             },
             kind: SchedulerKind::Mmsched,
