@@ -4,7 +4,8 @@
 //! package (`scripts/gguf_toy_model.py`: a byte-level BPE vocabulary and a ChatML
 //! template), and the chat's prompt is counted against the reference tokenization that
 //! script computes of the ChatML text, independently of llama.cpp: the prompt was written
-//! with the file's template, special tokens and all.
+//! with the file's template, special tokens and all. The Triton client then finds the
+//! same model over the Open Inference Protocol under the name it was given.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,4 +117,26 @@ fn the_openai_client_chats_with_a_gguf_of_the_users_own_through_its_template() {
     assert_eq!(line("chat_prompt_tokens"), want.to_string(), "{stdout}");
     assert_eq!(line("chat_same"), "True", "greedy answers repeat: {stdout}");
     assert_eq!(line("default_id"), "404", "{stdout}");
+    // The same model over the Open Inference Protocol, with its official client.
+    let stdout = run(
+        &python("venv-triton", "the tritonclient package"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/own_gguf_v2_client.py"
+        ),
+        &[&server.url],
+    );
+    eprintln!("{stdout}");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
+            .to_string()
+    };
+    assert_eq!(line("v2_name"), "toy", "{stdout}");
+    assert_eq!(line("v2_ready"), "True", "{stdout}");
+    assert_eq!(line("v2_model"), "toy", "{stdout}");
+    assert_eq!(line("v2_text"), "True", "{stdout}");
+    assert_eq!(line("v2_default"), "404", "{stdout}");
 }

@@ -39,7 +39,7 @@ pub async fn infer(api: Arc<OpenAi>, model: Builtin, headers: HeaderMap, body: B
         Ok(r) => r,
         Err(r) => return r,
     };
-    if let Err(r) = check_outputs(model, &req) {
+    if let Err(r) = check_outputs(model, &api.v2_id(model), &req) {
         return r;
     }
     let given_ms = match deadline_param(&req) {
@@ -134,13 +134,13 @@ pub(super) async fn read(
 }
 
 /// 400 unless every output asked for is one of the model's.
-fn check_outputs(model: Builtin, req: &InferRequest) -> Result<(), Response> {
+fn check_outputs(model: Builtin, name: &str, req: &InferRequest) -> Result<(), Response> {
     for w in &req.outputs {
         if !model.outputs().iter().any(|s| s.name == w.name) {
             return Err(invalid(
                 format!(
                     "{} has no output {:?}; its outputs are {} (or leave `outputs` out for all of them)",
-                    model.id(),
+                    name,
                     w.name,
                     Builtin::names(model.outputs())
                 ),
@@ -173,7 +173,7 @@ pub(super) fn deadline_param(req: &InferRequest) -> Result<Option<u64>, Response
 
 /// The one input the request gives the model, taken out of it (its data is not copied):
 /// 400 for an input the model does not have, or none of those it has.
-fn take_input(model: Builtin, req: &mut InferRequest) -> Result<Tensor, Response> {
+fn take_input(model: Builtin, name: &str, req: &mut InferRequest) -> Result<Tensor, Response> {
     let list = Builtin::names(model.inputs());
     if let Some(other) = req
         .inputs
@@ -181,28 +181,21 @@ fn take_input(model: Builtin, req: &mut InferRequest) -> Result<Tensor, Response
         .find(|t| !model.inputs().iter().any(|s| s.name == t.name))
     {
         return Err(invalid(
-            format!(
-                "{} has no input {:?}; give one of {list}",
-                model.id(),
-                other.name
-            ),
+            format!("{} has no input {:?}; give one of {list}", name, other.name),
             None,
         ));
     }
     match req.inputs.len() {
         1 => Ok(req.inputs.remove(0)),
         0 => Err(invalid(
-            format!(
-                "the request has no input; {} wants one of {list}",
-                model.id()
-            ),
+            format!("the request has no input; {} wants one of {list}", name),
             None,
         )),
         _ => Err(invalid(
             format!(
                 "the request gives {} inputs; {} wants exactly one of {list}",
                 req.inputs.len(),
-                model.id()
+                name
             ),
             None,
         )),
@@ -233,8 +226,8 @@ fn not_one_element(t: &Tensor, what: &str) -> Response {
 
 /// What the answer says besides its outputs: the request's id, the model, and whether the
 /// deadline was met.
-fn head(model: Builtin, req: &InferRequest, terms: &Terms, on_time: bool) -> Map<String, Value> {
-    head_of(model.id(), req, terms, on_time)
+fn head(name: &str, req: &InferRequest, terms: &Terms, on_time: bool) -> Map<String, Value> {
+    head_of(name, req, terms, on_time)
 }
 
 /// [`head`] for the model called `name`.
@@ -306,7 +299,8 @@ async fn ocr(
     given_ms: Option<u64>,
 ) -> Response {
     let model = Builtin::Ocr;
-    let t = match take_input(model, &mut req) {
+    let name = api.v2_id(model);
+    let t = match take_input(model, &name, &mut req) {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -339,7 +333,7 @@ async fn ocr(
         Err(r) => return r,
     };
     run_one(api, Kind::Vision, slot, terms, Input::Frame(frame), |a| {
-        let head = head(model, &req, &terms, a.on_time);
+        let head = head(&name, &req, &terms, a.on_time);
         respond(&req, head, ocr_outputs(a))
     })
     .await
@@ -412,7 +406,8 @@ async fn asr(
     given_ms: Option<u64>,
 ) -> Response {
     let model = Builtin::Asr;
-    let t = match take_input(model, &mut req) {
+    let name = api.v2_id(model);
+    let t = match take_input(model, &name, &mut req) {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -453,7 +448,7 @@ async fn asr(
         terms,
         Input::Utterance(samples),
         |a| {
-            let head = head(model, &req, &terms, a.on_time);
+            let head = head(&name, &req, &terms, a.on_time);
             let text = match a.reply {
                 Reply::Transcript(t) => t,
                 other => other.text(),
@@ -517,7 +512,8 @@ async fn text(
     given_ms: Option<u64>,
 ) -> Response {
     let model = Builtin::Llm;
-    let prompt = match take_input(model, &mut req).and_then(|t| {
+    let name = api.v2_id(model);
+    let prompt = match take_input(model, &name, &mut req).and_then(|t| {
         let bytes = one_element(t).map_err(|t| not_one_element(&t, "the prompt"))?;
         String::from_utf8(bytes)
             .ok()
@@ -551,7 +547,7 @@ async fn text(
         Ok(a) => a,
         Err(r) => return r,
     };
-    let head = head(model, &req, &terms, on_time);
+    let head = head(&name, &req, &terms, on_time);
     let r = respond(&req, head, vec![bytes_out("text_output", vec![answer])]);
     mark_deadline(r, on_time)
 }

@@ -40,21 +40,34 @@ pub use user::UserModel;
 /// A model the v2 endpoints serve: built in, or of the user's own.
 #[derive(Debug, Clone)]
 enum Served {
-    Builtin(Builtin),
+    /// A built-in model and the name it is served as.
+    Builtin(Builtin, String),
     User(UserModel),
+}
+
+impl OpenAi {
+    /// The name the built-in `model` is served as over the v2 protocol: the text model's
+    /// is the one the OpenAI endpoints serve it as (a GGUF model of your own under the
+    /// name given to it).
+    pub(crate) fn v2_id(&self, model: Builtin) -> String {
+        match model {
+            Builtin::Llm => self.text_model_id(),
+            m => m.id().to_string(),
+        }
+    }
 }
 
 impl Served {
     fn metadata(&self) -> Value {
         match self {
-            Served::Builtin(m) => m.metadata(),
+            Served::Builtin(m, name) => m.metadata(name),
             Served::User(m) => m.metadata(),
         }
     }
 
     async fn infer(self, api: Arc<OpenAi>, headers: HeaderMap, body: Bytes) -> Response {
         match self {
-            Served::Builtin(m) => infer::infer(api, m, headers, body).await,
+            Served::Builtin(m, _) => infer::infer(api, m, headers, body).await,
             Served::User(m) => user::infer(api, m, headers, body).await,
         }
     }
@@ -154,11 +167,11 @@ async fn not_here(uri: Uri) -> Response {
 /// The model `name` at `version` (any version when `None`), if served here: 404 naming
 /// the models that are.
 fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Served, Response> {
-    let loaded: Vec<&str> = Builtin::ALL
-        .iter()
+    let loaded: Vec<String> = Builtin::ALL
+        .into_iter()
         .filter(|m| api.client.has(m.kind()))
-        .map(|m| m.id())
-        .chain(api.user_models.iter().map(UserModel::id))
+        .map(|m| api.v2_id(m))
+        .chain(api.user_models.iter().map(|m| m.id().to_string()))
         .collect();
     let check_version = |v: Option<&str>| match v {
         Some(v) if v != models::VERSION => Err(model_not_found(format!(
@@ -171,7 +184,7 @@ fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Served, Res
         check_version(version)?;
         return Ok(Served::User(user.clone()));
     }
-    let Some(model) = Builtin::named(name) else {
+    let Some(model) = Builtin::ALL.into_iter().find(|&m| api.v2_id(m) == name) else {
         return Err(model_not_found(format!(
             "model {name:?} is not served here; the models are: {} (GET /v2/models/NAME describes one)",
             loaded.join(", ")
@@ -183,7 +196,7 @@ fn served(api: &OpenAi, name: &str, version: Option<&str>) -> Result<Served, Res
         )));
     }
     check_version(version)?;
-    Ok(Served::Builtin(model))
+    Ok(Served::Builtin(model, name.to_string()))
 }
 
 /// `GET /v2/models/{name}`.

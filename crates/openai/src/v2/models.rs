@@ -162,10 +162,10 @@ impl Builtin {
             .join(", ")
     }
 
-    /// `GET /v2/models/{name}`'s body.
-    pub fn metadata(self) -> Value {
+    /// `GET /v2/models/{name}`'s body, for the model served as `name`.
+    pub fn metadata(self, name: &str) -> Value {
         json!({
-            "name": self.id(),
+            "name": name,
             "versions": [VERSION],
             "platform": "mmsched",
             "inputs": self.inputs().iter().map(Spec::json).collect::<Vec<_>>(),
@@ -182,13 +182,13 @@ mod tests {
     fn every_model_is_found_by_its_name_and_lists_its_tensors() {
         for m in Builtin::ALL {
             assert_eq!(Builtin::named(m.id()), Some(m));
-            let v = m.metadata();
+            let v = m.metadata(m.id());
             assert_eq!(v["versions"], json!(["1"]));
             assert!(!v["inputs"].as_array().expect("inputs").is_empty());
         }
         assert_eq!(Builtin::named("gpt-9"), None);
         assert_eq!(
-            Builtin::Ocr.metadata()["inputs"][0]["shape"],
+            Builtin::Ocr.metadata(OCR_ID)["inputs"][0]["shape"],
             json!([-1, -1, 3])
         );
     }
