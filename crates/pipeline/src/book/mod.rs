@@ -572,9 +572,11 @@ impl Book {
     /// due. A text request's step is due when its remaining tokens still fit
     /// ([`Chain::next_deadline`]). Another job in steps (a transcription's encoder layers
     /// and decoding, OCR's detection and recognition) has one step at a time in the
-    /// book's chain, so its step is due when the rest of the job after it, at its P95
-    /// ([`mmsched_core::steps::latest_finish`]), still fits: at its mean half of them
-    /// still ended a step late (measured in virtual time). With its whole deadline on
+    /// book's chain, so its step is due when the rest of the job after it, at its P99
+    /// ([`mmsched_core::steps::latest_finish`]), still fits. The modification assumes
+    /// worst-case costs and the P99 is the cost model's nearest to one: at the mean half
+    /// the transcriptions still ended a step late, at the P95 one in four (measured in
+    /// virtual time). With its whole deadline on
     /// every step, earliest deadline first would run every frame due sooner before it until
     /// too little time was left for the rest (measured in virtual time on many-lines
     /// without a device profile: every transcription late, at 6.8 s, behind a 15 fps
@@ -594,7 +596,7 @@ impl Book {
         if text || !spread || !self.rules.mechanisms.step_deadlines {
             return Some(chain.next_deadline(now, predicted, spread));
         }
-        let rest = self.rest_of((kind, rung, work, 1), now, decide::Reading::Quantile(0.95));
+        let rest = self.rest_of((kind, rung, work, 1), now, decide::Reading::Quantile(0.99));
         let after = rest.saturating_sub(predicted);
         Some(mmsched_core::steps::latest_finish(
             now,
