@@ -37,6 +37,7 @@ mod ended;
 mod inbox;
 mod monitor;
 mod observer;
+mod overhead;
 mod results;
 mod setup;
 mod signals;
@@ -131,6 +132,8 @@ struct Run<'o, C: Clock> {
     /// CPU the loop spent on scheduling work (submitting, deciding, gating, aligning,
     /// evaluating health).
     overhead_nanos: u64,
+    /// Which of the loop's spans are timed for the overhead.
+    meter: overhead::OverheadMeter,
     observer: &'o mut dyn Observer,
     /// Requests from outside clients (see [`crate::config::External`]).
     inbox: Option<std::sync::mpsc::Receiver<crate::client::Inbound>>,
@@ -200,7 +203,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// Books a stream's request (already offered).
     fn submit(&mut self, now: Nanos, req: Request, reply: Reply) {
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let mut cx = Ctx {
             exec: &mut *self.exec,
             models: &*self.models,
@@ -217,7 +220,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             return a.arrival_nanos;
         };
         // Alignment is the runtime's own work: it counts as scheduler overhead.
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
         // A live source's capture time is an estimate, not ground truth to check against.
         if a.event.received_nanos.is_none() {
@@ -321,7 +324,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// What the lanes finished: each ended job goes back to its branch (streams) and into
     /// the loop's samples (all).
     fn handle_events(&mut self, now: Nanos, intake: Intake) {
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let mut cx = Ctx {
             exec: &mut *self.exec,
             models: &*self.models,
@@ -351,7 +354,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.poll_imu();
             self.poll_text(now);
             self.handle_events(now, Intake::Open);
-            let t0 = ThreadCpu::now();
+            let t0 = self.meter.start();
             self.health_tick(now);
             self.overhead_nanos += t0.elapsed_nanos();
             self.sample(now);
@@ -413,23 +416,6 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.handle_events(now, intake);
             self.exec.wait(MAX_SLEEP);
         }
-    }
-}
-
-/// CPU time of the calling thread, for the scheduler's overhead: wall time would also
-/// count the moments the main loop waits for a core while the workers compute.
-struct ThreadCpu(Option<cpu_time::ThreadTime>);
-
-impl ThreadCpu {
-    fn now() -> Self {
-        Self(cpu_time::ThreadTime::try_now().ok())
-    }
-
-    fn elapsed_nanos(&self) -> u64 {
-        self.0
-            .as_ref()
-            .and_then(|t| t.try_elapsed().ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 }
 

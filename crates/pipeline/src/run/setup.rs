@@ -229,6 +229,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
             power,
         ),
         overhead_nanos: 0,
+        meter: super::overhead::OverheadMeter::new(config.simulated),
         observer,
         inbox,
         config,

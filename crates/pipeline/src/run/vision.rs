@@ -10,7 +10,7 @@ use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
 use mmsched_trace::record::stage;
 
-use super::{Run, ThreadCpu, arrived};
+use super::{Run, arrived};
 use crate::book::{Reply, Standing};
 use crate::jobs::Output;
 use crate::request::{Input, Origin};
@@ -94,7 +94,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 let req = self.stream_request(input, capture, release, due);
                 self.submit(now, req, Reply::Loop);
             }
-            let cpu = ThreadCpu::now();
+            let cpu = self.meter.start();
             let t0 = self.clock.now_nanos();
             let m = gate::measure(&frame);
             let gate_nanos = self.clock.now_nanos().saturating_sub(t0);
