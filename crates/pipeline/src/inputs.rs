@@ -10,7 +10,7 @@ use mmsched_models::{Artifact, BECKETT_TRANSCRIPT, ModelPaths};
 use mmsched_runtime::source::camera::{
     Camera, CameraConfig, Degradation, Episode as CameraEpisode, Frame, Scenes, default_texts,
 };
-use mmsched_runtime::source::delivery::Delivered;
+use mmsched_runtime::source::delivery::{Delivered, ExtraLoss};
 use mmsched_runtime::source::feed::{FeedCamera, FeedConfig, FrameReader, Pace};
 use mmsched_runtime::source::folder::FolderReader;
 use mmsched_runtime::source::imu::{Imu, ImuConfig};
@@ -343,6 +343,26 @@ fn microphone<C: Clock + Clone + Send + 'static>(
 }
 
 impl<C: Clock + Clone + Send + 'static> Inputs<C> {
+    /// Loses camera frames and microphone packets on their links with the probability
+    /// `conditions` give for the moment each is sent (the inputs started at
+    /// `start_nanos`), on top of each stream's own loss. The IMU and text requests travel
+    /// on no radio link.
+    pub fn lose_on_links(
+        &mut self,
+        conditions: &crate::conditions::ConditionSchedule,
+        start_nanos: Nanos,
+    ) {
+        let loss = |c: crate::conditions::ConditionSchedule| -> ExtraLoss {
+            std::sync::Arc::new(move |t: Nanos| c.at(t.saturating_sub(start_nanos)).link_loss)
+        };
+        if let Some((d, _)) = &mut self.camera {
+            d.set_extra_loss(loss(conditions.clone()));
+        }
+        if let Some((d, _)) = &mut self.mic {
+            d.set_extra_loss(loss(conditions.clone()));
+        }
+    }
+
     /// Builds the sensors of `scenario`, first events at `start_nanos` on `device`.
     pub fn build(
         scenario: &Scenario,

@@ -74,7 +74,7 @@ use monitor::Monitor;
 use speech::SpeechBranch;
 use vision::VisionBranch;
 
-pub use observer::{Observer, Progress, Quiet, Tee};
+pub use observer::{Evaluation, Observer, Progress, Quiet, Tee};
 pub use setup::{RunParts, run, run_with};
 
 /// Sliding window of the health loop's P99 and throughput.
@@ -84,7 +84,7 @@ const SAMPLE_NANOS: Nanos = 100_000_000;
 /// Time between progress reports.
 const PROGRESS_NANOS: Nanos = 1_000_000_000;
 /// Lead time before the first sensor event (workers start, models warm).
-const START_LEAD_NANOS: Nanos = 200_000_000;
+pub(crate) const START_LEAD_NANOS: Nanos = 200_000_000;
 /// Longest wait for jobs in flight after the inputs stop.
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript (shared with the simulator).
@@ -100,7 +100,7 @@ pub struct RunOutcome {
     /// Time series for the report's plots.
     pub series: RunSeries,
     /// Every call on the mmsched scheduling core, if recording was asked for (replay it
-    /// with `mmsched_sim::replay`).
+    /// with [`crate::replay`]).
     pub step_log: Vec<LogEntry>,
     /// Every job that ended, in the order they ended (what `bench e2e --bound` reads):
     /// only with [`RunConfig::job_records`], empty otherwise.
@@ -245,9 +245,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     }
 
     /// An input of `kind` a health action kept from its model.
-    fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction) {
+    fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction, answered: bool) {
         self.book.stats.dropped(kind, by);
         self.observer.skip(kind.as_str());
+        self.observer.kept_from_model(kind.as_str(), by, answered);
         self.book.trace.instant(
             stage::DROP,
             kind.as_str(),
@@ -277,11 +278,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             Kind::Vision => self.vision.last_ocr.is_some(),
             _ => self.speech.last_transcript.is_some(),
         };
-        if self.remedies().use_cache && cached {
+        let answered = self.remedies().use_cache && cached;
+        if answered {
             self.monitor.stale_answers += 1;
             self.report_stale(kind, now);
         }
-        self.drop_input(kind, now, DropAction::CircuitBreaker);
+        self.drop_input(kind, now, DropAction::CircuitBreaker, answered);
     }
 
     fn poll_imu(&mut self) {

@@ -154,7 +154,10 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         m.set_battery(battery);
     }
     let start = clock.now_nanos() + START_LEAD_NANOS;
-    let inputs = Inputs::build_on(&scenario, &clock, start, config.seed, config.simulated)?;
+    let mut inputs = Inputs::build_on(&scenario, &clock, start, config.seed, config.simulated)?;
+    if let Some(conditions) = &config.conditions {
+        inputs.lose_on_links(conditions, start);
+    }
     platform_notes.extend(inputs.notes.iter().cloned());
     for n in &platform_notes {
         observer.status(n);

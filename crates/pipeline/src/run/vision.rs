@@ -63,9 +63,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
                 // while the branch is behind: the frame is lost to every model it feeds.
-                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
+                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved, false);
                 for &kind in &own {
-                    self.drop_input(kind, now, DropAction::CameraRateHalved);
+                    self.drop_input(kind, now, DropAction::CameraRateHalved, false);
                 }
                 continue;
             }

@@ -55,7 +55,14 @@ pub struct Delivered<S: Source, C: Clock> {
     lost: u64,
     /// The sender's copies of lost events, newest last, for retransmission.
     history: VecDeque<SourceEvent<S::Payload>>,
+    /// Loss on top of the injector's that changes over time (a simulated soak's link
+    /// outages), if any.
+    extra_loss: Option<ExtraLoss>,
 }
+
+/// The probability, at a device time, that an event sent then is lost on top of the
+/// transport's own loss.
+pub type ExtraLoss = std::sync::Arc<dyn Fn(Nanos) -> f64 + Send + Sync>;
 
 /// Lost events the sender keeps for retransmission.
 const HISTORY_EVENTS: usize = 256;
@@ -83,6 +90,27 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             queue: BinaryHeap::new(),
             lost: 0,
             history: VecDeque::new(),
+            extra_loss: None,
+        }
+    }
+
+    /// Loses events sent at device time `t` with probability `loss(t)` on top of the
+    /// injector's loss, retransmitted copies too. Each event then draws one more random
+    /// number, so the arrivals differ from those without it.
+    pub fn set_extra_loss(&mut self, loss: ExtraLoss) {
+        self.extra_loss = Some(loss);
+    }
+
+    /// The arrival of an event sent at `send_nanos` ([`JitterInjector::arrival`]), or
+    /// `None` when it is lost, to the extra loss too.
+    fn arrival(&mut self, send_nanos: Nanos) -> Option<Nanos> {
+        let arrival = self.injector.arrival(send_nanos, &mut self.rng);
+        match &self.extra_loss {
+            None => arrival,
+            Some(loss) => {
+                let lost = mmsched_world::rng::chance(&mut self.rng, loss(send_nanos));
+                arrival.filter(|_| !lost)
+            }
         }
     }
 
@@ -112,10 +140,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
                 }));
                 continue;
             }
-            match self
-                .injector
-                .arrival(event.capture_device_nanos, &mut self.rng)
-            {
+            match self.arrival(event.capture_device_nanos) {
                 Some(arrival_nanos) => self.queue.push(Reverse(Queued {
                     arrival_nanos,
                     seq: event.seq,
@@ -155,7 +180,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             return false;
         };
         let request_at = self.device.now_nanos() + self.injector.base_delay_nanos;
-        match self.injector.arrival(request_at, &mut self.rng) {
+        match self.arrival(request_at) {
             Some(arrival_nanos) => self.queue.push(Reverse(Queued {
                 arrival_nanos,
                 seq: event.seq,
@@ -297,5 +322,35 @@ mod tests {
         let (got, lost) = arrivals(1, 0.2);
         assert_eq!(got.len() as u64 + lost, 500);
         assert!((50..150).contains(&lost), "{lost}");
+    }
+
+    #[test]
+    fn an_extra_loss_acts_only_while_it_lasts() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(500),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 5 * NANOS_PER_MILLI,
+            jitter: GammaJitter::reference(),
+            loss_probability: 0.0,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 5, 1);
+        // Everything sent by 5 s (the first 250 packets of 20 ms) is lost, nothing after.
+        d.set_extra_loss(std::sync::Arc::new(|t| {
+            if t <= 5_000_000_000 { 1.0 } else { 0.0 }
+        }));
+        let mut got = 0;
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while d.poll().is_some() {
+                got += 1;
+            }
+        }
+        assert_eq!((got, d.lost()), (250, 250));
     }
 }

@@ -3,56 +3,74 @@
 //! ## How time is compressed (what is sampled)
 //!
 //! The run is cut into windows (default 120 s of simulated time, 2160 windows in 72 h).
-//! For each window the environment is computed from the scenario's stressors and turned
-//! into *conditions* (job-cost multiplier, link loss, battery). Then a **sample** of the
-//! window (default its first 6 s) runs through the discrete-event simulator: the real core
-//! scheduler in the runtime's layout, the real health controller, modelled job costs. The
-//! rest of each window is assumed to behave like its sample. Every arm sees the same
-//! environment and the same random numbers (one seed per window).
+//! For each window the environment is computed from the scenario's stressors ([`env`]):
+//! job-cost multiplier, link loss, battery, crystal drift. A **sample** of each window
+//! (default 6 s) runs through the real run loop in virtual time — `mmsched sim run`'s
+//! [`mmsched_pipeline::simulate`]: the book of jobs with its cost model, rungs and steps,
+//! the branches, the health loop and its actions, on simulated models whose step costs
+//! are drawn from the device profile. The samples run back to back in **one** simulated
+//! run per arm (window k's sample follows window k−1's), so the cost model, the queues
+//! and the health loop's timers carry over from window to window as they would over the
+//! days; the window's environment acts during its sample ([`mmsched_pipeline::conditions`])
+//! and the window's point is cut from the run ([`window`]). The rest of each window is
+//! assumed to behave like its sample.
 //!
 //! ## Mechanisms (how stressors act)
 //!
 //! Nothing decays by itself: a figure changes only through one of these, and the output
 //! lists those active in the scenario ([`Mechanism`]).
 //!
-//! - *thermal throttling* (temperature episode): job cost × (1 + 1 % per °C above 70 °C);
+//! - *thermal throttling* (temperature episode): job cost × (1 + 1 % per °C above 70 °C),
+//!   on every simulated step;
 //! - *crystal drift* (temperature episode): a stream's drift = `clock_drift_ppm` +
-//!   `drift_ppm_per_c` · (T − 25 °C), the index's drift input;
+//!   `drift_ppm_per_c` · (T − 25 °C), reported per window; the simulated streams' clocks
+//!   keep the scenario's own drift;
 //! - *low-power mode* (battery): job cost × 1.15 in the scenario's low-power mode, × 1.3
-//!   below 20 % charge; *battery saver*: the charge goes to the scheduler, which prunes
-//!   unimportant work when low;
+//!   below 20 % charge; *battery saver*: the charge goes to the scheduler at every health
+//!   evaluation, which prunes unimportant work when low;
 //! - *background load* (`[device] background_load_pct`) and *load spikes* (load-spike
-//!   episodes): a thread sharing the cores with the workers, as `mmsched run` burns it
+//!   episodes): they take the simulated cores as in `sim run`
 //!   (see [`mmsched_world::load::LoadProfile::stretch`]);
-//! - *Wi-Fi outages* (Wi-Fi switching): the outage share of time is lost on every networked
-//!   link, unrecoverably; *Wi-Fi switch loss*: `loss_pct` during the 2 s after each switch,
-//!   recoverable by retransmission; *vibration*: +0.2 % loss per g; *jitter bursts*: the
-//!   late tenth of a burst's packets are lost.
+//! - *Wi-Fi outages* (Wi-Fi switching): the outage share of time is lost on the camera's
+//!   and the microphone's links; *Wi-Fi switch loss*: `loss_pct` during the 2 s after each
+//!   switch, recoverable by retransmission; *vibration*: +0.2 % loss per g; *jitter
+//!   bursts*: the late tenth of a burst's packets are lost.
 //!
 //! **Wear** (job cost growing with uptime) is not a mechanism the simulator knows: it is an
 //! *assumption* a user can add (`SoakConfig::wear_pct_per_hour`), listed in the output's
 //! `assumptions` and in the plot's caption. A restart resets it.
 //!
+//! The scenario's own timed episodes (a dark corridor from 20 s to 30 s) play at the
+//! simulated run's time, as in `sim run`: in the first samples of each run.
+//!
 //! ## Arms
 //!
 //! - `no_health`: the scheduler alone; the health loop evaluates (for the LDTI curve) but
-//!   nothing acts on it;
+//!   nothing acts on it (the run's `health_actions` mechanism off);
 //! - `naive`: what a user would try without a health loop: restart the service every
-//!   `restart_every_h` hours; each restart loses `restart_downtime_s` of input and resets
-//!   any assumed wear;
+//!   `restart_every_h` hours — a fresh simulated run per restart period (book, cost model,
+//!   queues start anew); each restart loses `restart_downtime_s` of input and resets any
+//!   assumed wear;
 //! - `mmsched`: the health loop acts — the runtime's remedies (camera rate halved,
-//!   retransmission, breaker on the heaviest branch with cached answers), from the same
-//!   core controller `mmsched run` uses.
+//!   retransmission, breaker on the heaviest branch with cached answers), the run loop's
+//!   own.
+//!
+//! The three arms run side by side, one thread each.
+
+mod arm;
+mod env;
+mod window;
+
+use std::sync::Arc;
 
 use mmsched_core::ldti::Level;
 use mmsched_core::policy::Policy;
-use mmsched_scenario::{EpisodeKind, Scenario};
+use mmsched_scenario::Scenario;
 use serde::Serialize;
 
-use crate::des::{Conditions, DesReport, Simulator};
-use crate::health_loop::HealthLoop;
-use mmsched_world::mic::SpeechLoop;
-use mmsched_world::profile::{Profile, ProfileError};
+use mmsched_world::profile::Profile;
+
+pub use env::mechanisms;
 
 /// Settings of a soak.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -213,177 +231,18 @@ impl SoakResult {
     }
 }
 
-/// The environment of one window.
-#[derive(Debug, Clone, Copy)]
-struct Env {
-    temp_c: f64,
-    drift_ppm: f64,
-    cost: f64,
-    outage_loss_pct: f64,
-    random_loss_pct: f64,
-    battery_fraction: f64,
-}
-
-/// Loss during the seconds after a Wi-Fi switch.
-const SWITCH_LOSSY_S: f64 = 2.0;
-
-fn env_at(s: &Scenario, hour: f64) -> Env {
-    let t_s = hour * 3600.0;
-    let mut temp_c = 25.0;
-    let mut drift_per_c = 0.0;
-    let mut outage = 0.0;
-    let mut random = 0.0;
-    for e in s.episodes().iter().filter(|e| e.active_at(t_s)) {
-        match e.kind {
-            EpisodeKind::Temperature => {
-                let (lo, hi) = (e.temp_min_c.unwrap_or(25.0), e.temp_max_c.unwrap_or(25.0));
-                let cycle_s = e.cycle_h.unwrap_or(24.0) * 3600.0;
-                // Start at the mid-point, warming up first.
-                let phase = 2.0 * std::f64::consts::PI * (t_s - e.start_s) / cycle_s;
-                temp_c = (lo + hi) / 2.0 + (hi - lo) / 2.0 * phase.sin();
-                drift_per_c = e.drift_ppm_per_c.unwrap_or(0.5);
-            }
-            EpisodeKind::WifiSwitching => {
-                let per_min = e.switches_per_min.unwrap_or(0.0);
-                outage += 100.0 * (per_min * e.outage_ms.unwrap_or(150.0) / 60_000.0).min(1.0);
-                let lossy = (per_min * SWITCH_LOSSY_S / 60.0).min(1.0);
-                random += e.loss_pct.unwrap_or(0.0) * lossy;
-            }
-            EpisodeKind::Vibration => random += 0.2 * e.amplitude_g.unwrap_or(0.0),
-            EpisodeKind::Jitter => {
-                if let (Some(every), Some(burst)) = (e.burst_every_ms, e.burst_ms) {
-                    random += 100.0 * (burst / every).min(1.0) * 0.1;
-                }
-            }
-            EpisodeKind::LoadSpike
-            | EpisodeKind::PacketLoss
-            | EpisodeKind::Blur
-            | EpisodeKind::Dark => {}
-        }
-    }
-    let drift_ppm = s
-        .streams()
-        .iter()
-        .map(|st| (st.clock_drift_ppm + drift_per_c * (temp_c - 25.0)).abs())
-        .fold(0.0, f64::max);
-    let battery_pct = s.battery().charge_pct_at(hour);
-    let low_power = if battery_pct < 20.0 {
-        1.3
-    } else if s.battery().low_power {
-        1.15
-    } else {
-        1.0
-    };
-    let throttle = 1.0 + 0.01 * (temp_c - 70.0).max(0.0);
-    // Background load and spikes act in the simulator itself, sharing the cores.
-    Env {
-        temp_c,
-        drift_ppm,
-        cost: throttle * low_power,
-        outage_loss_pct: outage.min(100.0),
-        random_loss_pct: random.min(100.0),
-        battery_fraction: battery_pct / 100.0,
-    }
-}
-
-/// The mechanisms active in `s`, with its figures.
-pub fn mechanisms(s: &Scenario) -> Vec<Mechanism> {
-    let mut out = Vec::new();
-    let mut add = |name: &'static str, effect: String| {
-        if !out.iter().any(|m: &Mechanism| m.name == name) {
-            out.push(Mechanism { name, effect });
-        }
-    };
-    if let Some(bg) = s.device().background_load_pct.filter(|b| *b > 0.0) {
-        add(
-            "background load",
-            format!(
-                "{bg} % of one core taken by another thread, from the workers' cores when no core is idle"
-            ),
-        );
-    }
-    let b = s.battery();
-    if b.low_power || b.drain_pct_per_hour > 0.0 {
-        add(
-            "low-power mode",
-            format!(
-                "job cost × {} (× 1.3 below 20 % charge; {:.0} % at start, −{} %/h)",
-                if b.low_power { "1.15" } else { "1" },
-                b.start_pct,
-                b.drain_pct_per_hour
-            ),
-        );
-        add(
-            "battery saver",
-            "the charge goes to the scheduler, which prunes unimportant jobs when low".into(),
-        );
-    }
-    for e in s.episodes() {
-        match e.kind {
-            EpisodeKind::Temperature => {
-                add(
-                    "thermal throttling",
-                    format!(
-                        "{}…{} °C every {} h; job cost +1 % per °C above 70 °C",
-                        e.temp_min_c.unwrap_or(25.0),
-                        e.temp_max_c.unwrap_or(25.0),
-                        e.cycle_h.unwrap_or(24.0)
-                    ),
-                );
-                add(
-                    "crystal drift",
-                    format!(
-                        "{} ppm/°C away from 25 °C on every stream's clock",
-                        e.drift_ppm_per_c.unwrap_or(0.5)
-                    ),
-                );
-            }
-            EpisodeKind::WifiSwitching => {
-                let per_min = e.switches_per_min.unwrap_or(0.0);
-                add(
-                    "Wi-Fi outages",
-                    format!(
-                        "{per_min} switches/min × {} ms outage lost on every link",
-                        e.outage_ms.unwrap_or(150.0)
-                    ),
-                );
-                add(
-                    "Wi-Fi switch loss",
-                    format!(
-                        "{} % loss for {SWITCH_LOSSY_S} s after each switch (recoverable)",
-                        e.loss_pct.unwrap_or(0.0)
-                    ),
-                );
-            }
-            EpisodeKind::LoadSpike => add(
-                "load spikes",
-                format!(
-                    "{} % of one core for {} ms every {} ms, shared with the workers like the background load",
-                    e.load_pct.unwrap_or(0.0),
-                    e.spike_ms.unwrap_or(0.0),
-                    e.every_ms.unwrap_or(0.0)
-                ),
-            ),
-            EpisodeKind::Vibration => add(
-                "vibration",
-                format!("{} g: +0.2 % link loss per g", e.amplitude_g.unwrap_or(0.0)),
-            ),
-            EpisodeKind::Jitter => add(
-                "jitter bursts",
-                "the late tenth of a burst's packets are lost".into(),
-            ),
-            EpisodeKind::PacketLoss | EpisodeKind::Blur | EpisodeKind::Dark => {}
-        }
-    }
-    out
-}
-
 /// Errors of a soak.
 #[derive(Debug, thiserror::Error)]
 pub enum SoakError {
-    /// The profile lacks a model kind.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
+    /// An arm's simulated run could not run.
+    #[error("the {arm} arm's simulated run failed")]
+    Run {
+        /// The arm.
+        arm: &'static str,
+        /// Why.
+        #[source]
+        source: mmsched_pipeline::RunError,
+    },
     /// Bad settings.
     #[error("invalid soak settings: {0}")]
     Settings(String),
@@ -391,101 +250,6 @@ pub enum SoakError {
 
 fn window_seed(seed: u64, k: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)
-}
-
-fn drops_pct(r: &DesReport) -> f64 {
-    let (d, o) = r.drops();
-    if o == 0 {
-        0.0
-    } else {
-        100.0 * d as f64 / o as f64
-    }
-}
-
-/// Runs one arm.
-fn run_arm(
-    s: &Scenario,
-    sim: &Simulator<'_>,
-    policy: &Policy,
-    cfg: &SoakConfig,
-    arm: Arm,
-    progress: &mut dyn FnMut(),
-) -> SoakArm {
-    let windows = ((cfg.hours * 3600.0) / cfg.window_s).ceil().max(1.0) as usize;
-    let windows_per_hour = (3600.0 / cfg.window_s).round().max(1.0) as usize;
-    let restart_every = (cfg.restart_every_h * 3600.0 / cfg.window_s)
-        .round()
-        .max(1.0) as usize;
-    let down = (cfg.restart_downtime_s / cfg.window_s).clamp(0.0, 1.0);
-    let mut health = HealthLoop::new(policy.ldti(), arm == Arm::Mmsched);
-    let mut uptime_h = 0.0;
-    let mut points = Vec::with_capacity(windows);
-    let sample_nanos = (cfg.sample_s * 1e9) as u64;
-    for k in 0..windows {
-        let hour = k as f64 * cfg.window_s / 3600.0;
-        let env = env_at(s, hour);
-        let restart = arm == Arm::Naive && k > 0 && k % restart_every == 0;
-        if restart {
-            uptime_h = 0.0;
-        }
-        let wear = 1.0 + cfg.wear_pct_per_hour / 100.0 * uptime_h;
-        let cond = Conditions {
-            cost_multiplier: env.cost * wear,
-            outage_loss_pct: env.outage_loss_pct,
-            random_loss_pct: env.random_loss_pct,
-            battery_fraction: env.battery_fraction,
-            start_s: hour * 3600.0,
-        };
-        health.drift_ppm = env.drift_ppm;
-        health.offset_nanos = (hour * 3600.0 * 1e9) as u64;
-        let before_levels = health.seconds_by_level;
-        let (before_sum, before_n) = (health.ldti_sum, health.evaluations);
-        let before_changes = health.changes.len();
-        let in_force = health.remedies() != Default::default();
-        let report = sim.run(
-            window_seed(cfg.seed, k),
-            sample_nanos,
-            &cond,
-            Some(&mut health),
-            None,
-        );
-        let acted = in_force || health.changes.len() > before_changes;
-        let n = (health.evaluations - before_n).max(1) as f64;
-        let ldti = (health.ldti_sum - before_sum) / n;
-        let spent: Vec<f64> = (0..3)
-            .map(|l| health.seconds_by_level[l] - before_levels[l])
-            .collect();
-        // The level the sample spent most time at (the lower one on a tie).
-        let most = (0..3).fold(0, |best, l| if spent[l] > spent[best] { l } else { best });
-        let level = [Level::Stable, Level::Degraded, Level::Critical][most];
-        let mut on_time_pct = 100.0 * report.on_time_ratio();
-        let mut drops = drops_pct(&report);
-        if restart {
-            // The restart's downtime: nothing served, everything offered lost.
-            on_time_pct *= 1.0 - down;
-            drops = 100.0 * down + (1.0 - down) * drops;
-        }
-        points.push(SoakPoint {
-            hour,
-            on_time_pct,
-            drops_pct: drops,
-            ldti,
-            level,
-            acted,
-            restart,
-            vision_p99_ms: report.classes.get("vision").map_or(f64::NAN, |c| c.p99_ms),
-            cost_multiplier: cond.cost_multiplier,
-            loss_pct: env.outage_loss_pct + env.random_loss_pct,
-            drift_ppm: env.drift_ppm,
-        });
-        let _ = env.temp_c;
-        uptime_h += cfg.window_s / 3600.0;
-        progress();
-    }
-    SoakArm {
-        summary: summarize(&points, windows_per_hour),
-        points,
-    }
 }
 
 fn summarize(points: &[SoakPoint], per_hour: usize) -> ArmSummary {
@@ -512,15 +276,14 @@ fn summarize(points: &[SoakPoint], per_hour: usize) -> ArmSummary {
     }
 }
 
-/// Runs the three arms of a soak with the microphone's talk spurts `speech`. `progress` is
-/// called once per window of each arm.
+/// Runs the three arms of a soak, side by side. `progress` is called once per window of
+/// each arm (from the arms' threads).
 pub fn run(
     scenario: &Scenario,
     profile: &Profile,
     policy: &Policy,
     cfg: &SoakConfig,
-    speech: &SpeechLoop,
-    mut progress: impl FnMut(),
+    progress: impl Fn() + Sync,
 ) -> Result<SoakResult, SoakError> {
     if !(cfg.hours.is_finite() && cfg.hours > 0.0 && cfg.hours <= 10_000.0) {
         return Err(SoakError::Settings(format!(
@@ -546,7 +309,6 @@ pub fn run(
             cfg.restart_every_h, cfg.restart_downtime_s
         )));
     }
-    let sim = Simulator::new(scenario, profile, policy.clone())?.with_speech(speech.clone());
     let mut assumptions = Vec::new();
     if cfg.wear_pct_per_hour > 0.0 {
         assumptions.push(format!(
@@ -554,13 +316,35 @@ pub fn run(
             cfg.wear_pct_per_hour
         ));
     }
-    let mut arms = Arm::ALL
-        .map(|arm| run_arm(scenario, &sim, policy, cfg, arm, &mut progress))
-        .into_iter();
-    let (Some(no_health), Some(naive_arm), Some(mmsched)) = (arms.next(), arms.next(), arms.next())
-    else {
-        unreachable!("three arms");
+    // A simulated run has no live device or port: their streams run generated sensors.
+    let (simulated, _) = scenario.without_live_sources();
+    let windows = ((cfg.hours * 3600.0) / cfg.window_s).ceil().max(1.0) as usize;
+    let plan = arm::Plan {
+        scenario: &simulated,
+        profile,
+        policy,
+        cfg,
+        envs: Arc::new(
+            (0..windows)
+                .map(|k| env::env_at(&simulated, k as f64 * cfg.window_s / 3600.0))
+                .collect(),
+        ),
     };
+    let progress: &(dyn Fn() + Sync) = &progress;
+    let [no_health, naive_arm, mmsched] = std::thread::scope(|s| {
+        let arms = Arm::ALL.map(|a| {
+            let plan = &plan;
+            s.spawn(move || plan.run(a, progress))
+        });
+        // An arm's thread panics only on a bug; its panic goes on here.
+        arms.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let per_hour = (3600.0 / cfg.window_s).round().max(1.0) as usize;
+    let arm = |points: Vec<SoakPoint>| SoakArm {
+        summary: summarize(&points, per_hour),
+        points,
+    };
+    let (no_health, naive_arm, mmsched) = (arm(no_health?), arm(naive_arm?), arm(mmsched?));
     Ok(SoakResult {
         scenario: scenario.name().to_string(),
         hours: cfg.hours,
@@ -611,14 +395,17 @@ mod tests {
     fn environment_follows_the_scenario() {
         let car = Scenario::load("car").expect("shipped");
         // Six hours in: the top of the temperature cycle (85 °C): throttled, large drift.
-        let hot = env_at(&car, 6.0);
-        assert!((hot.temp_c - 85.0).abs() < 1e-6);
-        assert!(hot.cost > env_at(&car, 0.0).cost);
+        let hot = env::env_at(&car, 6.0);
+        // 85 °C: 15 °C above the throttling point.
+        assert!(
+            (hot.cost / env::env_at(&car, 0.0).cost - 1.15).abs() < 1e-9,
+            "{hot:?}"
+        );
         assert!(hot.drift_ppm > 25.0);
         let ar = Scenario::load("ar-glasses").expect("shipped");
-        assert!(env_at(&ar, 72.0).battery_fraction < env_at(&ar, 0.0).battery_fraction);
+        assert!(env::env_at(&ar, 72.0).battery_fraction < env::env_at(&ar, 0.0).battery_fraction);
         let insp = Scenario::load("inspection").expect("shipped");
-        let e = env_at(&insp, 1.0);
+        let e = env::env_at(&insp, 1.0);
         // 4.7 switches/min × 150 ms = 1.175 % outage; 18.3 % × (4.7 × 2 s / 60 s).
         assert!((e.outage_loss_pct - 1.175).abs() < 1e-9, "{e:?}");
         assert!(
@@ -643,29 +430,46 @@ mod tests {
     #[test]
     fn without_assumptions_the_arms_differ_only_through_remedies_and_restarts() {
         let s = Scenario::load("ar-glasses").expect("shipped");
+        let ticks = std::sync::atomic::AtomicUsize::new(0);
         let r = run(
             &s,
             &Profile::reference(),
             &Policy::default(),
             &short(2.0, 0.0),
-            &SpeechLoop::default(),
-            || {},
+            || {
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            },
         )
         .expect("runs");
         assert!(r.assumptions.is_empty());
+        assert_eq!(ticks.into_inner(), 3 * 12, "once per window of each arm");
+        // One run per arm: the arms are the same run until mmsched's health loop first
+        // acts (then its book and queues differ for good).
         for (a, b) in r.no_health.points.iter().zip(&r.mmsched.points) {
-            if !b.acted {
-                assert_eq!((a.on_time_pct, a.drops_pct), (b.on_time_pct, b.drops_pct));
+            if b.acted {
+                break;
             }
+            assert_eq!((a.on_time_pct, a.drops_pct), (b.on_time_pct, b.drops_pct));
         }
+        // The naive arm is the no-health run until its restart, which loses input.
         for (a, b) in r.no_health.points.iter().zip(&r.naive_arm.points) {
-            if !b.restart {
-                assert_eq!((a.on_time_pct, a.drops_pct), (b.on_time_pct, b.drops_pct));
-            } else {
-                assert!(b.drops_pct > a.drops_pct);
+            if b.restart {
+                assert!(b.drops_pct > 0.0 && b.on_time_pct < 100.0, "{b:?}");
+                break;
             }
+            assert_eq!((a.on_time_pct, a.drops_pct), (b.on_time_pct, b.drops_pct));
         }
         assert_eq!(r.naive_arm.summary.restarts, 1);
+        for arm in Arm::ALL {
+            let points = &r.arm(arm).points;
+            assert_eq!(points.len(), 12);
+            // Every window of a sample that ran jobs measured something.
+            assert!(
+                points
+                    .iter()
+                    .all(|p| p.ldti.is_finite() && p.on_time_pct > 0.0)
+            );
+        }
     }
 
     #[test]
@@ -676,7 +480,6 @@ mod tests {
             &Profile::reference(),
             &Policy::default(),
             &short(2.0, 5.0),
-            &SpeechLoop::default(),
             || {},
         )
         .expect("runs");
