@@ -9,6 +9,10 @@
 //!   (`simulate/lanes.rs`);
 //! - `link_loss` loses events on the camera's and the microphone's transports, on top of
 //!   the scenario's own loss ([`mmsched_runtime::source::delivery::Delivered`]);
+//! - `clock_drift_ppm` makes every stream's clock run that much faster than its own drift
+//!   (a warm crystal): its events' stamps move by the drift integrated over time, and the
+//!   run's clock alignment estimates it as it would on a device — the drift the health
+//!   loop reads;
 //! - `battery_fraction` is the charge the scheduler is told at every health evaluation
 //!   (battery saver prunes by it).
 
@@ -24,6 +28,8 @@ pub struct Conditions {
     /// Probability that a camera frame or a microphone packet sent now is lost, on top of
     /// the stream's own loss.
     pub link_loss: f64,
+    /// Drift of every stream's clock on top of its own, ppm.
+    pub clock_drift_ppm: f64,
     /// The battery's charge, a fraction in [0, 1].
     pub battery_fraction: f64,
 }
@@ -33,6 +39,7 @@ impl Default for Conditions {
         Self {
             cost_multiplier: 1.0,
             link_loss: 0.0,
+            clock_drift_ppm: 0.0,
             battery_fraction: 1.0,
         }
     }

@@ -156,7 +156,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
     let start = clock.now_nanos() + START_LEAD_NANOS;
     let mut inputs = Inputs::build_on(&scenario, &clock, start, config.seed, config.simulated)?;
     if let Some(conditions) = &config.conditions {
-        inputs.lose_on_links(conditions, start);
+        inputs.apply_conditions(conditions, start);
     }
     platform_notes.extend(inputs.notes.iter().cloned());
     for n in &platform_notes {

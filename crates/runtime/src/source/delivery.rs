@@ -58,6 +58,35 @@ pub struct Delivered<S: Source, C: Clock> {
     /// Loss on top of the injector's that changes over time (a simulated soak's link
     /// outages), if any.
     extra_loss: Option<ExtraLoss>,
+    /// Drift of the source's clock on top of its own that changes over time (a simulated
+    /// soak's crystal warming), if any, with what it has added to the stamps so far.
+    extra_drift: Option<(ExtraDrift, DriftSoFar)>,
+}
+
+/// The drift, ppm, of a source's clock at a device time, on top of its own.
+pub type ExtraDrift = std::sync::Arc<dyn Fn(Nanos) -> f64 + Send + Sync>;
+
+/// What an extra drift has added to a source's clock by the last event: the device time
+/// of that event and the nanoseconds added (the drift integrated over time).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriftSoFar {
+    at_nanos: Option<Nanos>,
+    added_nanos: f64,
+}
+
+impl DriftSoFar {
+    /// The stamp of an event captured at `at` on a clock drifting by `ppm(t)` more than
+    /// its own, whose own clock stamped it `stamp`. Events come in capture order; the
+    /// drift of each stretch between two is the drift at its start.
+    fn stamp(&mut self, ppm: &ExtraDrift, at: Nanos, stamp: Nanos) -> Nanos {
+        if let Some(last) = self.at_nanos {
+            let span = at.saturating_sub(last) as f64;
+            self.added_nanos += ppm(last) * 1e-6 * span;
+        }
+        self.at_nanos = Some(at);
+        let s = stamp as f64 + self.added_nanos.round();
+        s.clamp(0.0, u64::MAX as f64) as Nanos
+    }
 }
 
 /// The probability, at a device time, that an event sent then is lost on top of the
@@ -91,6 +120,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             lost: 0,
             history: VecDeque::new(),
             extra_loss: None,
+            extra_drift: None,
         }
     }
 
@@ -99,6 +129,12 @@ impl<S: Source, C: Clock> Delivered<S, C> {
     /// number, so the arrivals differ from those without it.
     pub fn set_extra_loss(&mut self, loss: ExtraLoss) {
         self.extra_loss = Some(loss);
+    }
+
+    /// Stamps the source's events as if its clock drifted by `ppm(t)` more than its own
+    /// at device time `t` (from the next event on).
+    pub fn set_extra_drift(&mut self, ppm: ExtraDrift) {
+        self.extra_drift = Some((ppm, DriftSoFar::default()));
     }
 
     /// The arrival of an event sent at `send_nanos` ([`JitterInjector::arrival`]), or
@@ -130,7 +166,13 @@ impl<S: Source, C: Clock> Delivered<S, C> {
     }
 
     fn capture(&mut self) {
-        while let Some(event) = self.inner.poll() {
+        while let Some(mut event) = self.inner.poll() {
+            if let Some((ppm, so_far)) = &mut self.extra_drift
+                && event.received_nanos.is_none()
+            {
+                event.stamp_nanos =
+                    so_far.stamp(ppm, event.capture_device_nanos, event.stamp_nanos);
+            }
             if let Some(arrival_nanos) = event.received_nanos {
                 // A real transport brought it: its delay and loss are already real.
                 self.queue.push(Reverse(Queued {
@@ -352,5 +394,40 @@ mod tests {
             }
         }
         assert_eq!((got, d.lost()), (250, 250));
+    }
+
+    #[test]
+    fn an_extra_drift_moves_the_stamps_by_its_integral() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(500),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 0,
+            jitter: GammaJitter::new(2.0, 0.0).expect("no jitter"),
+            loss_probability: 0.0,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 5, 1);
+        // 100 ppm faster for the first 5 s, then as its own clock.
+        d.set_extra_drift(std::sync::Arc::new(|t| {
+            if t < 5_000_000_000 { 100.0 } else { 0.0 }
+        }));
+        let mut ahead = Vec::new();
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                ahead.push(a.event.stamp_nanos as i64 - a.event.capture_device_nanos as i64);
+            }
+        }
+        // The microphone's own clock keeps device time: what is left is the extra drift,
+        // 100 ppm of the 4.98 s from the first packet (at 20 ms) to the one at 5 s, and
+        // nothing after.
+        assert_eq!(ahead[0], 0);
+        assert_eq!(ahead[249], 498_000);
+        assert_eq!(ahead[499], 498_000);
     }
 }

@@ -2,8 +2,9 @@
 //! runs of the real run loop (`mmsched_pipeline::simulate`), one run for the whole soak,
 //! or one per restart period for the naive arm (a restart starts the process afresh:
 //! book, cost model, health loop, queues). Each window's environment acts on the run
-//! during its sample through [`mmsched_pipeline::conditions`]; the window's point is cut
-//! from the run by [`super::window::WindowCutter`].
+//! during its sample through [`mmsched_pipeline::conditions`] (step cost, link loss, clock
+//! drift, battery); the window's point is cut from the run by
+//! [`super::window::WindowCutter`].
 
 use std::sync::Arc;
 
@@ -73,6 +74,7 @@ impl Plan<'_> {
             Conditions {
                 cost_multiplier: env.cost * (1.0 + wear / 100.0 * i as f64 * window_h),
                 link_loss: (env.outage_loss_pct + env.random_loss_pct) / 100.0,
+                clock_drift_ppm: env.warm_drift_ppm,
                 battery_fraction: env.battery_fraction,
             }
         })

@@ -10,6 +10,8 @@ use super::Mechanism;
 pub(super) struct Env {
     /// The largest crystal drift of the streams' clocks, ppm.
     pub drift_ppm: f64,
+    /// What the temperature adds to every stream's own drift, ppm.
+    pub warm_drift_ppm: f64,
     /// Job-cost multiplier (thermal throttling, low-power mode).
     pub cost: f64,
     /// Link loss during outages, percent.
@@ -74,6 +76,7 @@ pub(super) fn env_at(s: &Scenario, hour: f64) -> Env {
     // Background load and spikes act in the simulated run itself, sharing the cores.
     Env {
         drift_ppm,
+        warm_drift_ppm: drift_per_c * (temp_c - 25.0),
         cost: throttle * low_power,
         outage_loss_pct: outage.min(100.0),
         random_loss_pct: random.min(100.0),
@@ -128,7 +131,7 @@ pub fn mechanisms(s: &Scenario) -> Vec<Mechanism> {
                 add(
                     "crystal drift",
                     format!(
-                        "{} ppm/°C away from 25 °C on every stream's clock: reported per window (drift_ppm); the simulated streams' clocks keep the scenario's own drift",
+                        "{} ppm/°C away from 25 °C on every stream's clock, which the alignment estimates and the health loop reads",
                         e.drift_ppm_per_c.unwrap_or(0.5)
                     ),
                 );

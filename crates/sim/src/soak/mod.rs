@@ -4,7 +4,7 @@
 //!
 //! The run is cut into windows (default 120 s of simulated time, 2160 windows in 72 h).
 //! For each window the environment is computed from the scenario's stressors ([`env`]):
-//! job-cost multiplier, link loss, battery, crystal drift. A **sample** of each window
+//! job-cost multiplier, link loss, crystal drift, battery. A **sample** of each window
 //! (default 6 s) runs through the real run loop in virtual time — `mmsched sim run`'s
 //! [`mmsched_pipeline::simulate`]: the book of jobs with its cost model, rungs and steps,
 //! the branches, the health loop and its actions, on simulated models whose step costs
@@ -23,8 +23,8 @@
 //! - *thermal throttling* (temperature episode): job cost × (1 + 1 % per °C above 70 °C),
 //!   on every simulated step;
 //! - *crystal drift* (temperature episode): a stream's drift = `clock_drift_ppm` +
-//!   `drift_ppm_per_c` · (T − 25 °C), reported per window; the simulated streams' clocks
-//!   keep the scenario's own drift;
+//!   `drift_ppm_per_c` · (T − 25 °C): its events' stamps drift so, the run's alignment
+//!   estimates it, and the health loop reads that as its drift input;
 //! - *low-power mode* (battery): job cost × 1.15 in the scenario's low-power mode, × 1.3
 //!   below 20 % charge; *battery saver*: the charge goes to the scheduler at every health
 //!   evaluation, which prunes unimportant work when low;
