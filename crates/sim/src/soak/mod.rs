@@ -248,6 +248,8 @@ pub enum SoakError {
     Settings(String),
 }
 
+/// The seed of a run started afresh at window `k` (the naive arm's restarts): the world
+/// went on while the service restarted, so its random numbers are new ones.
 fn window_seed(seed: u64, k: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)
 }
@@ -340,11 +342,15 @@ pub fn run(
         arms.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
     });
     let per_hour = (3600.0 / cfg.window_s).round().max(1.0) as usize;
-    let arm = |points: Vec<SoakPoint>| SoakArm {
+    let summarized = |points: Vec<SoakPoint>| SoakArm {
         summary: summarize(&points, per_hour),
         points,
     };
-    let (no_health, naive_arm, mmsched) = (arm(no_health?), arm(naive_arm?), arm(mmsched?));
+    let (no_health, naive_arm, mmsched) = (
+        summarized(no_health?),
+        summarized(naive_arm?),
+        summarized(mmsched?),
+    );
     Ok(SoakResult {
         scenario: scenario.name().to_string(),
         hours: cfg.hours,
