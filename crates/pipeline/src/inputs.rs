@@ -433,8 +433,10 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                         &mut inputs.notes,
                     )
                     .map_err(bad)?;
+                    // Nobody re-requests a lost frame: no copies are kept for it.
                     inputs.camera = Some((
-                        Delivered::new(cam, device.clone(), inj, seed, stream_no),
+                        Delivered::new(cam, device.clone(), inj, seed, stream_no)
+                            .without_retransmission(),
                         s.clone(),
                     ));
                 }

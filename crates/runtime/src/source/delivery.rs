@@ -55,6 +55,9 @@ pub struct Delivered<S: Source, C: Clock> {
     lost: u64,
     /// The sender's copies of lost events, newest last, for retransmission.
     history: VecDeque<SourceEvent<S::Payload>>,
+    /// How many lost events the sender keeps ([`HISTORY_EVENTS`], or none for a stream
+    /// nobody re-requests).
+    history_cap: usize,
     /// Loss on top of the injector's that changes over time (a simulated soak's link
     /// outages), if any.
     extra_loss: Option<ExtraLoss>,
@@ -119,6 +122,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             queue: BinaryHeap::new(),
             lost: 0,
             history: VecDeque::new(),
+            history_cap: HISTORY_EVENTS,
             extra_loss: None,
             extra_drift: None,
         }
@@ -129,6 +133,14 @@ impl<S: Source, C: Clock> Delivered<S, C> {
     /// number, so the arrivals differ from those without it.
     pub fn set_extra_loss(&mut self, loss: ExtraLoss) {
         self.extra_loss = Some(loss);
+    }
+
+    /// Keeps no copy of lost events: for a stream whose losses nobody re-requests (the
+    /// camera's: a late frame is worth nothing), whose copies would only hold memory (256
+    /// frames of 640 × 360 are 177 MB).
+    pub fn without_retransmission(mut self) -> Self {
+        self.history_cap = 0;
+        self
     }
 
     /// Stamps the source's events as if its clock drifted by `ppm(t)` more than its own
@@ -190,7 +202,10 @@ impl<S: Source, C: Clock> Delivered<S, C> {
                 })),
                 None => {
                     self.lost += 1;
-                    if self.history.len() == HISTORY_EVENTS {
+                    if self.history_cap == 0 {
+                        continue;
+                    }
+                    if self.history.len() >= self.history_cap {
                         self.history.pop_front();
                     }
                     self.history.push_back(event);
@@ -429,5 +444,33 @@ mod tests {
         assert_eq!(ahead[0], 0);
         assert_eq!(ahead[249], 498_000);
         assert_eq!(ahead[499], 498_000);
+    }
+
+    #[test]
+    fn a_stream_without_retransmission_keeps_no_lost_copies() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(200),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 5 * NANOS_PER_MILLI,
+            jitter: GammaJitter::reference(),
+            loss_probability: 0.3,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 3, 1).without_retransmission();
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                seen.insert(a.event.seq);
+            }
+        }
+        let missing = (0..200).find(|s| !seen.contains(s)).expect("some lost");
+        assert!(d.lost() > 0);
+        assert!(!d.retransmit(missing), "no copy kept");
     }
 }
