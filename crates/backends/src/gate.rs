@@ -74,17 +74,25 @@ pub fn grey_thumbnail(frame: &RgbFrame) -> (usize, usize, Vec<f32>) {
             (u64::from(h) * u64::from(GATE_MAX_SIDE) / u64::from(longest)).max(1) as u32,
         )
     };
-    let luma =
-        |p: [u8; 3]| -> u32 { 77 * u32::from(p[0]) + 150 * u32::from(p[1]) + 29 * u32::from(p[2]) };
+    let data = frame.data();
+    let luma = |i: usize| -> u32 {
+        77 * u32::from(data[i]) + 150 * u32::from(data[i + 1]) + 29 * u32::from(data[i + 2])
+    };
+    // The byte offsets of each sampling point's column and the one after it (clamped into
+    // the image), worked out once for all rows: this runs on every camera frame.
+    let (wu, hu) = (w as usize, h as usize);
+    let cols: Vec<(usize, usize)> = (0..tw)
+        .map(|tx| {
+            let x = (u64::from(tx) * u64::from(w) / u64::from(tw)) as usize;
+            (x.min(wu - 1) * 3, (x + 1).min(wu - 1) * 3)
+        })
+        .collect();
     let mut out = Vec::with_capacity(tw as usize * th as usize);
     for ty in 0..th {
-        let y = (u64::from(ty) * u64::from(h) / u64::from(th)) as u32;
-        for tx in 0..tw {
-            let x = (u64::from(tx) * u64::from(w) / u64::from(tw)) as u32;
-            let sum = luma(frame.pixel(x, y))
-                + luma(frame.pixel(x + 1, y))
-                + luma(frame.pixel(x, y + 1))
-                + luma(frame.pixel(x + 1, y + 1));
+        let y = (u64::from(ty) * u64::from(h) / u64::from(th)) as usize;
+        let (row, below) = (y.min(hu - 1) * wu * 3, (y + 1).min(hu - 1) * wu * 3);
+        for &(x, right) in &cols {
+            let sum = luma(row + x) + luma(row + right) + luma(below + x) + luma(below + right);
             out.push(sum as f32 / (4.0 * 256.0));
         }
     }
@@ -204,5 +212,31 @@ mod tests {
         assert_eq!(g.len(), 160 * 90);
         let (w, h, _) = grey_thumbnail(&frame_from(7, 5, |_, _| 0));
         assert_eq!((w, h), (7, 5));
+    }
+
+    #[test]
+    fn thumbnail_is_the_mean_luma_of_the_2x2_patch_at_each_sampling_point() {
+        // Colours differ per channel and the size is odd, so the last column and row clamp.
+        let (w, h) = (333u32, 187u32);
+        let mut data = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                data.extend_from_slice(&[(x * 7 + y) as u8, (x + y * 5) as u8, (x ^ y) as u8]);
+            }
+        }
+        let frame = RgbFrame::new(w, h, data).expect("valid frame");
+        let (tw, th, g) = grey_thumbnail(&frame);
+        let luma = |p: [u8; 3]| 77 * u32::from(p[0]) + 150 * u32::from(p[1]) + 29 * u32::from(p[2]);
+        for ty in 0..th as u32 {
+            let y = ty * h / th as u32;
+            for tx in 0..tw as u32 {
+                let x = tx * w / tw as u32;
+                let sum = luma(frame.pixel(x, y))
+                    + luma(frame.pixel(x + 1, y))
+                    + luma(frame.pixel(x, y + 1))
+                    + luma(frame.pixel(x + 1, y + 1));
+                assert_eq!(g[(ty * tw as u32 + tx) as usize], sum as f32 / 1024.0);
+            }
+        }
     }
 }

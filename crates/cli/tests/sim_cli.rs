@@ -82,22 +82,28 @@ fn soak_arms_differ_only_through_remedies_and_restarts_without_assumptions() {
     )
     .expect("valid JSON file");
     assert_eq!(written, v);
-    // Window by window: a window where no remedy was in force is the same as without the
-    // health loop, and a window without a restart is the same as the naive arm's.
+    // Window by window: each arm is one simulated run of its windows' samples, so until
+    // mmsched's health loop first acts its windows are those without the health loop, and
+    // until the naive arm's restart its windows are those of the no-health run too (after
+    // either, the runs' books and queues differ for good).
     let csv = std::fs::read_to_string(dir.path().join("soak.csv")).expect("csv written");
     let none = arm_rows(&csv, "no_health");
     let naive = arm_rows(&csv, "naive");
     let ours = arm_rows(&csv, "mmsched");
     assert_eq!(none.len(), 12, "one row per 10-minute window and arm");
-    for ((n, v), m) in none.iter().zip(&naive).zip(&ours) {
-        if !v.3 {
-            assert_eq!((n.0, n.1), (v.0, v.1));
-        } else {
-            assert!(v.1 > n.1, "a restart drops input");
+    for (n, v) in none.iter().zip(&naive) {
+        if v.3 {
+            // 30 s of the 600 s window lost to the restart, at least.
+            assert!(v.1 >= 5.0, "a restart drops input: {v:?}");
+            break;
         }
-        if !m.2 {
-            assert_eq!((n.0, n.1), (m.0, m.1));
+        assert_eq!((n.0, n.1), (v.0, v.1));
+    }
+    for (n, m) in none.iter().zip(&ours) {
+        if m.2 {
+            break;
         }
+        assert_eq!((n.0, n.1), (m.0, m.1));
     }
     let svg = std::fs::read_to_string(dir.path().join("soak.svg")).expect("svg written");
     assert!(svg.starts_with("<svg") && svg.contains("no assumptions"));

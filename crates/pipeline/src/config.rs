@@ -77,6 +77,13 @@ pub struct RunConfig {
     /// machine's own figures (CPU pressure) are not read, being no figures of the
     /// simulated device.
     pub simulated: bool,
+    /// The device's conditions over the run's time (a simulated soak's environment: cost
+    /// multiplier, link loss, battery; see [`crate::conditions`]). `None`: the scenario's
+    /// own, unchanging.
+    pub conditions: Option<crate::conditions::ConditionSchedule>,
+    /// A device profile already read (a soak reads it once for its many runs): it is the
+    /// run's profile, before [`RunConfig::profile`] and the rest of the choice.
+    pub device_profile: Option<mmsched_world::profile::Profile>,
 }
 
 /// Where a run takes outside clients' requests from, and the clock their deadlines are on
@@ -360,6 +367,8 @@ impl RunConfig {
             report_now: Arc::new(AtomicBool::new(false)),
             window_nanos: crate::window::DEFAULT_WINDOW_NANOS,
             simulated: false,
+            conditions: None,
+            device_profile: None,
         }
     }
 
@@ -383,6 +392,9 @@ impl RunConfig {
     /// `[device] profile`, else `$MMSCHED_HOME/profile.json` if measured, else the shipped
     /// reference — the same choice `mmsched sim` makes.
     pub fn resolve_profile(&self) -> Result<mmsched_world::profile::Profile, RunError> {
+        if let Some(p) = &self.device_profile {
+            return Ok(p.clone());
+        }
         let scenario_file = self.scenario.device().profile.as_deref().map(PathBuf::from);
         let explicit = self.profile.clone().or(scenario_file);
         mmsched_world::profile::Profile::resolve(

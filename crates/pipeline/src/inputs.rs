@@ -10,7 +10,7 @@ use mmsched_models::{Artifact, BECKETT_TRANSCRIPT, ModelPaths};
 use mmsched_runtime::source::camera::{
     Camera, CameraConfig, Degradation, Episode as CameraEpisode, Frame, Scenes, default_texts,
 };
-use mmsched_runtime::source::delivery::Delivered;
+use mmsched_runtime::source::delivery::{Delivered, ExtraDrift, ExtraLoss};
 use mmsched_runtime::source::feed::{FeedCamera, FeedConfig, FrameReader, Pace};
 use mmsched_runtime::source::folder::FolderReader;
 use mmsched_runtime::source::imu::{Imu, ImuConfig};
@@ -343,6 +343,40 @@ fn microphone<C: Clock + Clone + Send + 'static>(
 }
 
 impl<C: Clock + Clone + Send + 'static> Inputs<C> {
+    /// Applies `conditions` (counted from the inputs' start at `start_nanos`) to the
+    /// streams: camera frames and microphone packets are lost on their links with the
+    /// probability they give for the moment each is sent, on top of each stream's own
+    /// loss (the IMU and text requests travel on no radio link), and every stream's clock
+    /// drifts by their extra drift.
+    pub fn apply_conditions(
+        &mut self,
+        conditions: &crate::conditions::ConditionSchedule,
+        start_nanos: Nanos,
+    ) {
+        let since = move |t: Nanos| t.saturating_sub(start_nanos);
+        let loss = |c: crate::conditions::ConditionSchedule| -> ExtraLoss {
+            std::sync::Arc::new(move |t: Nanos| c.at(since(t)).link_loss)
+        };
+        let drift = || -> ExtraDrift {
+            let c = conditions.clone();
+            std::sync::Arc::new(move |t: Nanos| c.at(since(t)).clock_drift_ppm)
+        };
+        if let Some((d, _)) = &mut self.camera {
+            d.set_extra_loss(loss(conditions.clone()));
+            d.set_extra_drift(drift());
+        }
+        if let Some((d, _)) = &mut self.mic {
+            d.set_extra_loss(loss(conditions.clone()));
+            d.set_extra_drift(drift());
+        }
+        if let Some((d, _)) = &mut self.imu {
+            d.set_extra_drift(drift());
+        }
+        if let Some((d, _)) = &mut self.text {
+            d.set_extra_drift(drift());
+        }
+    }
+
     /// Builds the sensors of `scenario`, first events at `start_nanos` on `device`.
     pub fn build(
         scenario: &Scenario,
@@ -399,8 +433,10 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                         &mut inputs.notes,
                     )
                     .map_err(bad)?;
+                    // Nobody re-requests a lost frame: no copies are kept for it.
                     inputs.camera = Some((
-                        Delivered::new(cam, device.clone(), inj, seed, stream_no),
+                        Delivered::new(cam, device.clone(), inj, seed, stream_no)
+                            .without_retransmission(),
                         s.clone(),
                     ));
                 }

@@ -78,7 +78,7 @@ fn mmsched_runs_every_modality_and_the_simulator_replays_its_decisions() {
     assert!(text.lines().count() > 100);
     // Shared code: the simulator's replay of the recorded calls decides identically.
     assert!(out.step_log.len() > 100, "{}", out.step_log.len());
-    let r = mmsched_sim::replay::replay(&Policy::default(), &out.step_log).expect("rebuilds");
+    let r = mmsched_pipeline::replay::replay(&Policy::default(), &out.step_log).expect("rebuilds");
     assert!(r.steps > 100 && r.decisions > 100, "{r:?}");
     assert_eq!(r.mismatch, None);
 }

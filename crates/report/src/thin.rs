@@ -146,9 +146,18 @@ impl RunSeries {
         if self.alignment.len() <= 2 * SERIES_CAP {
             return;
         }
-        let pairs: std::collections::BTreeSet<String> =
-            self.alignment.iter().map(|p| p.pair.clone()).collect();
-        if self.alignment.len() > 2 * SERIES_CAP * pairs.len().max(1) {
+        // The pairs are few (one per stream beside the reference): finding them without
+        // cloning each point's name keeps this cheap, as it runs once a second of a run
+        // while the series sits between one and two caps per pair.
+        let mut names: Vec<&str> = Vec::new();
+        for p in &self.alignment {
+            if !names.contains(&p.pair.as_str()) {
+                names.push(&p.pair);
+            }
+        }
+        if self.alignment.len() > 2 * SERIES_CAP * names.len().max(1) {
+            let pairs: std::collections::BTreeSet<String> =
+                names.into_iter().map(str::to_string).collect();
             let mut all = Vec::new();
             for pair in pairs {
                 let mut v: Vec<_> = self

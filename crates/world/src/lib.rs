@@ -5,9 +5,9 @@
 //! microphone's talk spurts and the speech gate's timing, background load on the cores,
 //! the device latency profile that prices each job, and the E-model that scores speech.
 //! `mmsched-runtime` delivers its sources through them and `mmsched-pipeline` takes its
-//! cost priors, microphone budgets and load from them; `mmsched-sim` drives its
-//! discrete-event simulation with the same ones. This crate sits below all three, so the
-//! runtime does not depend on the simulator.
+//! cost priors, microphone budgets and load from them; `mmsched-sim`'s experiments (and the
+//! simulated runs its soaks drive) use the same ones. This crate sits below all three, so
+//! the runtime does not depend on the simulator.
 //!
 //! - [`rng`] — seeded, reproducible random streams;
 //! - [`jitter`] — Gamma jitter injection, P99 calibration and packet-trace replay (S6);

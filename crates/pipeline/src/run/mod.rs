@@ -37,6 +37,7 @@ mod ended;
 mod inbox;
 mod monitor;
 mod observer;
+mod overhead;
 mod results;
 mod setup;
 mod signals;
@@ -73,7 +74,7 @@ use monitor::Monitor;
 use speech::SpeechBranch;
 use vision::VisionBranch;
 
-pub use observer::{Observer, Progress, Quiet, Tee};
+pub use observer::{Evaluation, Observer, Progress, Quiet, Tee};
 pub use setup::{RunParts, run, run_with};
 
 /// Sliding window of the health loop's P99 and throughput.
@@ -83,7 +84,7 @@ const SAMPLE_NANOS: Nanos = 100_000_000;
 /// Time between progress reports.
 const PROGRESS_NANOS: Nanos = 1_000_000_000;
 /// Lead time before the first sensor event (workers start, models warm).
-const START_LEAD_NANOS: Nanos = 200_000_000;
+pub(crate) const START_LEAD_NANOS: Nanos = 200_000_000;
 /// Longest wait for jobs in flight after the inputs stop.
 const DRAIN_NANOS: Nanos = 20_000_000_000;
 /// Shortest time budget of a transcript (shared with the simulator).
@@ -99,7 +100,7 @@ pub struct RunOutcome {
     /// Time series for the report's plots.
     pub series: RunSeries,
     /// Every call on the mmsched scheduling core, if recording was asked for (replay it
-    /// with `mmsched_sim::replay`).
+    /// with [`crate::replay`]).
     pub step_log: Vec<LogEntry>,
     /// Every job that ended, in the order they ended (what `bench e2e --bound` reads):
     /// only with [`RunConfig::job_records`], empty otherwise.
@@ -131,6 +132,8 @@ struct Run<'o, C: Clock> {
     /// CPU the loop spent on scheduling work (submitting, deciding, gating, aligning,
     /// evaluating health).
     overhead_nanos: u64,
+    /// Which of the loop's spans are timed for the overhead.
+    meter: overhead::OverheadMeter,
     observer: &'o mut dyn Observer,
     /// Requests from outside clients (see [`crate::config::External`]).
     inbox: Option<std::sync::mpsc::Receiver<crate::client::Inbound>>,
@@ -200,7 +203,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
 
     /// Books a stream's request (already offered).
     fn submit(&mut self, now: Nanos, req: Request, reply: Reply) {
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let mut cx = Ctx {
             exec: &mut *self.exec,
             models: &*self.models,
@@ -217,7 +220,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             return a.arrival_nanos;
         };
         // Alignment is the runtime's own work: it counts as scheduler overhead.
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let placed = ingest.place(a.event.stamp_nanos, a.arrival_nanos);
         // A live source's capture time is an estimate, not ground truth to check against.
         if a.event.received_nanos.is_none() {
@@ -242,9 +245,10 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     }
 
     /// An input of `kind` a health action kept from its model.
-    fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction) {
+    fn drop_input(&mut self, kind: Kind, at: Nanos, by: DropAction, answered: bool) {
         self.book.stats.dropped(kind, by);
         self.observer.skip(kind.as_str());
+        self.observer.kept_from_model(kind.as_str(), by, answered);
         self.book.trace.instant(
             stage::DROP,
             kind.as_str(),
@@ -274,11 +278,12 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             Kind::Vision => self.vision.last_ocr.is_some(),
             _ => self.speech.last_transcript.is_some(),
         };
-        if self.remedies().use_cache && cached {
+        let answered = self.remedies().use_cache && cached;
+        if answered {
             self.monitor.stale_answers += 1;
             self.report_stale(kind, now);
         }
-        self.drop_input(kind, now, DropAction::CircuitBreaker);
+        self.drop_input(kind, now, DropAction::CircuitBreaker, answered);
     }
 
     fn poll_imu(&mut self) {
@@ -321,7 +326,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// What the lanes finished: each ended job goes back to its branch (streams) and into
     /// the loop's samples (all).
     fn handle_events(&mut self, now: Nanos, intake: Intake) {
-        let t0 = ThreadCpu::now();
+        let t0 = self.meter.start();
         let mut cx = Ctx {
             exec: &mut *self.exec,
             models: &*self.models,
@@ -351,7 +356,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.poll_imu();
             self.poll_text(now);
             self.handle_events(now, Intake::Open);
-            let t0 = ThreadCpu::now();
+            let t0 = self.meter.start();
             self.health_tick(now);
             self.overhead_nanos += t0.elapsed_nanos();
             self.sample(now);
@@ -413,23 +418,6 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.handle_events(now, intake);
             self.exec.wait(MAX_SLEEP);
         }
-    }
-}
-
-/// CPU time of the calling thread, for the scheduler's overhead: wall time would also
-/// count the moments the main loop waits for a core while the workers compute.
-struct ThreadCpu(Option<cpu_time::ThreadTime>);
-
-impl ThreadCpu {
-    fn now() -> Self {
-        Self(cpu_time::ThreadTime::try_now().ok())
-    }
-
-    fn elapsed_nanos(&self) -> u64 {
-        self.0
-            .as_ref()
-            .and_then(|t| t.try_elapsed().ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 }
 

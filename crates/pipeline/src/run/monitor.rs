@@ -86,6 +86,15 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             return;
         }
         self.book.stats.trim(now);
+        if let Some(conditions) = &self.config.conditions {
+            // The charge as the device's environment has it now (battery saver prunes by it).
+            let battery = conditions
+                .at(now.saturating_sub(self.start))
+                .battery_fraction;
+            if let Some(m) = self.exec.mmsched() {
+                m.set_battery(battery);
+            }
+        }
         let drift_ppm = self
             .ingest
             .iter()
@@ -129,6 +138,16 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         self.monitor.series.record_ldti(t, value, level.as_str());
         self.book.trace.counter(stage::LDTI, now, value);
         self.observer.ldti(value, level);
+        let lost = |d: Option<u64>| d.unwrap_or(0);
+        self.observer.evaluation(&super::Evaluation {
+            t_s: t,
+            ldti: value,
+            level,
+            remedies_in_force: r != Default::default(),
+            lost_in_transport: lost(self.inputs.camera.as_ref().map(|(d, _)| d.lost()))
+                + lost(self.inputs.mic.as_ref().map(|(d, _)| d.lost())),
+            recovered: self.speech.nacks.recovered_count(),
+        });
         let acting = self.mmsched_has(|m| m.health_actions);
         for c in changes.into_iter().filter(|_| acting) {
             self.book

@@ -25,6 +25,24 @@ pub struct Progress {
     pub level: Level,
 }
 
+/// A health evaluation and what stood at it: what a caller that cuts a run into windows
+/// (the soak) reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Evaluation {
+    /// Seconds since the inputs started.
+    pub t_s: f64,
+    /// The index.
+    pub ldti: f64,
+    /// Its level.
+    pub level: Level,
+    /// Whether any health remedy is in force after it.
+    pub remedies_in_force: bool,
+    /// Camera frames and microphone packets lost on their links so far.
+    pub lost_in_transport: u64,
+    /// Of those, packets recovered by retransmission so far.
+    pub recovered: u64,
+}
+
 /// Who watches a run: the command line's progress display, the metrics endpoint.
 pub trait Observer {
     /// A status line (loading models, platform notes).
@@ -43,6 +61,11 @@ pub trait Observer {
     fn policy_applied(&mut self, _etag: Option<&str>) {}
     /// A health evaluation.
     fn ldti(&mut self, _value: f64, _level: Level) {}
+    /// A health evaluation, with the time and what stood at it.
+    fn evaluation(&mut self, _e: &Evaluation) {}
+    /// An input the health loop kept from its model `by` a remedy (also told as a skip);
+    /// `answered`: a cached answer went out in its place.
+    fn kept_from_model(&mut self, _kind: &str, _by: crate::stats::DropAction, _answered: bool) {}
     /// The platform's signals over the last second: the neighbours' CPU share, mmsched's
     /// own run-queue wait (where the machine offers them).
     fn platform(&mut self, _figures: &mmsched_runtime::platform::signals::PlatformFigures) {}
@@ -98,6 +121,14 @@ impl Observer for Tee {
     }
     fn ldti(&mut self, value: f64, level: Level) {
         self.0.iter_mut().for_each(|o| o.ldti(value, level));
+    }
+    fn evaluation(&mut self, e: &Evaluation) {
+        self.0.iter_mut().for_each(|o| o.evaluation(e));
+    }
+    fn kept_from_model(&mut self, kind: &str, by: crate::stats::DropAction, answered: bool) {
+        self.0
+            .iter_mut()
+            .for_each(|o| o.kept_from_model(kind, by, answered));
     }
     fn platform(&mut self, figures: &mmsched_runtime::platform::signals::PlatformFigures) {
         self.0.iter_mut().for_each(|o| o.platform(figures));

@@ -154,7 +154,10 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
         m.set_battery(battery);
     }
     let start = clock.now_nanos() + START_LEAD_NANOS;
-    let inputs = Inputs::build_on(&scenario, &clock, start, config.seed, config.simulated)?;
+    let mut inputs = Inputs::build_on(&scenario, &clock, start, config.seed, config.simulated)?;
+    if let Some(conditions) = &config.conditions {
+        inputs.apply_conditions(conditions, start);
+    }
     platform_notes.extend(inputs.notes.iter().cloned());
     for n in &platform_notes {
         observer.status(n);
@@ -229,6 +232,7 @@ pub fn run_with<C: Clock + Clone + Send + 'static>(
             power,
         ),
         overhead_nanos: 0,
+        meter: super::overhead::OverheadMeter::new(config.simulated),
         observer,
         inbox,
         config,

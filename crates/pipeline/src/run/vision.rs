@@ -10,7 +10,7 @@ use mmsched_runtime::router::SkipReason;
 use mmsched_runtime::router::image::{ImageMeasures, ImageRouter};
 use mmsched_trace::record::stage;
 
-use super::{Run, ThreadCpu, arrived};
+use super::{Run, arrived};
 use crate::book::{Reply, Standing};
 use crate::jobs::Output;
 use crate::request::{Input, Origin};
@@ -63,9 +63,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
                 // while the branch is behind: the frame is lost to every model it feeds.
-                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved);
+                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved, false);
                 for &kind in &own {
-                    self.drop_input(kind, now, DropAction::CameraRateHalved);
+                    self.drop_input(kind, now, DropAction::CameraRateHalved, false);
                 }
                 continue;
             }
@@ -94,7 +94,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 let req = self.stream_request(input, capture, release, due);
                 self.submit(now, req, Reply::Loop);
             }
-            let cpu = ThreadCpu::now();
+            let cpu = self.meter.start();
             let t0 = self.clock.now_nanos();
             let m = gate::measure(&frame);
             let gate_nanos = self.clock.now_nanos().saturating_sub(t0);

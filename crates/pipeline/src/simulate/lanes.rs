@@ -11,6 +11,10 @@
 //!
 //! The voice-activity lane runs its tiny steps beside the others without slowing them, or
 //! being slowed, as in the simulator before it drove the real loop.
+//!
+//! A run with changing conditions ([`crate::conditions`], a soak's heat, low-power mode
+//! and assumed wear) multiplies every step's drawn cost, on every lane, by the cost
+//! multiplier at the step's start: a throttled core is slower at everything.
 
 use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::TaskInfo;
@@ -18,18 +22,28 @@ use mmsched_runtime::sched::virtual_time::{StepCost, StepStart};
 use mmsched_world::load::LoadProfile;
 
 use super::draws::{SharedDraws, lock};
+use crate::conditions::ConditionSchedule;
 
 /// The step costs of lanes `0..compute_lanes` (general) and the voice-activity lane after
-/// them, with the load's time counted from `origin_nanos`.
+/// them, with the load's time counted from `origin_nanos`, under `conditions` counted from
+/// the inputs' start (given with it) if the run has them.
 pub fn step_cost(
     draws: SharedDraws,
     compute_lanes: usize,
     load: LoadProfile,
     origin_nanos: Nanos,
+    conditions: Option<(ConditionSchedule, Nanos)>,
 ) -> StepCost {
     Box::new(move |_info: &TaskInfo, at: &StepStart| {
         // A step whose work left no cost (it failed before drawing) takes a nanosecond.
         let (work, corun) = lock(&draws).take().unwrap_or((1, 1.0));
+        let work = match &conditions {
+            None => work,
+            Some((c, start)) => {
+                let k = c.at(at.start_nanos.saturating_sub(*start)).cost_multiplier;
+                (work as f64 * k.max(0.0)) as Nanos
+            }
+        };
         if at.lane >= compute_lanes {
             return work.max(1);
         }
@@ -79,7 +93,7 @@ mod tests {
         let draws: SharedDraws = Arc::new(Mutex::new(
             Draws::new(&s, &Profile::reference(), 1).expect("figures"),
         ));
-        let mut cost = step_cost(Arc::clone(&draws), 2, LoadProfile::steady(0.5), 0);
+        let mut cost = step_cost(Arc::clone(&draws), 2, LoadProfile::steady(0.5), 0, None);
         let mut at = |lane, busy_lanes| {
             lock(&draws).leave(Kind::Vision, 100 * MS);
             let start = StepStart {
@@ -96,5 +110,37 @@ mod tests {
         // Both general lanes busy: each loses a quarter of its core to the load.
         let both = at(1, 0b011);
         assert!(both > 130 * MS && both < 135 * MS, "{both}");
+    }
+
+    #[test]
+    fn a_steps_cost_is_multiplied_by_the_conditions_at_its_start() {
+        let s = Scenario::load("ar-glasses").expect("shipped");
+        let draws: SharedDraws = Arc::new(Mutex::new(
+            Draws::new(&s, &Profile::reference(), 1).expect("figures"),
+        ));
+        // Twice as slow from the inputs' second second on (they start at 10 s).
+        let hot = ConditionSchedule::new(|t| crate::conditions::Conditions {
+            cost_multiplier: if t >= 1_000_000_000 { 2.0 } else { 1.0 },
+            ..Default::default()
+        });
+        let start = 10_000_000_000;
+        let mut cost = step_cost(
+            Arc::clone(&draws),
+            2,
+            LoadProfile::default(),
+            0,
+            Some((hot, start)),
+        );
+        let mut at = |start_nanos| {
+            lock(&draws).leave(Kind::Vision, 100 * MS);
+            let at = StepStart {
+                lane: 0,
+                start_nanos,
+                busy_lanes: 0b001,
+            };
+            cost(&info(), &at)
+        };
+        assert_eq!(at(start + 500 * MS), 100 * MS);
+        assert_eq!(at(start + 1_500 * MS), 200 * MS);
     }
 }

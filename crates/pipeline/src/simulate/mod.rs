@@ -104,6 +104,10 @@ pub fn simulate(
         compute_lanes,
         LoadProfile::of(&scenario, config.duration_nanos),
         DEVICE_EPOCH_NANOS,
+        config
+            .conditions
+            .clone()
+            .map(|c| (c, DEVICE_EPOCH_NANOS + crate::run::START_LEAD_NANOS)),
     );
     let lanes = VirtualLanes::new(setup.lanes.len(), clock.clone(), cost);
     let mut exec: Box<dyn Executor> = match config.scheduler {

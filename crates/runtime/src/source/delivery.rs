@@ -55,7 +55,46 @@ pub struct Delivered<S: Source, C: Clock> {
     lost: u64,
     /// The sender's copies of lost events, newest last, for retransmission.
     history: VecDeque<SourceEvent<S::Payload>>,
+    /// How many lost events the sender keeps ([`HISTORY_EVENTS`], or none for a stream
+    /// nobody re-requests).
+    history_cap: usize,
+    /// Loss on top of the injector's that changes over time (a simulated soak's link
+    /// outages), if any.
+    extra_loss: Option<ExtraLoss>,
+    /// Drift of the source's clock on top of its own that changes over time (a simulated
+    /// soak's crystal warming), if any, with what it has added to the stamps so far.
+    extra_drift: Option<(ExtraDrift, DriftSoFar)>,
 }
+
+/// The drift, ppm, of a source's clock at a device time, on top of its own.
+pub type ExtraDrift = std::sync::Arc<dyn Fn(Nanos) -> f64 + Send + Sync>;
+
+/// What an extra drift has added to a source's clock by the last event: the device time
+/// of that event and the nanoseconds added (the drift integrated over time).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriftSoFar {
+    at_nanos: Option<Nanos>,
+    added_nanos: f64,
+}
+
+impl DriftSoFar {
+    /// The stamp of an event captured at `at` on a clock drifting by `ppm(t)` more than
+    /// its own, whose own clock stamped it `stamp`. Events come in capture order; the
+    /// drift of each stretch between two is the drift at its start.
+    fn stamp(&mut self, ppm: &ExtraDrift, at: Nanos, stamp: Nanos) -> Nanos {
+        if let Some(last) = self.at_nanos {
+            let span = at.saturating_sub(last) as f64;
+            self.added_nanos += ppm(last) * 1e-6 * span;
+        }
+        self.at_nanos = Some(at);
+        let s = stamp as f64 + self.added_nanos.round();
+        s.clamp(0.0, u64::MAX as f64) as Nanos
+    }
+}
+
+/// The probability, at a device time, that an event sent then is lost on top of the
+/// transport's own loss.
+pub type ExtraLoss = std::sync::Arc<dyn Fn(Nanos) -> f64 + Send + Sync>;
 
 /// Lost events the sender keeps for retransmission.
 const HISTORY_EVENTS: usize = 256;
@@ -83,6 +122,43 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             queue: BinaryHeap::new(),
             lost: 0,
             history: VecDeque::new(),
+            history_cap: HISTORY_EVENTS,
+            extra_loss: None,
+            extra_drift: None,
+        }
+    }
+
+    /// Loses events sent at device time `t` with probability `loss(t)` on top of the
+    /// injector's loss, retransmitted copies too. Each event then draws one more random
+    /// number, so the arrivals differ from those without it.
+    pub fn set_extra_loss(&mut self, loss: ExtraLoss) {
+        self.extra_loss = Some(loss);
+    }
+
+    /// Keeps no copy of lost events: for a stream whose losses nobody re-requests (the
+    /// camera's: a late frame is worth nothing), whose copies would only hold memory (256
+    /// frames of 640 × 360 are 177 MB).
+    pub fn without_retransmission(mut self) -> Self {
+        self.history_cap = 0;
+        self
+    }
+
+    /// Stamps the source's events as if its clock drifted by `ppm(t)` more than its own
+    /// at device time `t` (from the next event on).
+    pub fn set_extra_drift(&mut self, ppm: ExtraDrift) {
+        self.extra_drift = Some((ppm, DriftSoFar::default()));
+    }
+
+    /// The arrival of an event sent at `send_nanos` ([`JitterInjector::arrival`]), or
+    /// `None` when it is lost, to the extra loss too.
+    fn arrival(&mut self, send_nanos: Nanos) -> Option<Nanos> {
+        let arrival = self.injector.arrival(send_nanos, &mut self.rng);
+        match &self.extra_loss {
+            None => arrival,
+            Some(loss) => {
+                let lost = mmsched_world::rng::chance(&mut self.rng, loss(send_nanos));
+                arrival.filter(|_| !lost)
+            }
         }
     }
 
@@ -102,7 +178,13 @@ impl<S: Source, C: Clock> Delivered<S, C> {
     }
 
     fn capture(&mut self) {
-        while let Some(event) = self.inner.poll() {
+        while let Some(mut event) = self.inner.poll() {
+            if let Some((ppm, so_far)) = &mut self.extra_drift
+                && event.received_nanos.is_none()
+            {
+                event.stamp_nanos =
+                    so_far.stamp(ppm, event.capture_device_nanos, event.stamp_nanos);
+            }
             if let Some(arrival_nanos) = event.received_nanos {
                 // A real transport brought it: its delay and loss are already real.
                 self.queue.push(Reverse(Queued {
@@ -112,10 +194,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
                 }));
                 continue;
             }
-            match self
-                .injector
-                .arrival(event.capture_device_nanos, &mut self.rng)
-            {
+            match self.arrival(event.capture_device_nanos) {
                 Some(arrival_nanos) => self.queue.push(Reverse(Queued {
                     arrival_nanos,
                     seq: event.seq,
@@ -123,7 +202,10 @@ impl<S: Source, C: Clock> Delivered<S, C> {
                 })),
                 None => {
                     self.lost += 1;
-                    if self.history.len() == HISTORY_EVENTS {
+                    if self.history_cap == 0 {
+                        continue;
+                    }
+                    if self.history.len() >= self.history_cap {
                         self.history.pop_front();
                     }
                     self.history.push_back(event);
@@ -155,7 +237,7 @@ impl<S: Source, C: Clock> Delivered<S, C> {
             return false;
         };
         let request_at = self.device.now_nanos() + self.injector.base_delay_nanos;
-        match self.injector.arrival(request_at, &mut self.rng) {
+        match self.arrival(request_at) {
             Some(arrival_nanos) => self.queue.push(Reverse(Queued {
                 arrival_nanos,
                 seq: event.seq,
@@ -297,5 +379,98 @@ mod tests {
         let (got, lost) = arrivals(1, 0.2);
         assert_eq!(got.len() as u64 + lost, 500);
         assert!((50..150).contains(&lost), "{lost}");
+    }
+
+    #[test]
+    fn an_extra_loss_acts_only_while_it_lasts() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(500),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 5 * NANOS_PER_MILLI,
+            jitter: GammaJitter::reference(),
+            loss_probability: 0.0,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 5, 1);
+        // Everything sent by 5 s (the first 250 packets of 20 ms) is lost, nothing after.
+        d.set_extra_loss(std::sync::Arc::new(|t| {
+            if t <= 5_000_000_000 { 1.0 } else { 0.0 }
+        }));
+        let mut got = 0;
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while d.poll().is_some() {
+                got += 1;
+            }
+        }
+        assert_eq!((got, d.lost()), (250, 250));
+    }
+
+    #[test]
+    fn an_extra_drift_moves_the_stamps_by_its_integral() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(500),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 0,
+            jitter: GammaJitter::new(2.0, 0.0).expect("no jitter"),
+            loss_probability: 0.0,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 5, 1);
+        // 100 ppm faster for the first 5 s, then as its own clock.
+        d.set_extra_drift(std::sync::Arc::new(|t| {
+            if t < 5_000_000_000 { 100.0 } else { 0.0 }
+        }));
+        let mut ahead = Vec::new();
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                ahead.push(a.event.stamp_nanos as i64 - a.event.capture_device_nanos as i64);
+            }
+        }
+        // The microphone's own clock keeps device time: what is left is the extra drift,
+        // 100 ppm of the 4.98 s from the first packet (at 20 ms) to the one at 5 s, and
+        // nothing after.
+        assert_eq!(ahead[0], 0);
+        assert_eq!(ahead[249], 498_000);
+        assert_eq!(ahead[499], 498_000);
+    }
+
+    #[test]
+    fn a_stream_without_retransmission_keeps_no_lost_copies() {
+        let device = ManualClock::new(0);
+        let mic = Microphone::new(
+            MicrophoneConfig {
+                limit: Some(200),
+                ..MicrophoneConfig::default()
+            },
+            &device,
+        );
+        let injector = JitterInjector {
+            base_delay_nanos: 5 * NANOS_PER_MILLI,
+            jitter: GammaJitter::reference(),
+            loss_probability: 0.3,
+        };
+        let mut d = Delivered::new(mic, &device, injector, 3, 1).without_retransmission();
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(next) = d.next_due_nanos() {
+            device.set(next);
+            while let Some(a) = d.poll() {
+                seen.insert(a.event.seq);
+            }
+        }
+        let missing = (0..200).find(|s| !seen.contains(s)).expect("some lost");
+        assert!(d.lost() > 0);
+        assert!(!d.retransmit(missing), "no copy kept");
     }
 }

@@ -1,7 +1,7 @@
-//! Replay of a scheduling log recorded by the runtime (`mmsched run` with step recording):
-//! the simulator rebuilds the scheduling core from the log's first entry and feeds it the
-//! recorded calls at their recorded (virtual) times. Identical decisions prove that the simulator and the
-//! runtime share one decision function — the premise of every simulated result.
+//! Replay of a scheduling log recorded by a run (`RunConfig::record_steps`): the
+//! scheduling core is rebuilt from the log's first entry and fed the recorded calls at
+//! their recorded (virtual) times. Identical decisions show that the run decided with the
+//! core's one decision function and nothing else.
 
 use mmsched_core::policy::Policy;
 use mmsched_core::scheduler::{Decision, LogEntry, Scheduler, SchedulerError};
