@@ -238,6 +238,10 @@ fn beside_a_scenario_both_arms_offer_its_inputs_and_the_chats_are_answered() {
                 .as_f64()
                 .unwrap_or(0.0);
             assert!(offered > 0.0, "{arm} {class}: {v}");
+            let skipped = v[arm][format!("{class}_skipped")]["median"]
+                .as_f64()
+                .unwrap_or(-1.0);
+            assert!((0.0..=offered).contains(&skipped), "{arm} {class}: {v}");
             let share = v[arm][format!("{class}_on_time")]["median"]
                 .as_f64()
                 .unwrap_or(-1.0);

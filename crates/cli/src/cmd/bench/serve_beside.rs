@@ -7,6 +7,13 @@
 //! scenario's own inputs, not the chats) for the camera (`vision`) and the voice-activity
 //! detector (`vad`), and the chats' completion tokens per second.
 //!
+//! A share is on time ÷ (offered − skipped by the router). The router's skips (a dark or
+//! blurred frame) follow the scenario's own episodes, not the load, and the arm with chats
+//! runs a little longer (its clients finish the completions they have started), which can
+//! take it into an episode the other arm ends before: ar-glasses darkens its camera from
+//! 20 s. Every other outcome (late, shed, dropped, unfinished) stays in the denominator, and
+//! the skips of both arms are printed.
+//!
 //! Verdict per class: the shares with chats lie within the spread of those without when
 //! the two ranges (min–max over the rounds) overlap; otherwise the chats cost the class its
 //! deadlines, or (with chats ahead) the difference is noise beyond the spread — both are
@@ -34,10 +41,12 @@ const CLASSES: [&str; 2] = ["vision", "vad"];
 
 /// What one run gave.
 struct RunFigures {
-    /// Per class of [`CLASSES`]: the scenario's inputs on time ÷ offered.
+    /// Per class of [`CLASSES`]: the scenario's inputs on time ÷ (offered − skipped).
     on_time: [f64; 2],
     /// Per class of [`CLASSES`]: the scenario's inputs offered.
     offered: [u64; 2],
+    /// Per class of [`CLASSES`]: the scenario's inputs the router skipped.
+    skipped: [u64; 2],
     /// Completion tokens answered per second of the run.
     chat_tok_s: f64,
 }
@@ -49,6 +58,8 @@ struct ArmFigures {
     vad_on_time: Spread,
     vision_offered: Spread,
     vad_offered: Spread,
+    vision_skipped: Spread,
+    vad_skipped: Spread,
     chat_tok_s: Spread,
 }
 
@@ -93,6 +104,8 @@ pub(super) fn run(b: &Beside<'_>) -> Result<ExitCode> {
         vad_on_time: Spread::of(runs.iter().map(|r| r.on_time[1]).collect()),
         vision_offered: Spread::of(runs.iter().map(|r| r.offered[0] as f64).collect()),
         vad_offered: Spread::of(runs.iter().map(|r| r.offered[1] as f64).collect()),
+        vision_skipped: Spread::of(runs.iter().map(|r| r.skipped[0] as f64).collect()),
+        vad_skipped: Spread::of(runs.iter().map(|r| r.skipped[1] as f64).collect()),
         chat_tok_s: Spread::of(runs.iter().map(|r| r.chat_tok_s).collect()),
     };
     let (quiet, chats) = (arm(&quiet), arm(&chats));
@@ -144,11 +157,17 @@ pub(super) fn run(b: &Beside<'_>) -> Result<ExitCode> {
         b.tokens
     );
     outln!(
-        "(`serve --models --scenario {}`, {:.0} s per run, the scenario's own inputs (origin.streams; median {:.0} frames and {:.0} audio chunks offered per run) on time ÷ offered, median (min-max) of {} rounds, arms alternating; load average {} before, {} after)",
+        "(`serve --models --scenario {}`, {:.0} s per run, the scenario's own inputs (origin.streams; median {:.0} frames and {:.0} audio chunks offered per run without chats, {:.0} and {:.0} with) on time ÷ (offered − skipped by the router as dark, blurred or silent: median {:.0} frames and {:.0} chunks without chats, {:.0} and {:.0} with), median (min-max) of {} rounds, arms alternating; load average {} before, {} after)",
         b.scenario,
         b.duration.as_secs_f64(),
         quiet.vision_offered.median,
         quiet.vad_offered.median,
+        chats.vision_offered.median,
+        chats.vad_offered.median,
+        quiet.vision_skipped.median,
+        quiet.vad_skipped.median,
+        chats.vision_skipped.median,
+        chats.vad_skipped.median,
         b.repeat,
         load_before.map_or("?".into(), |l| format!("{l:.2}")),
         load_after.map_or("?".into(), |l| format!("{l:.2}"))
@@ -229,13 +248,15 @@ fn serve_for(b: &Beside<'_>, with_chats: bool, report: &Path) -> Result<RunFigur
             .as_u64()
             .unwrap_or(0)
     };
-    let share = |class: &str| match count(class, "offered") {
+    let share = |class: &str| match count(class, "offered").saturating_sub(count(class, "skipped"))
+    {
         0 => f64::NAN,
-        offered => count(class, "on_time") as f64 / offered as f64,
+        run => count(class, "on_time") as f64 / run as f64,
     };
     Ok(RunFigures {
         on_time: CLASSES.map(share),
         offered: CLASSES.map(|c| count(c, "offered")),
+        skipped: CLASSES.map(|c| count(c, "skipped")),
         chat_tok_s: tokens.load(Ordering::Relaxed) as f64 / secs.max(f64::MIN_POSITIVE),
     })
 }
