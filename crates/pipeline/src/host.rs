@@ -199,6 +199,8 @@ mod tests {
         );
         config.duration_nanos = FOREVER_NANOS;
         config.platform = false;
+        // The shipped reference's priors, whatever profile this machine has measured.
+        config.device_profile = Some(mmsched_world::profile::Profile::reference());
         let (updates, rx) = mpsc::channel();
         config.policy_updates = Some(rx);
         let (applied_tx, applied) = mpsc::channel();

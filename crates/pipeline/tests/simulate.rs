@@ -212,13 +212,13 @@ fn a_transcription_runs_in_its_measured_steps_between_frames() {
 
 #[test]
 fn past_capacity_mmsched_answers_more_right_and_on_time_than_either_queue() {
-    // Two workers, a neighbour taking one core's worth, a camera at 30 fps due in 120 ms:
+    // Two workers, a neighbour taking one core's worth, a camera at 40 fps due in 120 ms:
     // the richest rung no longer keeps up. Every scheduler on the same lanes, inputs and
     // step costs.
     let run = |scheduler| {
         let s = simulated_under(
             scheduler,
-            device_with(2, 100, 30),
+            device_with(2, 100, 40),
             30,
             Mechanisms::default(),
         );

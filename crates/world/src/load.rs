@@ -82,19 +82,23 @@ impl LoadProfile {
     /// How long a job of `work_nanos` on an idle core takes when it starts at `start_nanos`
     /// on one of `cores` cores with `busy` workers computing (this one included), the load
     /// thread running beside them. The load takes idle cores first; what it wants beyond
-    /// them it takes from the busy workers' cores in equal parts, at most half of a shared
-    /// core (the OS shares a core fairly between two runnable threads). `busy` is taken as
-    /// it is at the start for the whole job: an approximation, stated in the docs.
+    /// them it takes from the busy workers' cores in equal parts, at most its fair share of
+    /// the machine (the OS shares the cores fairly between the runnable threads: the
+    /// load's one thread and `busy` workers on `cores` cores get `cores / (busy + 1)` each,
+    /// so two workers and a full core of load on two cores lose a third of a core each, and
+    /// one worker beside it on one core half). `busy` is taken as it is at the start for the
+    /// whole job: an approximation, stated in the docs.
     pub fn stretch(&self, start_nanos: Nanos, work_nanos: Nanos, cores: u32, busy: u32) -> Nanos {
         if self.is_idle() || work_nanos == 0 {
             return work_nanos;
         }
         let busy = f64::from(busy.max(1));
         let idle = (f64::from(cores) - busy).max(0.0);
+        let fair = f64::from(cores.max(1)) / (busy + 1.0);
         let mut left = work_nanos as f64;
         let mut t = start_nanos;
         while left > 0.0 {
-            let taken = ((self.at(t) - idle).max(0.0) / busy).min(0.5);
+            let taken = (self.at(t).min(fair) - idle).max(0.0) / busy;
             let speed = 1.0 - taken;
             let step = (left / speed).min(STRETCH_STEP_NANOS as f64).max(1.0);
             left -= step * speed;
@@ -131,8 +135,13 @@ mod tests {
             (t as f64 / (100 * ms) as f64 - 1.0 / 0.75).abs() < 0.02,
             "{t}"
         );
-        // A full core of load on a one-core device takes at most half of it.
-        assert!(LoadProfile::steady(1.0).stretch(0, 100 * ms, 1, 1) <= 200 * ms + ms);
+        // A full core of load on a one-core device takes half of it.
+        let t = LoadProfile::steady(1.0).stretch(0, 100 * ms, 1, 1);
+        assert!((t as f64 / (100 * ms) as f64 - 2.0).abs() < 0.02, "{t}");
+        // Two workers beside a full core of load on two cores: three threads share two
+        // cores, each worker keeps two thirds of its core.
+        let t = LoadProfile::steady(1.0).stretch(0, 100 * ms, 2, 2);
+        assert!((t as f64 / (100 * ms) as f64 - 1.5).abs() < 0.02, "{t}");
         assert_eq!(LoadProfile::default().stretch(0, 7, 2, 2), 7);
     }
 }

@@ -7,7 +7,10 @@
 //!   share caches and memory bandwidth.
 //! - The scenario's background load (`background_load_pct`, `load_spike` episodes) takes
 //!   the idle cores first and then a share of the busy ones
-//!   ([`LoadProfile::stretch`]), with the busy count as the step starts.
+//!   ([`LoadProfile::stretch`]), with the busy count as the step starts. The device has
+//!   the cores of the machine its profile was measured on (`device.logical_cores`), or
+//!   one per general lane if that is more: a scenario of one worker on a two-core device
+//!   leaves the load a core of its own, as a run there does.
 //!
 //! The voice-activity lane runs its tiny steps beside the others without slowing them, or
 //! being slowed, as in the simulator before it drove the real loop.
@@ -25,11 +28,13 @@ use super::draws::{SharedDraws, lock};
 use crate::conditions::ConditionSchedule;
 
 /// The step costs of lanes `0..compute_lanes` (general) and the voice-activity lane after
-/// them, with the load's time counted from `origin_nanos`, under `conditions` counted from
-/// the inputs' start (given with it) if the run has them.
+/// them on a device of `cores` cores (at least one per general lane), with the load's time
+/// counted from `origin_nanos`, under `conditions` counted from the inputs' start (given
+/// with it) if the run has them.
 pub fn step_cost(
     draws: SharedDraws,
     compute_lanes: usize,
+    cores: u32,
     load: LoadProfile,
     origin_nanos: Nanos,
     conditions: Option<(ConditionSchedule, Nanos)>,
@@ -53,7 +58,7 @@ pub fn step_cost(
         } else {
             work
         };
-        let cores = u32::try_from(compute_lanes).unwrap_or(u32::MAX);
+        let cores = cores.max(u32::try_from(compute_lanes).unwrap_or(u32::MAX));
         let busy = u32::try_from(busy).unwrap_or(u32::MAX);
         let since = at.start_nanos.saturating_sub(origin_nanos);
         load.stretch(since, work, cores, busy).max(1)
@@ -93,7 +98,7 @@ mod tests {
         let draws: SharedDraws = Arc::new(Mutex::new(
             Draws::new(&s, &Profile::reference(), 1).expect("figures"),
         ));
-        let mut cost = step_cost(Arc::clone(&draws), 2, LoadProfile::steady(0.5), 0, None);
+        let mut cost = step_cost(Arc::clone(&draws), 2, 2, LoadProfile::steady(0.5), 0, None);
         let mut at = |lane, busy_lanes| {
             lock(&draws).leave(Kind::Vision, 100 * MS);
             let start = StepStart {
@@ -113,6 +118,37 @@ mod tests {
     }
 
     #[test]
+    fn one_lane_on_a_two_core_device_leaves_a_full_core_load_the_other_core() {
+        let s = Scenario::load("ar-glasses").expect("shipped");
+        let draws: SharedDraws = Arc::new(Mutex::new(
+            Draws::new(&s, &Profile::reference(), 1).expect("figures"),
+        ));
+        let at = |cores| {
+            let mut cost = step_cost(
+                Arc::clone(&draws),
+                1,
+                cores,
+                LoadProfile::steady(1.0),
+                0,
+                None,
+            );
+            lock(&draws).leave(Kind::Vision, 100 * MS);
+            let start = StepStart {
+                lane: 0,
+                start_nanos: 0,
+                busy_lanes: 0b01,
+            };
+            cost(&info(), &start)
+        };
+        // Two cores: the load spins on the one the worker leaves idle.
+        assert_eq!(at(2), 100 * MS);
+        // One core (or a profile that says fewer cores than lanes): they share it.
+        let shared = at(1);
+        assert!(shared > 195 * MS && shared < 205 * MS, "{shared}");
+        assert_eq!(at(0), shared);
+    }
+
+    #[test]
     fn a_steps_cost_is_multiplied_by_the_conditions_at_its_start() {
         let s = Scenario::load("ar-glasses").expect("shipped");
         let draws: SharedDraws = Arc::new(Mutex::new(
@@ -126,6 +162,7 @@ mod tests {
         let start = 10_000_000_000;
         let mut cost = step_cost(
             Arc::clone(&draws),
+            2,
             2,
             LoadProfile::default(),
             0,

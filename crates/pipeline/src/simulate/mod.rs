@@ -102,6 +102,7 @@ pub fn simulate(
     let cost = lanes::step_cost(
         draws,
         compute_lanes,
+        profile.doc.device.logical_cores,
         LoadProfile::of(&scenario, config.duration_nanos),
         DEVICE_EPOCH_NANOS,
         config
