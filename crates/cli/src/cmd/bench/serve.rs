@@ -22,11 +22,12 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use mmsched_core::policy::Policy;
 use mmsched_core::time::{Clock, MonotonicClock, Nanos};
-use mmsched_server::{ServerConfig, Shared};
+use mmsched_server::{ServerConfig, ServerHandle, Shared};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::cmd::serve::ModelArgs;
+use crate::cmd::serve_models::Served;
 
 /// The prompts, one per concurrent request (the first `--requests`).
 pub(super) const PROMPTS: [&str; 8] = [
@@ -182,6 +183,41 @@ pub(super) fn load_average() -> Option<f64> {
         .ok()
 }
 
+/// `serve --models` in this process, on 127.0.0.1 at a free port: `requests` text requests
+/// at once (sessions, or rows of one batch with `batched`), `scenario`'s streams if given,
+/// the report written to `report` when the runtime finishes.
+pub(super) fn serve_here(
+    requests: u32,
+    batched: bool,
+    scenario: Option<&str>,
+    report: &std::path::Path,
+) -> Result<(ServerHandle, Served)> {
+    let policy = Policy::default();
+    let shared = Shared::new(policy.clone(), Arc::new(MonotonicClock::new()), "defaults");
+    let models = ModelArgs {
+        models: true,
+        scheduler: crate::cmd::run::SchedulerArg::Mmsched,
+        deadline_ms: Vec::new(),
+        max_concurrent: vec![format!("llm={requests}")],
+        upload_limit_mib: 25,
+        decode_budget_mib: 256,
+        api_keys: None,
+        scenario: scenario.map(str::to_string),
+        report: report.to_path_buf(),
+        text_batch: batched,
+        model: Vec::new(),
+        model_config: Vec::new(),
+        long_run: Default::default(),
+    };
+    let (api, served) = crate::cmd::serve_models::load(&models, &policy, &shared)?;
+    let config = ServerConfig {
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        extra: Some(mmsched_openai::router(api)),
+        ..ServerConfig::default()
+    };
+    Ok((mmsched_server::spawn(shared, config)?, served))
+}
+
 /// Starts `serve --models` in this process (batched text or a session per request) and
 /// measures it.
 fn measure_server(
@@ -190,31 +226,8 @@ fn measure_server(
     batched: bool,
     report: &std::path::Path,
 ) -> Result<ServerFigures> {
-    let policy = Policy::default();
-    let shared = Shared::new(policy.clone(), Arc::new(MonotonicClock::new()), "defaults");
     let n = requests as usize;
-    let models = ModelArgs {
-        models: true,
-        scheduler: crate::cmd::run::SchedulerArg::Mmsched,
-        deadline_ms: Vec::new(),
-        max_concurrent: vec![format!("llm={n}")],
-        upload_limit_mib: 25,
-        decode_budget_mib: 256,
-        api_keys: None,
-        scenario: None,
-        report: report.to_path_buf(),
-        text_batch: batched,
-        model: Vec::new(),
-        model_config: Vec::new(),
-        long_run: Default::default(),
-    };
-    let (api, runtime) = crate::cmd::serve_models::load(&models, &policy, &shared)?;
-    let config = ServerConfig {
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        extra: Some(mmsched_openai::router(api)),
-        ..ServerConfig::default()
-    };
-    let handle = mmsched_server::spawn(shared, config)?;
+    let (handle, runtime) = serve_here(requests, batched, None, report)?;
     let addr = handle.local_addr();
     let clock = MonotonicClock::new();
     let prompts = &PROMPTS[..n];

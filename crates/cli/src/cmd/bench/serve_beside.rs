@@ -19,22 +19,17 @@
 //! deadlines, or (with chats ahead) the difference is noise beyond the spread — both are
 //! printed as they are.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use mmsched_core::policy::Policy;
 use mmsched_core::time::MonotonicClock;
-use mmsched_server::{ServerConfig, Shared};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::serve::{PROMPTS, Spread, complete, load_average};
-use crate::cmd::serve::ModelArgs;
+use super::serve::{PROMPTS, Spread, complete, load_average, serve_here};
 
 /// The classes whose deadlines the chats must not cost.
 const CLASSES: [&str; 2] = ["vision", "vad"];
@@ -178,30 +173,7 @@ pub(super) fn run(b: &Beside<'_>) -> Result<ExitCode> {
 /// Serves the scenario for the run's duration, with the chats or without, and reads its
 /// report.
 fn serve_for(b: &Beside<'_>, with_chats: bool, report: &Path) -> Result<RunFigures> {
-    let policy = Policy::default();
-    let shared = Shared::new(policy.clone(), Arc::new(MonotonicClock::new()), "defaults");
-    let models = ModelArgs {
-        models: true,
-        scheduler: crate::cmd::run::SchedulerArg::Mmsched,
-        deadline_ms: Vec::new(),
-        max_concurrent: vec![format!("llm={}", b.requests)],
-        upload_limit_mib: 25,
-        decode_budget_mib: 256,
-        api_keys: None,
-        scenario: Some(b.scenario.to_string()),
-        report: report.to_path_buf(),
-        text_batch: false,
-        model: Vec::new(),
-        model_config: Vec::new(),
-        long_run: Default::default(),
-    };
-    let (api, served) = crate::cmd::serve_models::load(&models, &policy, &shared)?;
-    let config = ServerConfig {
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        extra: Some(mmsched_openai::router(api)),
-        ..ServerConfig::default()
-    };
-    let handle = mmsched_server::spawn(shared, config)?;
+    let (handle, served) = serve_here(b.requests, false, Some(b.scenario), report)?;
     let addr = handle.local_addr();
     let tokens = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
