@@ -131,8 +131,9 @@ pub fn simulate(
         m.set_thread_grants(config.mechanisms.thread_grants);
     }
     let notes = vec![format!(
-        "simulated: models drawn from {}, {workers} worker lane(s) in virtual time",
-        profile.source
+        "simulated: models drawn from {}, {workers} worker lane(s) in virtual time on {} core(s) (the profile's device; the scenario's background load is one thread beside them)",
+        profile.source,
+        profile.doc.device.logical_cores.max(compute_lanes as u32)
     )];
     let parts = RunParts {
         clock,
