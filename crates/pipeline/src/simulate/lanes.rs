@@ -27,6 +27,12 @@ use mmsched_world::load::LoadProfile;
 use super::draws::{SharedDraws, lock};
 use crate::conditions::ConditionSchedule;
 
+/// The cores of the simulated device: those of the machine its profile was measured on
+/// (`profile_cores`), at least one per general lane.
+pub fn device_cores(profile_cores: u32, compute_lanes: usize) -> u32 {
+    profile_cores.max(u32::try_from(compute_lanes).unwrap_or(u32::MAX))
+}
+
 /// The step costs of lanes `0..compute_lanes` (general) and the voice-activity lane after
 /// them on a device of `cores` cores (at least one per general lane), with the load's time
 /// counted from `origin_nanos`, under `conditions` counted from the inputs' start (given
@@ -58,7 +64,7 @@ pub fn step_cost(
         } else {
             work
         };
-        let cores = cores.max(u32::try_from(compute_lanes).unwrap_or(u32::MAX));
+        let cores = device_cores(cores, compute_lanes);
         let busy = u32::try_from(busy).unwrap_or(u32::MAX);
         let since = at.start_nanos.saturating_sub(origin_nanos);
         load.stretch(since, work, cores, busy).max(1)

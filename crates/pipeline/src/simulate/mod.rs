@@ -133,7 +133,7 @@ pub fn simulate(
     let notes = vec![format!(
         "simulated: models drawn from {}, {workers} worker lane(s) in virtual time on {} core(s) (the profile's device; the scenario's background load is one thread beside them)",
         profile.source,
-        profile.doc.device.logical_cores.max(compute_lanes as u32)
+        lanes::device_cores(profile.doc.device.logical_cores, compute_lanes)
     )];
     let parts = RunParts {
         clock,
