@@ -40,7 +40,7 @@ fn spec() -> OnnxModelSpec {
             top_k: Some(4),
             ..ClassesSpec::default()
         }),
-        detections: None,
+        ..OnnxModelSpec::default()
     }
 }
 

@@ -424,6 +424,18 @@ pub enum RunError {
         /// Why.
         source: crate::classes::ClassError,
     },
+    /// One rung of a model of the user's own cannot run (its file or size does not fit).
+    #[error(
+        "model `{name}`, rung `{rung}` cannot run: its `file` and `size` must fit the model's inputs (see docs/own-models.md)"
+    )]
+    OwnModelRung {
+        /// The model.
+        name: String,
+        /// The rung.
+        rung: String,
+        /// Why (boxed: a rare error keeps `RunError` small).
+        source: Box<BackendError>,
+    },
     /// A scenario's `image` or `classes` table of a model of the user's own is not one.
     #[error(
         "model `{name}`: its `{field}` table is not understood (see docs/own-models.md for its keys)"

@@ -16,7 +16,7 @@ use mmsched_backends::llm::{LlmOptions, LlmSession};
 
 pub use crate::sessions::{LlmLease, LlmPool};
 use mmsched_backends::ocr::{DetInputSize, OcrConfig, OcrPipeline};
-use mmsched_backends::onnx::{OnnxInput, OnnxModel, OnnxModelSpec};
+use mmsched_backends::onnx::{OnnxInput, OnnxModel, OnnxModelSpec, OnnxRungSpec};
 use mmsched_backends::vad::{SileroVad, VadConfig};
 use mmsched_backends::{Backend, BackendError, EngineOptions, RgbFrame, run_timed};
 use mmsched_core::Modality;
@@ -62,14 +62,24 @@ pub struct Engines {
     pub memory_bytes: u64,
 }
 
-/// A model of the user's own, loaded: its class and a copy per worker (a job runs on
-/// whichever copy is free at its step).
+/// A model of the user's own, loaded: its class and, for each of its rungs, a copy per
+/// worker (a job runs on whichever copy of its rung is free at its step).
 #[derive(Clone)]
 pub struct UserModel {
     /// Its class ([`Kind::Model`]).
     pub kind: Kind,
     /// How it was declared.
     pub spec: OnnxModelSpec,
+    /// Its rungs, richest first: the declared ones, else the model as it is (one rung
+    /// with an empty name).
+    pub rungs: Vec<UserRung>,
+}
+
+/// One rung of a model of the user's own, loaded.
+#[derive(Clone, Debug)]
+pub struct UserRung {
+    /// Its name (empty: the model declares no rungs).
+    pub name: String,
     /// Its copies.
     pub pool: Vec<Shared<OnnxModel>>,
     /// How long each warm-up run of a whole job took on this device (the scheduler's
@@ -77,12 +87,35 @@ pub struct UserModel {
     pub warm_up_nanos: Vec<mmsched_core::time::Nanos>,
 }
 
+impl UserModel {
+    /// The copies at its richest rung.
+    pub fn pool(&self) -> &[Shared<OnnxModel>] {
+        self.rungs.first().map_or(&[], |r| &r.pool)
+    }
+
+    /// The rung named `name`, else the richest.
+    pub fn rung(&self, name: Option<&str>) -> Option<&UserRung> {
+        name.and_then(|n| self.rungs.iter().find(|r| r.name == n))
+            .or(self.rungs.first())
+    }
+
+    /// The names of its declared rungs, richest first (none without rungs).
+    pub fn rung_names(&self) -> Vec<String> {
+        self.rungs
+            .iter()
+            .filter(|r| !r.name.is_empty())
+            .map(|r| r.name.clone())
+            .collect()
+    }
+}
+
 impl std::fmt::Debug for UserModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UserModel")
             .field("kind", &self.kind)
             .field("spec", &self.spec)
-            .field("copies", &self.pool.len())
+            .field("rungs", &self.rung_names())
+            .field("copies", &self.pool().len())
             .finish()
     }
 }
@@ -147,18 +180,30 @@ fn own_model_spec(
     let detections = read("detections", &m.detections)?
         .map(|v| serde_json::from_value(v).map_err(|e| bad("detections", e)))
         .transpose()?;
-    let file = PathBuf::from(m.file.as_deref().unwrap_or_default());
-    let file = if file.is_absolute() {
-        file
-    } else {
-        paths.root().join(file)
+    let in_cache = |file: &str| {
+        let file = PathBuf::from(file);
+        if file.is_absolute() {
+            file
+        } else {
+            paths.root().join(file)
+        }
     };
+    let rungs = m
+        .rungs
+        .iter()
+        .map(|r| OnnxRungSpec {
+            name: r.name.clone(),
+            file: r.file.as_deref().map(in_cache),
+            size: r.size,
+        })
+        .collect();
     Ok(OnnxModelSpec {
         name: m.name.clone(),
-        file,
+        file: in_cache(m.file.as_deref().unwrap_or_default()),
         image,
         classes,
         detections,
+        rungs,
     })
 }
 
@@ -197,20 +242,46 @@ fn begin_checks(paths: &ModelPaths, kind: ModelKind) {
 fn warm_up_user(user: &mut UserModel, clock: &MonotonicClock) -> Result<(), RunError> {
     const RUNS: usize = 4;
     let fail = model_err(user.kind.model_name());
-    for copy in &user.pool {
-        let mut m = lock(copy);
-        let input = match m.image_size() {
-            Some(_) => OnnxInput::Image(warm_up_frame().map_err(&fail)?),
-            None => m.zeros(),
-        };
-        for run in 0..RUNS {
-            let t0 = clock.now_nanos();
-            mmsched_backends::step::run_to_end(&mut *m, input.clone()).map_err(&fail)?;
-            // The first run builds the engine's plan: not what a job costs.
-            if run > 0 {
-                user.warm_up_nanos
-                    .push(clock.now_nanos().saturating_sub(t0));
+    for rung in &mut user.rungs {
+        for copy in &rung.pool {
+            let mut m = lock(copy);
+            let input = match m.image_size() {
+                Some(_) => OnnxInput::Image(warm_up_frame().map_err(&fail)?),
+                None => m.zeros(),
+            };
+            for run in 0..RUNS {
+                let t0 = clock.now_nanos();
+                mmsched_backends::step::run_to_end(&mut *m, input.clone()).map_err(&fail)?;
+                // The first run builds the engine's plan: not what a job costs.
+                if run > 0 {
+                    rung.warm_up_nanos
+                        .push(clock.now_nanos().saturating_sub(t0));
+                }
             }
+        }
+    }
+    Ok(())
+}
+
+/// A cheaper rung of a model must be fed and read as its richest rung is: the same
+/// inputs and outputs, by name and type (sizes may differ where the graph leaves them
+/// free).
+fn same_signature(richest: &OnnxModel, rung: &OnnxModel) -> Result<(), BackendError> {
+    let names = |t: &[mmsched_backends::tensor::TensorInfo]| -> Vec<String> {
+        t.iter()
+            .map(|i| format!("`{}` {}", i.name, i.datatype))
+            .collect()
+    };
+    for (what, a, b) in [
+        ("inputs", names(richest.inputs()), names(rung.inputs())),
+        ("outputs", names(richest.outputs()), names(rung.outputs())),
+    ] {
+        if a != b {
+            return Err(BackendError::InvalidInput(format!(
+                "its file has the {what} {} where the richest rung's has {}: a rung's file must take the same inputs and give the same outputs",
+                b.join(", "),
+                a.join(", ")
+            )));
         }
     }
     Ok(())
@@ -291,18 +362,43 @@ impl Engines {
                 source: crate::classes::ClassError::Twice(spec.name.clone()),
             });
         }
+        let fail = model_err(kind.model_name());
+        let declared = spec.rung_specs().map_err(&fail)?;
+        let each: Vec<(String, OnnxModelSpec)> = match declared.is_empty() {
+            true => vec![(String::new(), spec.clone())],
+            false => declared,
+        };
         let single = EngineOptions::default();
-        let mut pool = Vec::new();
-        for _ in 0..copies.max(1) {
-            let model = OnnxModel::load(spec, &single).map_err(model_err(kind.model_name()))?;
-            self.memory_bytes += Backend::memory_bytes(&model);
-            pool.push(Arc::new(Mutex::new(model)));
+        let mut rungs: Vec<UserRung> = Vec::with_capacity(each.len());
+        for (name, rung_spec) in each {
+            // A model without rungs fails as the model; a rung's failure names the rung.
+            let rung_err = |source| match name.is_empty() {
+                true => fail(source),
+                false => RunError::OwnModelRung {
+                    name: spec.name.clone(),
+                    rung: name.clone(),
+                    source: Box::new(source),
+                },
+            };
+            let mut pool = Vec::new();
+            for _ in 0..copies.max(1) {
+                let model = OnnxModel::load(&rung_spec, &single).map_err(rung_err)?;
+                self.memory_bytes += Backend::memory_bytes(&model);
+                pool.push(Arc::new(Mutex::new(model)));
+            }
+            if let (Some(richest), Some(this)) = (rungs.first(), pool.first()) {
+                same_signature(&lock(&richest.pool[0]), &lock(this)).map_err(rung_err)?;
+            }
+            rungs.push(UserRung {
+                name,
+                pool,
+                warm_up_nanos: Vec::new(),
+            });
         }
         self.user.push(UserModel {
             kind,
             spec: spec.clone(),
-            pool,
-            warm_up_nanos: Vec::new(),
+            rungs,
         });
         Ok(kind)
     }

@@ -13,13 +13,16 @@ use crate::jobs::{self, Output};
 use crate::request::{Cancel, Input};
 use crate::stats::Kind;
 
-/// The quality rung a job runs at: one of the policy's rungs of its model.
+/// The quality rung a job runs at: one of the policy's rungs of its model, or one of the
+/// rungs a model of the user's own declares.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rung {
     /// OCR at this detector input and line limit.
     Vision(VisionRung),
     /// Whisper over this encoder span.
     Asr(AsrRung),
+    /// A model of the user's own at its rung of this name (its file and image size).
+    Own(String),
 }
 
 impl Rung {
@@ -28,6 +31,7 @@ impl Rung {
         match self {
             Rung::Vision(r) => &r.name,
             Rung::Asr(r) => &r.name,
+            Rung::Own(name) => name,
         }
     }
 }
@@ -96,11 +100,18 @@ pub trait Models: Send + Sync {
         None
     }
 
-    /// What a job of `kind` cost in the warm-up runs on this device (a model of the user's
-    /// own, which no device profile knows), as a prior until its jobs are measured; `None`
-    /// where there were none (the default).
-    fn warm_up_cost(&self, kind: Kind) -> Option<mmsched_runtime::sched::cost::Prior> {
+    /// The rungs a model of the user's own declares for `kind`, richest first (none for a
+    /// built-in kind, whose rungs are the policy's, or a model without rungs).
+    fn own_rungs(&self, kind: Kind) -> Vec<String> {
         let _ = kind;
+        Vec::new()
+    }
+
+    /// What a job of `kind` at `rung` (empty: a model without rungs) cost in the warm-up
+    /// runs on this device (a model of the user's own, which no device profile knows), as
+    /// a prior until its jobs are measured; `None` where there were none (the default).
+    fn warm_up_cost(&self, kind: Kind, rung: &str) -> Option<mmsched_runtime::sched::cost::Prior> {
+        let _ = (kind, rung);
         None
     }
 }
@@ -123,7 +134,7 @@ impl Models for Engines {
             // transcription's decoder state: one job at a time each.
             Kind::Vad | Kind::Asr => 1,
             Kind::Llm => self.llm.as_ref().map_or(0, |p| p.len()),
-            Kind::Model(_) => self.user_model(kind).map_or(0, |m| m.pool.len()),
+            Kind::Model(_) => self.user_model(kind).map_or(0, |m| m.pool().len()),
         }
         .max(1)
     }
@@ -164,10 +175,16 @@ impl Models for Engines {
                 }
                 None => jobs::missing("text generation"),
             },
-            Input::Model { kind, input } => match self.user_model(kind) {
-                Some(m) => jobs::model(m.pool.clone(), kind.model_name(), input, o.tag, o.out),
-                None => jobs::missing(kind.model_name()),
-            },
+            Input::Model { kind, input } => {
+                let rung = match &o.rung {
+                    Some(Rung::Own(name)) => Some(name.as_str()),
+                    _ => None,
+                };
+                match self.user_model(kind).and_then(|m| m.rung(rung)) {
+                    Some(r) => jobs::model(r.pool.clone(), kind.model_name(), input, o.tag, o.out),
+                    None => jobs::missing(kind.model_name()),
+                }
+            }
         }
     }
 
@@ -190,8 +207,14 @@ impl Models for Engines {
         self.llm_name.clone()
     }
 
-    fn warm_up_cost(&self, kind: Kind) -> Option<mmsched_runtime::sched::cost::Prior> {
-        let runs = &self.user_model(kind)?.warm_up_nanos;
+    fn own_rungs(&self, kind: Kind) -> Vec<String> {
+        self.user_model(kind)
+            .map_or_else(Vec::new, crate::engines::UserModel::rung_names)
+    }
+
+    fn warm_up_cost(&self, kind: Kind, rung: &str) -> Option<mmsched_runtime::sched::cost::Prior> {
+        let model = self.user_model(kind)?;
+        let runs = &model.rungs.iter().find(|r| r.name == rung)?.warm_up_nanos;
         let mut sorted = runs.clone();
         sorted.sort_unstable();
         let p50 = *sorted.get(sorted.len() / 2)?;

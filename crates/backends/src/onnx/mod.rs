@@ -10,14 +10,17 @@
 //!
 //! Files: `model.rs` loading, checking inputs, the step; `image.rs` the image
 //! pre-processing; `classes.rs` the top-k of a classifier's scores; `detections.rs` a
-//! detector's boxes.
+//! detector's boxes; `rungs.rs` its quality rungs (alternative files and image sizes) and
+//! when a cheaper rung's answer agrees with the richest's.
 
 mod classes;
 mod detections;
 mod image;
 mod model;
+mod rungs;
 
 pub use classes::{ClassScore, ClassesSpec};
 pub use detections::{Detection, DetectionLayout, DetectionsSpec};
 pub use image::{ChannelOrder, ImageSpec, Layout, Resize};
-pub use model::{OnnxInput, OnnxJob, OnnxModel, OnnxModelSpec, OnnxOutput};
+pub use model::{OnnxInput, OnnxJob, OnnxModel, OnnxModelSpec, OnnxOutput, RUN_STEP};
+pub use rungs::{MAX_RUNGS, OnnxRungSpec};

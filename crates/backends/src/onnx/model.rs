@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::classes::{ClassScore, ClassesPlan, ClassesSpec};
 use super::detections::{Detection, DetectionsPlan, DetectionsSpec};
 use super::image::{ImagePlan, ImageSpec};
+use super::rungs::OnnxRungSpec;
 use crate::backend::{Backend, BackendError};
 use crate::engine::{EngineOptions, OnnxSession, open_session};
 use crate::frame::RgbFrame;
@@ -31,6 +32,9 @@ pub struct OnnxModelSpec {
     /// How its output reads as boxes, for a detector.
     #[serde(default)]
     pub detections: Option<DetectionsSpec>,
+    /// Its quality rungs, richest first (`[[models.rungs]]`; none: it runs as it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rungs: Vec<OnnxRungSpec>,
 }
 
 /// What one job hands in.

@@ -116,13 +116,27 @@ fn from_file(path: &Path) -> Result<Vec<OnnxModelSpec>> {
             if s.file.is_relative() {
                 s.file = base.join(&s.file);
             }
+            for rung in &mut s.rungs {
+                if let Some(file) = rung.file.as_mut().filter(|f| f.is_relative()) {
+                    *file = base.join(&*file);
+                }
+            }
             s
         })
         .collect())
 }
 
-/// The file exists and is an ONNX file (the one engine for a model of your own here).
+/// The model's file, and each of its rungs' files, exists and is an ONNX file (the one
+/// engine for a model of your own here); its rungs are well formed.
 fn check_file(s: &OnnxModelSpec) -> Result<()> {
+    check_one_file(s)?;
+    for (_, rung) in s.rung_specs()? {
+        check_one_file(&rung)?;
+    }
+    Ok(())
+}
+
+fn check_one_file(s: &OnnxModelSpec) -> Result<()> {
     let ext = s.file.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext != "onnx" {
         bail!(

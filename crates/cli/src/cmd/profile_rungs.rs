@@ -245,21 +245,27 @@ pub fn print(profile: &DeviceProfile) {
     );
     for (kind, rungs) in &profile.rungs {
         for r in rungs {
+            // A rung scored on no input (a model of your own: no truth known) has no
+            // shares to show.
+            let share = |v: f64| match r.accuracy.samples {
+                0 => "—".to_string(),
+                _ => format!("{v:.3}"),
+            };
             outln!(
-                "{:<6} {:<12} {:>8.1} {:>8.1} {:>7.3} {:>8.3} {:>7.3}  {}",
+                "{:<6} {:<12} {:>8.1} {:>8.1} {:>7} {:>8} {:>7}  {}",
                 kind,
                 r.name,
                 ms(r.job.p50_nanos),
                 ms(r.job.p99_nanos),
-                r.accuracy.correct,
-                r.accuracy.accuracy,
-                r.accuracy.cer.or(r.accuracy.wer).unwrap_or(f64::NAN),
+                share(r.accuracy.correct),
+                share(r.accuracy.accuracy),
+                share(r.accuracy.cer.or(r.accuracy.wer).unwrap_or(f64::NAN)),
                 steps_line(r),
             );
         }
     }
     outln!(
-        "(milliseconds, one thread; correct and accuracy are shares, 0..1; CER for vision, WER for asr)"
+        "(milliseconds, one thread; correct and accuracy are shares, 0..1; CER for vision, WER for asr; — where no truth was scored: a model of your own's rungs are compared with its richest in runs)"
     );
 }
 

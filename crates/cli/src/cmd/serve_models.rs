@@ -140,7 +140,7 @@ pub fn load(
     for spec in &specs {
         eprintln!("  loading {} ({})", spec.name, spec.file.display());
         let kind = engines.load_user_model(spec, WORKERS)?;
-        if let Some(m) = engines.user_model(kind).and_then(|m| m.pool.first()) {
+        if let Some(m) = engines.user_model(kind).and_then(|m| m.pool().first()) {
             let m = mmsched_pipeline::engines::lock(m);
             user_models.push(mmsched_openai::v2::UserModel {
                 kind,

@@ -62,9 +62,10 @@ pub(super) struct Costs {
     profile: Profile,
     /// Per kind, the cost of one job or step when the profile says nothing finer.
     fallback: [Prior; 4],
-    /// The user's own models: the cost of a job as their warm-up runs on this device
-    /// measured it, until their jobs are measured.
-    warmed: crate::per_kind::PerKind<Option<Prior>>,
+    /// The user's own models: the cost of a job at each rung (the empty name for a model
+    /// without rungs) as their warm-up runs on this device measured it, until their jobs
+    /// are measured.
+    warmed: HashMap<(Kind, String), Prior>,
 }
 
 impl std::fmt::Debug for Costs {
@@ -83,7 +84,13 @@ impl Costs {
             ids: HashMap::new(),
             profile,
             fallback,
-            warmed: crate::per_kind::PerKind::from_fn(|k| models.warm_up_cost(k), None),
+            warmed: Kind::all()
+                .into_iter()
+                .flat_map(|k| {
+                    let rungs = std::iter::once(String::new()).chain(models.own_rungs(k));
+                    rungs.filter_map(move |r| Some(((k, r.clone()), models.warm_up_cost(k, &r)?)))
+                })
+                .collect(),
         }
     }
 
@@ -99,12 +106,15 @@ impl Costs {
         if let Some(m) = measured {
             return Prior::new(m.p50_nanos, m.p95_nanos);
         }
-        // A model of the user's own: `mmsched profile --model`'s figure, else its warm-up
-        // runs', else a guess.
+        // A model of the user's own: its rung's warm-up runs (a rung's own figure before
+        // the model's), `mmsched profile --model`'s figure, else its warm-up runs', else a
+        // guess.
+        let warmed = |rung: &str| self.warmed.get(&(key.kind, rung.to_string())).copied();
         let one = self
             .fallback
             .get(key.kind.index())
             .copied()
+            .or_else(|| warmed(&key.rung).filter(|_| !key.rung.is_empty()))
             .or_else(|| {
                 let l = self.profile.latency(key.kind.as_str()).ok()?;
                 Some(Prior::new(
@@ -112,7 +122,7 @@ impl Costs {
                     (l.p95_ms * 1e6) as Nanos,
                 ))
             })
-            .or(self.warmed[key.kind])
+            .or_else(|| warmed(""))
             .unwrap_or(USER_MODEL_PRIOR);
         match rows_of(key.what) {
             // A call decoding N requests' tokens together, until measured: a guess on the

@@ -132,14 +132,19 @@ impl Reading {
 }
 
 impl Book {
-    /// The rungs of `kind`'s model in the policy, richest first (none for a kind without
-    /// rungs).
+    /// The rungs of `kind`'s model, richest first: the policy's for OCR and speech, the
+    /// model's own for a model of the user's (none for a kind without rungs).
     pub(super) fn rungs_of(&self, kind: Kind) -> Vec<Rung> {
         let r = self.policy.rungs();
         match kind {
             Kind::Vision => r.vision().iter().cloned().map(Rung::Vision).collect(),
             Kind::Asr => r.asr().iter().cloned().map(Rung::Asr).collect(),
-            Kind::Vad | Kind::Llm | Kind::Model(_) => Vec::new(),
+            Kind::Model(_) => self.own_rungs[kind]
+                .iter()
+                .cloned()
+                .map(Rung::Own)
+                .collect(),
+            Kind::Vad | Kind::Llm => Vec::new(),
         }
     }
 

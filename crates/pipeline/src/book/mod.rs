@@ -319,6 +319,8 @@ pub struct Book {
     explored_at: PerKind<Option<(Nanos, String)>>,
     /// The rung each kind's jobs were last given.
     last_rung: PerKind<Option<String>>,
+    /// The rungs each model of the user's own declares, richest first.
+    own_rungs: PerKind<Vec<String>>,
     /// The steps running on the workers when the executor was last asked: tag, started.
     running_steps: Vec<(u64, Nanos)>,
     /// Per kind, the device's own stream as its inputs arrive (the inputs still to come).
@@ -413,6 +415,7 @@ impl Book {
             ended_early: Vec::new(),
             explored_at: Default::default(),
             last_rung: Default::default(),
+            own_rungs: PerKind::from_fn(|k| models.own_rungs(k), Vec::new()),
             running_steps: Vec::new(),
             streams: Default::default(),
         }
@@ -805,7 +808,11 @@ impl Book {
         if self.rules.rungs != RungMode::Adaptive {
             return s;
         }
-        for kind in [Kind::Vision, Kind::Asr] {
+        let with_rungs: Vec<Kind> = Kind::all()
+            .into_iter()
+            .filter(|&k| !matches!(k, Kind::Vad | Kind::Llm))
+            .collect();
+        for kind in with_rungs {
             for f in self.rung_figures(kind, now) {
                 let shadow = self.accuracy.shadow(kind, f.rung.name());
                 s.rungs.push(mmsched_report::RungEstimate {

@@ -1,11 +1,12 @@
 //! Shadow comparisons: what a cheaper rung gives up, measured on this device's own inputs
-//! where their truth is unknown. On a bounded share of OCR and speech jobs (one in
-//! [`SHADOW_EVERY`] of each kind, one at a time), a job that ended in time while the device
-//! is idle is run again at another rung: the richest, if it ran at a cheaper one; else the
-//! cheaper rung compared least so far. The two answers are compared (the richest's taken
-//! as the truth, by the same rules results are scored by) and the agreement feeds the
-//! rung's chance to be right ([`super::accuracy`]); the shadow's steps are measured like
-//! any other, so a rung never chosen gets a cost too.
+//! where their truth is unknown. On a bounded share of OCR, speech and own-model jobs (one
+//! in [`SHADOW_EVERY`] of each kind, one at a time), a job that ended in time while the
+//! device is idle is run again at another rung: the richest, if it ran at a cheaper one;
+//! else the cheaper rung compared least so far. The two answers are compared (the
+//! richest's taken as the truth, by the same rules results are scored by; a model of the
+//! user's own by [`OnnxOutput::agrees_with`](mmsched_backends::onnx::OnnxOutput::agrees_with))
+//! and the agreement feeds the rung's chance to be right ([`super::accuracy`]); the
+//! shadow's steps are measured like any other, so a rung never chosen gets a cost too.
 //!
 //! A shadow is nobody's request: it is not counted, traced as a result or answered. It
 //! runs at importance 0 and a lax deadline, so admission sheds it first and earliest
@@ -60,7 +61,7 @@ impl Book {
     /// Whether a `kind` job about to be admitted keeps its input for a shadow.
     pub(super) fn keeps_input(&self, kind: Kind) -> bool {
         self.rules.shadows()
-            && matches!(kind, Kind::Vision | Kind::Asr)
+            && !matches!(kind, Kind::Vad | Kind::Llm)
             && !self.shadows.running
             && self.shadows.since[kind] + 1 >= SHADOW_EVERY
             && self.rungs_of(kind).len() > 1
@@ -75,7 +76,7 @@ impl Book {
         answer: Option<&Answer>,
         end: Nanos,
     ) {
-        if !matches!(job.kind, Kind::Vision | Kind::Asr) {
+        if matches!(job.kind, Kind::Vad | Kind::Llm) {
             return;
         }
         let k = job.kind;
@@ -188,6 +189,7 @@ impl Book {
         let mine = match output {
             Output::Vision { lines, .. } => Answer::Lines(lines.clone()),
             Output::Asr { text, .. } => Answer::Transcript(text.clone()),
+            Output::Model { output, .. } => Answer::Model(output.clone()),
             _ => return,
         };
         let (richest, cheaper) = if of.richest {
@@ -195,15 +197,21 @@ impl Book {
         } else {
             (of.other, mine)
         };
-        let truth = match richest {
-            Answer::Lines(l) => Truth::Lines(l.into_iter().map(|l| l.text).collect()),
-            Answer::Transcript(t) => Truth::Transcript(t),
-            _ => return,
+        let agreed = match (richest, cheaper) {
+            (Answer::Model(richest), Answer::Model(cheaper)) => cheaper.agrees_with(&richest),
+            (richest, cheaper) => {
+                let truth = match richest {
+                    Answer::Lines(l) => Truth::Lines(l.into_iter().map(|l| l.text).collect()),
+                    Answer::Transcript(t) => Truth::Transcript(t),
+                    _ => return,
+                };
+                let Some(score) = crate::truth::score(&truth, &cheaper) else {
+                    return;
+                };
+                score.correct
+            }
         };
-        let Some(score) = crate::truth::score(&truth, &cheaper) else {
-            return;
-        };
-        self.accuracy.compared(job.kind, &of.cheaper, score.correct);
+        self.accuracy.compared(job.kind, &of.cheaper, agreed);
         self.decisions.shadows += 1;
         self.decisions.shadows_busy += u64::from(of.busy);
     }

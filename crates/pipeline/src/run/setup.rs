@@ -397,13 +397,16 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             self.monitor.actions.clone(),
             &totals,
         );
-        for kind in Kind::ALL {
+        for kind in Kind::all() {
             let m = match kind {
                 Kind::Vision => &mut summary.vision,
                 Kind::Vad => &mut summary.vad,
                 Kind::Asr => &mut summary.asr,
                 Kind::Llm => &mut summary.llm.modality,
-                Kind::Model(_) => continue,
+                Kind::Model(_) => match summary.models.get_mut(kind.as_str()) {
+                    Some(m) => m,
+                    None => continue,
+                },
             };
             m.rung_counts = self.book.rung_counts[kind].clone();
         }

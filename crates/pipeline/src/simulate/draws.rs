@@ -33,6 +33,9 @@ struct ClassFigures {
     /// Its rungs as measured, richest first (none from the reference profile or with a
     /// scenario's `cost_ms`).
     rungs: Vec<RungProfile>,
+    /// A model of the user's own: the job cost of each of its declared rungs (the rung's
+    /// `cost_ms`, else its profiled job, else the model's).
+    own_rungs: Vec<(String, ModelLatency)>,
 }
 
 /// The drawn costs and outcomes of every simulated model of one run.
@@ -75,10 +78,15 @@ impl Draws {
             if classes.iter().any(|(k, _)| *k == kind) {
                 continue;
             }
-            let figures = match m.cost_ms {
+            // A model of your own's cost: its own `cost_ms`, else its richest rung's.
+            let cost_ms = m
+                .cost_ms
+                .or_else(|| m.rungs.first().and_then(|r| r.cost_ms));
+            let mut figures = match cost_ms {
                 Some(ms) => ClassFigures {
                     job: ModelLatency::from_median_ms(ms),
                     rungs: Vec::new(),
+                    own_rungs: Vec::new(),
                 },
                 None => ClassFigures {
                     job: profile.latency(kind.as_str())?,
@@ -88,8 +96,24 @@ impl Draws {
                         .get(kind.as_str())
                         .cloned()
                         .unwrap_or_default(),
+                    own_rungs: Vec::new(),
                 },
             };
+            figures.own_rungs = m
+                .rungs
+                .iter()
+                .map(|r| {
+                    let measured = || {
+                        let p = profile.doc.rung(kind.as_str(), &r.name)?;
+                        Some(latency(&p.job, figures.job.corun_factor))
+                    };
+                    let job = match r.cost_ms {
+                        Some(ms) => ModelLatency::from_median_ms(ms),
+                        None => measured().unwrap_or(figures.job),
+                    };
+                    (r.name.clone(), job)
+                })
+                .collect();
             classes.push((kind, figures));
         }
         Ok(Self {
@@ -156,6 +180,19 @@ impl Draws {
         match self.figures(kind).map(|f| f.job) {
             Some(lat) => lat.sample_nanos(&mut self.rng),
             None => 1_000_000,
+        }
+    }
+
+    /// Draws one job of the user's model of class `kind` at `rung` (none: a model without
+    /// rungs), from that rung's figure.
+    pub fn own_job(&mut self, kind: Kind, rung: Option<&str>) -> Nanos {
+        let figure = rung.and_then(|name| {
+            let f = self.figures(kind)?;
+            f.own_rungs.iter().find(|(n, _)| n == name).map(|(_, l)| *l)
+        });
+        match figure {
+            Some(lat) => lat.sample_nanos(&mut self.rng),
+            None => self.job(kind),
         }
     }
 

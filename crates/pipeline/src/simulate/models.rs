@@ -28,37 +28,47 @@ use crate::truth::Truth;
 /// model's context as `run` loads it).
 const CONTEXT_TOKENS: usize = 2048;
 
-/// A model of the user's own, simulated: one `run` step drawn from its job cost.
+/// A model of the user's own, simulated: one `run` step drawn from its job cost at the
+/// job's rung. Its answer is empty, the same at every rung: with no truth and no measured
+/// agreement, the simulator does not invent what a cheaper rung gets wrong.
 #[derive(Debug)]
 pub struct SimOwn {
     kind: Kind,
     draws: SharedDraws,
 }
 
+/// A simulated own-model job: its rung (none: the model declares none), and whether it
+/// ran.
+#[derive(Debug)]
+pub struct SimOwnJob {
+    rung: Option<String>,
+    ran: bool,
+}
+
 impl StepModel for SimOwn {
-    type Input = ();
-    type Job = bool;
+    type Input = Option<String>;
+    type Job = SimOwnJob;
     type Output = OnnxOutput;
 
     const FIRST_STEP: &'static str = "run";
 
-    fn begin(&mut self, (): ()) -> Result<bool, BackendError> {
-        Ok(false)
+    fn begin(&mut self, rung: Option<String>) -> Result<SimOwnJob, BackendError> {
+        Ok(SimOwnJob { rung, ran: false })
     }
 
-    fn next_step(ran: &bool) -> Option<&'static str> {
-        (!ran).then_some(Self::FIRST_STEP)
+    fn next_step(job: &SimOwnJob) -> Option<&'static str> {
+        (!job.ran).then_some(Self::FIRST_STEP)
     }
 
-    fn step(&mut self, ran: &mut bool, _threads: usize) -> Result<(), BackendError> {
+    fn step(&mut self, job: &mut SimOwnJob, _threads: usize) -> Result<(), BackendError> {
         let mut d = lock(&self.draws);
-        let nanos = d.job(self.kind);
+        let nanos = d.own_job(self.kind, job.rung.as_deref());
         d.leave(self.kind, nanos);
-        *ran = true;
+        job.ran = true;
         Ok(())
     }
 
-    fn finish(&mut self, _ran: bool) -> Result<OnnxOutput, BackendError> {
+    fn finish(&mut self, _job: SimOwnJob) -> Result<OnnxOutput, BackendError> {
         Ok(OnnxOutput {
             tensors: Vec::new(),
             classes: None,
@@ -76,6 +86,8 @@ pub struct SimulatedModels {
     vad: Shared<SimVad>,
     asr: Shared<SimAsr>,
     own: Vec<(Kind, Vec<Shared<SimOwn>>)>,
+    /// Each model of the user's own with its rungs, richest first.
+    own_rungs: Vec<(Kind, Vec<String>)>,
 }
 
 fn shared<T>(t: T) -> Shared<T> {
@@ -90,6 +102,7 @@ impl SimulatedModels {
     pub fn new(scenario: &Scenario, workers: usize, draws: SharedDraws) -> Self {
         let mut kinds = Vec::new();
         let mut own = Vec::new();
+        let mut own_rungs = Vec::new();
         for m in scenario.models() {
             let Some(kind) = super::class_of(m) else {
                 continue;
@@ -104,6 +117,7 @@ impl SimulatedModels {
                     })
                     .collect();
                 own.push((kind, copies));
+                own_rungs.push((kind, m.rungs.iter().map(|r| r.name.clone()).collect()));
             }
             kinds.push(kind);
         }
@@ -123,6 +137,7 @@ impl SimulatedModels {
             kinds,
             ocr,
             own,
+            own_rungs,
         }
     }
 
@@ -222,7 +237,10 @@ impl Models for SimulatedModels {
                 Some((_, copies)) => Box::new(StepJob::new(
                     copies.clone(),
                     kind.model_name(),
-                    (),
+                    match o.rung {
+                        Some(Rung::Own(name)) => Some(name),
+                        _ => None,
+                    },
                     false,
                     Box::new(move |output, timing| Output::Model {
                         tag,
@@ -234,6 +252,13 @@ impl Models for SimulatedModels {
                 None => jobs::missing(kind.model_name()),
             },
         }
+    }
+
+    fn own_rungs(&self, kind: Kind) -> Vec<String> {
+        self.own_rungs
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or_else(Vec::new, |(_, r)| r.clone())
     }
 
     fn count_tokens(&self, text: &str) -> Option<usize> {

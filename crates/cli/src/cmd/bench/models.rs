@@ -388,7 +388,7 @@ fn bench_own(b: &Bench<'_>, engine: EngineOptions) -> Result<ModelResult> {
             ..ImageSpec::default()
         }),
         classes: Some(ClassesSpec::default()),
-        detections: None,
+        ..OnnxModelSpec::default()
     };
     let mut model = OnnxModel::load(&spec, &engine)?;
     let input = OnnxInput::Image(text_like_frame(640, 480)?);
