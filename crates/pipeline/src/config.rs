@@ -503,7 +503,7 @@ pub enum RunError {
         scheduler: &'static str,
     },
     /// The device latency profile could not be read.
-    #[error("cannot use the device latency profile: {source}")]
+    #[error("cannot use the device latency profile")]
     Profile {
         /// Why.
         #[source]

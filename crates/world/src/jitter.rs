@@ -50,7 +50,7 @@ pub enum JitterError {
         scale_ms: f64,
     },
     /// The trace file could not be read.
-    #[error("cannot read packet trace {path}: {source}")]
+    #[error("cannot read packet trace {path}")]
     Io {
         /// The file.
         path: String,

@@ -50,7 +50,7 @@ pub struct Profile {
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// Unreadable or unwritable file.
-    #[error("cannot access latency profile {path}: {source}")]
+    #[error("cannot access latency profile {path}")]
     Io {
         /// The file.
         path: PathBuf,

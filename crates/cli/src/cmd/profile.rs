@@ -70,7 +70,8 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "NAME=FILE")]
     model: Vec<String>,
     /// Measure only the models of your own declared in this TOML file (`[[models]]`, as for
-    /// `serve --model-config`), as --model does.
+    /// `serve --model-config`), as --model does; a model with `[[models.rungs]]` is measured
+    /// at each rung, written under `rungs.NAME`.
     #[arg(long, value_name = "FILE")]
     model_config: Vec<PathBuf>,
 }

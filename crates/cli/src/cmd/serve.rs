@@ -123,8 +123,9 @@ pub struct ModelArgs {
     /// Models of your own declared in a TOML file: `[[models]]` entries with `name`,
     /// `file`, and optional `[models.image]` pre-processing (size, resize = "stretch" |
     /// "center-crop", short_side, layout = "nchw" | "nhwc", channels = "rgb" | "bgr",
-    /// scale, mean, std) and `[models.classes]` (output, top_k, labels, labels_key); see
-    /// docs/own-models.md.
+    /// scale, mean, std), `[models.classes]` (output, top_k, labels, labels_key),
+    /// `[models.detections]` and `[[models.rungs]]` (name, file, size: quality rungs the
+    /// scheduler picks from per request); see docs/own-models.md.
     #[arg(long, value_name = "FILE", requires = "models")]
     pub model_config: Vec<std::path::PathBuf>,
     #[command(flatten)]
