@@ -155,5 +155,5 @@ fn the_shipped_rungs_example_declares_two_rungs_of_its_model() {
         .expect("a model of your own");
     let names: Vec<&str> = own.rungs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["full", "small"]);
-    assert_eq!(own.rungs[1].size, Some([96, 24]));
+    assert_eq!(own.rungs[1].size, Some([128, 32]));
 }
