@@ -202,16 +202,7 @@ fn a_rung_that_does_not_fit_its_model_is_refused_naming_the_rung() {
         .unwrap_or_else(|e| panic!("{e}"));
     let direction = mmsched_models::require(mmsched_models::Artifact::PpocrCls)
         .unwrap_or_else(|e| panic!("{e}"));
-    let chain = |e: &dyn std::error::Error| {
-        let mut text = e.to_string();
-        let mut at = e.source();
-        while let Some(s) = at {
-            text.push_str(": ");
-            text.push_str(&s.to_string());
-            at = s.source();
-        }
-        text
-    };
+    use mmsched_runtime::chain::chain;
     let with_rungs = |name: &str, rungs: Vec<OnnxRungSpec>| OnnxModelSpec {
         name: name.into(),
         file: orientation.clone(),
