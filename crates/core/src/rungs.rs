@@ -179,6 +179,19 @@ const DEFAULT_VISION: [(&str, u32, Option<u32>); 4] = [
 /// The longest rung name.
 pub const MAX_RUNG_NAME_CHARS: usize = 32;
 
+/// Most rungs a model of your own may declare (`[[models.rungs]]`).
+pub const MAX_OWN_RUNGS: usize = 8;
+
+/// Whether `name` is a well-formed rung name: 1 to [`MAX_RUNG_NAME_CHARS`] letters, digits,
+/// `-`, `_` or `.` (the policy's rungs and a model of your own's alike).
+pub fn is_rung_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_RUNG_NAME_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 impl Default for Rungs {
     fn default() -> Self {
         Self {
@@ -351,12 +364,7 @@ fn check_list<'a>(
     let mut seen: Vec<&str> = Vec::new();
     for (i, name) in names.enumerate() {
         let field = format!("rungs.{model}[{i}].name");
-        let well_formed = !name.is_empty()
-            && name.chars().count() <= MAX_RUNG_NAME_CHARS
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !well_formed {
+        if !is_rung_name(name) {
             errors.push(fail(
                 &field,
                 format_args!("{:?}", crate::text::shorten(name, 40)),

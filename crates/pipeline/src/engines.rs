@@ -363,11 +363,7 @@ impl Engines {
             });
         }
         let fail = model_err(kind.model_name());
-        let declared = spec.rung_specs().map_err(&fail)?;
-        let each: Vec<(String, OnnxModelSpec)> = match declared.is_empty() {
-            true => vec![(String::new(), spec.clone())],
-            false => declared,
-        };
+        let each = spec.runs().map_err(&fail)?;
         let single = EngineOptions::default();
         let mut rungs: Vec<UserRung> = Vec::with_capacity(each.len());
         for (name, rung_spec) in each {

@@ -167,8 +167,8 @@ pub struct Model {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OwnRung {
-    /// Its name (letters, digits, `-`, `_`, `.`), as results, traces and the profile show
-    /// it.
+    /// Its name (1 to 32 letters, digits, `-`, `_`, `.`), as results, traces and the
+    /// profile show it.
     pub name: String,
     /// Another `.onnx` file with the same inputs and outputs, absolute or relative to
     /// `$MMSCHED_HOME` (default: the model's `file`).

@@ -672,35 +672,31 @@ pub(crate) fn check(
     })
 }
 
-/// A model of your own's rungs: plain names, each once, at most eight, costs in range.
+/// A model of your own's rungs: well-formed names (the policy's rule), each once, at most
+/// [`MAX_OWN_RUNGS`], costs in range.
 fn own_model_rungs(
     c: &Checker<'_>,
     at: usize,
     i: usize,
     m: &crate::Model,
 ) -> Result<(), ScenarioError> {
-    const MAX_RUNGS: usize = 8;
-    if m.rungs.len() > MAX_RUNGS {
+    use mmsched_core::rungs::{MAX_OWN_RUNGS, MAX_RUNG_NAME_CHARS, is_rung_name};
+    if m.rungs.len() > MAX_OWN_RUNGS {
         return Err(c.err(
             at,
             format!("models[{i}].rungs"),
             format!("{} rungs", m.rungs.len()),
-            "is too many: keep at most 8, the ones worth choosing between",
+            &format!("is too many: keep at most {MAX_OWN_RUNGS}, the ones worth choosing between"),
         ));
     }
     for (j, r) in m.rungs.iter().enumerate() {
         let field = format!("models[{i}].rungs[{j}].name");
-        let plain = !r.name.is_empty()
-            && r.name.len() <= 64
-            && r.name
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
-        if !plain {
+        if !is_rung_name(&r.name) {
             return Err(c.err(
                 at,
                 field,
                 format!("{:?}", r.name),
-                "must be letters, digits, `-`, `_` or `.` (at most 64)",
+                &format!("must be 1 to {MAX_RUNG_NAME_CHARS} letters, digits, `-`, `_` or `.`"),
             ));
         }
         if m.rungs[..j].iter().any(|o| o.name == r.name) {

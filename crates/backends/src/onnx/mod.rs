@@ -23,4 +23,4 @@ pub use classes::{ClassScore, ClassesSpec};
 pub use detections::{Detection, DetectionLayout, DetectionsSpec};
 pub use image::{ChannelOrder, ImageSpec, Layout, Resize};
 pub use model::{OnnxInput, OnnxJob, OnnxModel, OnnxModelSpec, OnnxOutput, RUN_STEP};
-pub use rungs::{MAX_RUNGS, OnnxRungSpec};
+pub use rungs::OnnxRungSpec;

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use mmsched_core::rungs::{MAX_OWN_RUNGS, MAX_RUNG_NAME_CHARS, is_rung_name};
 use serde::{Deserialize, Serialize};
 
 use super::detections::Detection;
@@ -18,7 +19,7 @@ use crate::backend::BackendError;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OnnxRungSpec {
-    /// The rung's name (letters, digits, `-`, `_`, `.`), as results, traces, the summary's
+    /// The rung's name (1 to 32 letters, digits, `-`, `_`, `.`), as results, traces, the summary's
     /// `rung_counts` and the profile show it.
     pub name: String,
     /// Another `.onnx` file with the same inputs and outputs (default: the model's).
@@ -30,31 +31,23 @@ pub struct OnnxRungSpec {
     pub size: Option<[u32; 2]>,
 }
 
-/// Most rungs a model may declare.
-pub const MAX_RUNGS: usize = 8;
-
 impl OnnxModelSpec {
     /// The spec each rung loads, with its name, richest first; empty when the model
     /// declares no rungs (it runs as it is). An error names the rung and the fix.
     pub fn rung_specs(&self) -> Result<Vec<(String, OnnxModelSpec)>, BackendError> {
         let model = &self.name;
-        if self.rungs.len() > MAX_RUNGS {
+        if self.rungs.len() > MAX_OWN_RUNGS {
             return Err(BackendError::InvalidInput(format!(
-                "model {model} declares {} rungs: keep at most {MAX_RUNGS}, the ones worth choosing between",
+                "model {model} declares {} rungs: keep at most {MAX_OWN_RUNGS}, the ones worth choosing between",
                 self.rungs.len()
             )));
         }
         let mut specs: Vec<(String, OnnxModelSpec)> = Vec::with_capacity(self.rungs.len());
         for rung in &self.rungs {
             let name = &rung.name;
-            let plain = !name.is_empty()
-                && name.len() <= 64
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-            if !plain {
+            if !is_rung_name(name) {
                 return Err(BackendError::InvalidInput(format!(
-                    "model {model}: rung {name:?}: name it with letters, digits, `-`, `_` or `.` (at most 64)"
+                    "model {model}: rung {name:?}: name it with 1 to {MAX_RUNG_NAME_CHARS} letters, digits, `-`, `_` or `.`"
                 )));
             }
             if specs.iter().any(|(n, _)| n == name) {
@@ -74,6 +67,16 @@ impl OnnxModelSpec {
             specs.push((name.clone(), spec));
         }
         Ok(specs)
+    }
+
+    /// Each way the model runs, with its rung's name, richest first: its rungs, or, when it
+    /// declares none, the model itself under the empty name.
+    pub fn runs(&self) -> Result<Vec<(String, OnnxModelSpec)>, BackendError> {
+        let rungs = self.rung_specs()?;
+        Ok(match rungs.is_empty() {
+            true => vec![(String::new(), self.clone())],
+            false => rungs,
+        })
     }
 
     /// The model as `rung` runs it: its file and image size in place of the model's.
@@ -219,7 +222,7 @@ mod tests {
         let err = odd.rung_specs().expect_err("a space").to_string();
         assert!(err.contains("letters, digits"), "{err}");
         let many = spec(
-            (0..=MAX_RUNGS)
+            (0..=MAX_OWN_RUNGS)
                 .map(|i| rung(&format!("r{i}"), None, Some([32 * (i as u32 + 1); 2])))
                 .collect(),
         );

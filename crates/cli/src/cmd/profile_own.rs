@@ -39,36 +39,19 @@ pub fn measure(
 ) -> Result<Vec<String>> {
     let mut lines = Vec::new();
     for spec in specs {
-        let rungs = spec.rung_specs()?;
-        if rungs.is_empty() {
-            let (entry, input_label) = measure_one(spec, frame, options)?;
-            let engine = entry.engine.clone();
-            profile.upsert(entry);
-            profile.derive_job(
-                &spec.name,
-                (&spec.name, &engine, &input_label),
-                (1, 1),
-                "one input",
-            );
-            if let Some(job) = profile.job(&spec.name) {
-                lines.push(cost_line(
-                    &spec.name,
-                    &job_percentiles(job),
-                    &engine,
-                    &input_label,
-                    spec,
-                ));
+        let mut measured = Vec::new();
+        for (i, (name, rung)) in spec.runs()?.iter().enumerate() {
+            let (mut entry, mut label) = measure_one(rung, frame, options)?;
+            let mut what = spec.name.clone();
+            if !name.is_empty() {
+                label = format!("{label} rung {name}");
+                what = format!("{what} rung {name}");
             }
-            continue;
-        }
-        let mut measured = Vec::with_capacity(rungs.len());
-        for (i, (name, rung)) in rungs.iter().enumerate() {
-            let (mut entry, input_label) = measure_one(rung, frame, options)?;
-            let label = format!("{input_label} rung {name}");
             entry.input = label.clone();
             let engine = entry.engine.clone();
             let total = entry.stages.total;
             profile.upsert(entry);
+            // The class's job cost is the richest rung's.
             if i == 0 {
                 profile.derive_job(
                     &spec.name,
@@ -77,16 +60,14 @@ pub fn measure(
                     "one input",
                 );
             }
-            lines.push(cost_line(
-                &format!("{} rung {name}", spec.name),
-                &total,
-                &engine,
-                &label,
-                rung,
-            ));
-            measured.push(rung_profile(name, rung, &engine, options, total));
+            lines.push(cost_line(&what, &total, &engine, &label, rung));
+            if !name.is_empty() {
+                measured.push(rung_profile(name, rung, &engine, options, total));
+            }
         }
-        profile.rungs.insert(spec.name.clone(), measured);
+        if !measured.is_empty() {
+            profile.rungs.insert(spec.name.clone(), measured);
+        }
     }
     Ok(lines)
 }
@@ -148,15 +129,6 @@ fn rung_profile(
             inputs: "no truth known: agreement with the richest rung is measured in runs".into(),
             ..RungAccuracy::default()
         },
-    }
-}
-
-fn job_percentiles(job: &mmsched_core::profile::JobCost) -> Percentiles {
-    Percentiles {
-        p50_nanos: job.p50_nanos,
-        p95_nanos: job.p95_nanos,
-        p99_nanos: job.p99_nanos,
-        ..Percentiles::default()
     }
 }
 

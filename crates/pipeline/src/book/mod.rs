@@ -808,11 +808,8 @@ impl Book {
         if self.rules.rungs != RungMode::Adaptive {
             return s;
         }
-        let with_rungs: Vec<Kind> = Kind::all()
-            .into_iter()
-            .filter(|&k| !matches!(k, Kind::Vad | Kind::Llm))
-            .collect();
-        for kind in with_rungs {
+        // A class without rungs has no figures.
+        for kind in Kind::all() {
             for f in self.rung_figures(kind, now) {
                 let shadow = self.accuracy.shadow(kind, f.rung.name());
                 s.rungs.push(mmsched_report::RungEstimate {
