@@ -1,6 +1,7 @@
 //! Property tests of the arbiter: the score equals the S2 formula, is monotone in each
 //! input, preemptive EDF on one worker meets every deadline while utilisation ≤ 1, and
-//! admission keeps committed jobs while every window it can make fit fits.
+//! admission keeps committed jobs while every window it can make fit fits, and sheds no
+//! job that fits.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use mmsched_core::Modality;
@@ -174,6 +175,23 @@ proptest! {
                 due(j) && *v == Verdict::Admit && !j.committed && j.predicted_cost_nanos > 0
             });
             prop_assert!(admitted <= capacity || !sheddable_left, "window {w:?}");
+        }
+        // No job was shed that fits: admitting any one of them again overflows a window
+        // it joins.
+        for (s, _) in jobs.iter().zip(&verdicts).filter(|(_, v)| **v == Verdict::Shed) {
+            let overflows = jobs.iter().any(|w| {
+                let due = |j: &Job| j.deadline_nanos <= w.deadline_nanos;
+                let admitted: u128 = jobs
+                    .iter()
+                    .zip(&verdicts)
+                    .filter(|(j, v)| due(j) && **v == Verdict::Admit)
+                    .map(|(j, _)| u128::from(j.predicted_cost_nanos))
+                    .sum();
+                let capacity =
+                    u128::from(w.deadline_nanos.saturating_sub(now)) * u128::from(workers);
+                due(s) && admitted + u128::from(s.predicted_cost_nanos) > capacity
+            });
+            prop_assert!(overflows, "{s:?} was shed but fits");
         }
     }
 

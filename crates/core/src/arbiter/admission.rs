@@ -56,7 +56,11 @@ impl Ord for Candidate {
 /// The overload test is the processor-demand criterion: for every deadline `d` in the
 /// set, the predicted cost of the jobs due by `d` must fit in `workers · (d − now)`.
 /// Jobs are walked in deadline order; whenever a window overflows, the lowest-scoring
-/// job seen so far is shed until it fits again. On one preemptive worker this is exact:
+/// job seen so far is shed until it fits again. Shedding stops at the first job that
+/// makes the window fit, so a cheap job shed before a costly one may not have been
+/// needed: afterwards every shed job that fits in every window it joins is admitted
+/// again, highest score first (a 1 ms classifier is not shed beside the 60 ms frame
+/// whose shedding alone made room). On one preemptive worker this is exact:
 /// the admitted set is then schedulable by EDF (all jobs being ready now). With more
 /// workers the test is necessary but not sufficient.
 ///
@@ -68,6 +72,12 @@ pub struct Admission {
     order: Vec<usize>,
     heap: BinaryHeap<Candidate>,
     verdicts: Vec<Verdict>,
+    /// One group's jobs in deadline order (indices into the job set).
+    members: Vec<usize>,
+    /// Capacity left in the window of each of `members`, after shedding.
+    slack: Vec<i128>,
+    /// The group's shed jobs, in the order they are offered readmission.
+    shed: Vec<usize>,
 }
 
 impl Admission {
@@ -77,6 +87,9 @@ impl Admission {
             order: Vec::with_capacity(capacity),
             heap: BinaryHeap::with_capacity(capacity),
             verdicts: Vec::with_capacity(capacity),
+            members: Vec::with_capacity(capacity),
+            slack: Vec::with_capacity(capacity),
+            shed: Vec::with_capacity(capacity),
         }
     }
 
@@ -101,7 +114,7 @@ impl Admission {
     /// of jobs: `group_of(job)` is the index in `workers` of the group that runs the job,
     /// and each group's demand is tested against its own workers only (e.g. a worker that
     /// runs only voice-activity chunks adds no capacity for anything else). A group index
-    /// out of range means the last group. O(groups · n + n log n).
+    /// out of range means the last group. O(groups · n + n log n + s · n) for s jobs shed.
     pub fn decide_grouped(
         &mut self,
         jobs: &[Job],
@@ -128,12 +141,14 @@ impl Admission {
         for group in 0..groups {
             let group_workers = workers.get(group).copied().unwrap_or(0);
             self.heap.clear();
+            self.members.clear();
             let mut demand: u128 = 0;
             for &i in &self.order {
                 let job = &jobs[i];
                 if group_of(job).min(groups - 1) != group {
                     continue;
                 }
+                self.members.push(i);
                 demand += u128::from(job.predicted_cost_nanos);
                 // A committed job counts in the demand but is never a candidate: the
                 // uncommitted jobs due by the same window make room for it.
@@ -156,7 +171,56 @@ impl Admission {
                     }
                 }
             }
+            self.readmit(jobs, assessments, now_nanos, group_workers);
         }
         &self.verdicts
+    }
+
+    /// Admits again, highest score first (then the cheaper, then the earlier deadline),
+    /// every shed job of the group in `members` that fits in the slack of every window
+    /// it belongs to: the windows of the jobs due no earlier than it.
+    fn readmit(
+        &mut self,
+        jobs: &[Job],
+        assessments: &[Assessment],
+        now_nanos: Nanos,
+        workers: u32,
+    ) {
+        self.shed.clear();
+        self.shed.extend(
+            (0..self.members.len()).filter(|&p| self.verdicts[self.members[p]] == Verdict::Shed),
+        );
+        if self.shed.is_empty() {
+            return;
+        }
+        self.slack.clear();
+        let mut demand: i128 = 0;
+        for &i in &self.members {
+            if self.verdicts[i] == Verdict::Admit {
+                demand += i128::from(jobs[i].predicted_cost_nanos);
+            }
+            let window = i128::from(jobs[i].deadline_nanos.saturating_sub(now_nanos));
+            self.slack.push(window * i128::from(workers) - demand);
+        }
+        let (members, shed) = (&self.members, &mut self.shed);
+        shed.sort_unstable_by(|&a, &b| {
+            let (a, b) = (members[a], members[b]);
+            assessments[b]
+                .score
+                .total_cmp(&assessments[a].score)
+                .then(
+                    jobs[a]
+                        .predicted_cost_nanos
+                        .cmp(&jobs[b].predicted_cost_nanos),
+                )
+                .then(a.cmp(&b))
+        });
+        for &p in &self.shed {
+            let cost = i128::from(jobs[self.members[p]].predicted_cost_nanos);
+            if self.slack[p..].iter().all(|&s| s >= cost) {
+                self.slack[p..].iter_mut().for_each(|s| *s -= cost);
+                self.verdicts[self.members[p]] = Verdict::Admit;
+            }
+        }
     }
 }

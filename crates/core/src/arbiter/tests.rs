@@ -214,6 +214,28 @@ fn overload_sheds_the_lowest_scores_first() {
 }
 
 #[test]
+fn a_cheap_job_shed_before_a_costly_one_made_room_is_admitted_again() {
+    let mut a = Arbiter::new(&Policy::default());
+    let c = a.class("vision");
+    // 14 ms of work due by 10 ms on one worker: a 1 ms job of low importance, an 8 ms one
+    // of middle importance, then a 5 ms one of high importance, whose arrival overflows
+    // the window by 4 ms. The cheap job is the first candidate; shedding it is not
+    // enough, so the 8 ms job goes too, after which the cheap one fits again.
+    let jobs = [
+        job(1, c, 10, 1, 0.1),
+        job(2, c, 10, 8, 0.5),
+        job(3, c, 10, 5, 0.9),
+    ];
+    let mut out = Vec::new();
+    a.reevaluate(&jobs, 0, 1.0, &mut out);
+    let mut adm = Admission::with_capacity(3);
+    assert_eq!(
+        adm.decide(&jobs, &out, 0, 1),
+        &[Verdict::Admit, Verdict::Shed, Verdict::Admit]
+    );
+}
+
+#[test]
 fn a_committed_job_is_never_shed_in_favour_of_a_higher_score() {
     let mut a = Arbiter::new(&Policy::default());
     let c = a.class("vision");

@@ -19,7 +19,7 @@ use super::speech::{SimAsr, SimUtterance, SimVad};
 use super::text::SimText;
 use crate::engines::Shared;
 use crate::jobs::{self, Output, StepJob};
-use crate::models::{JobOrder, Models, Rung};
+use crate::models::{JobOrder, Models, OWN_JOBS_PER_COPY, Rung};
 use crate::request::Input;
 use crate::stats::Kind;
 use crate::truth::Truth;
@@ -165,7 +165,7 @@ impl Models for SimulatedModels {
                 .own
                 .iter()
                 .find(|(k, _)| *k == kind)
-                .map_or(1, |(_, c)| c.len()),
+                .map_or(1, |(_, c)| c.len() * OWN_JOBS_PER_COPY),
         }
     }
 
