@@ -21,7 +21,9 @@ use mmsched_runtime::source::rtp::{L16Format, RtpConfig, RtpMicrophone};
 use mmsched_runtime::source::text::{Prompt, TextConfig, TextRequests, read_prompts};
 use mmsched_runtime::source::video::{VideoConfig, VideoInput, VideoReader};
 use mmsched_runtime::source::{BoxedSource, SourceClock};
-use mmsched_scenario::{EpisodeKind, Scenario, SourceKind, SourceSpec, Stream, StreamKind};
+use mmsched_scenario::{
+    EpisodeKind, ModelKind, Scenario, SourceKind, SourceSpec, Stream, StreamKind,
+};
 use mmsched_world::jitter::{GammaJitter, JitterInjector};
 
 use crate::config::RunError;
@@ -72,6 +74,9 @@ impl Clock for Device {
 pub struct Inputs<C: Clock = Device> {
     /// The camera and its stream settings.
     pub camera: Option<(Delivered<BoxedSource<Frame>, C>, Stream)>,
+    /// Whether the camera's stream lists an OCR model: a camera that feeds only models of
+    /// the user's own offers its frames to them alone.
+    pub camera_ocr: bool,
     /// The microphone and its stream settings.
     pub mic: Option<(Delivered<BoxedSource<AudioPacket>, C>, Stream)>,
     /// The IMU and its stream settings.
@@ -399,6 +404,7 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
     ) -> Result<Self, RunError> {
         let mut inputs = Inputs {
             camera: None,
+            camera_ocr: false,
             mic: None,
             imu: None,
             text: None,
@@ -433,6 +439,12 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
                         &mut inputs.notes,
                     )
                     .map_err(bad)?;
+                    inputs.camera_ocr = s.models.iter().any(|name| {
+                        scenario
+                            .models()
+                            .iter()
+                            .any(|m| &m.name == name && m.kind == ModelKind::Vision)
+                    });
                     // Nobody re-requests a lost frame: no copies are kept for it.
                     inputs.camera = Some((
                         Delivered::new(cam, device.clone(), inj, seed, stream_no)
@@ -506,11 +518,15 @@ impl<C: Clock + Clone + Send + 'static> Inputs<C> {
         Ok(inputs)
     }
 
-    /// The stream that feeds jobs of `kind` (speech recognition is fed by the microphone; a
-    /// model of the user's own by the camera that lists it among its models).
+    /// The stream that feeds jobs of `kind` (speech recognition is fed by the microphone;
+    /// the OCR and a model of the user's own by the camera that lists it among its models).
     pub fn stream(&self, kind: Kind) -> Option<&Stream> {
         match kind {
-            Kind::Vision => self.camera.as_ref().map(|c| &c.1),
+            Kind::Vision => self
+                .camera
+                .as_ref()
+                .filter(|_| self.camera_ocr)
+                .map(|c| &c.1),
             Kind::Vad | Kind::Asr => self.mic.as_ref().map(|m| &m.1),
             Kind::Llm => self.text.as_ref().map(|t| &t.1),
             Kind::Model(_) => self

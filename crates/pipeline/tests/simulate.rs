@@ -477,3 +477,17 @@ fn a_cheap_model_on_the_camera_beside_the_ocr_is_served_though_the_ocr_is_past_c
         s.vision
     );
 }
+
+#[test]
+fn a_camera_that_lists_only_a_model_of_your_own_feeds_no_ocr() {
+    // Before, every frame went to the OCR as well: in a real run with no OCR model loaded
+    // each failed ("no OCR model is loaded") and the utility halved; in `sim run` the
+    // simulated OCR took the worker's time.
+    let scenario =
+        Scenario::from_toml(OWN_MODEL_RUNGS, "own-model-rungs.toml").expect("the scenario reads");
+    let s = simulated_under(SchedulerKind::Mmsched, scenario, 5, Mechanisms::default());
+    assert_eq!(s.vision.offered, 0, "{:?}", s.vision);
+    let m = s.models.get("finder").expect("the model's section");
+    accounted("finder", m);
+    assert!(m.offered >= 55, "{m:?}");
+}

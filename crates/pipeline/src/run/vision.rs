@@ -52,10 +52,13 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let sla = self.sla_nanos(Kind::Vision);
         self.take_unread_frames(sla);
         let own = self.camera_models();
+        let ocr = self.inputs.camera_ocr;
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
-            self.book.offer(Kind::Vision, Origin::Streams);
+            if ocr {
+                self.book.offer(Kind::Vision, Origin::Streams);
+            }
             for &kind in &own {
                 self.book.offer(kind, Origin::Streams);
             }
@@ -63,7 +66,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
                 // while the branch is behind: the frame is lost to every model it feeds.
-                self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved, false);
+                if ocr {
+                    self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved, false);
+                }
                 for &kind in &own {
                     self.drop_input(kind, now, DropAction::CameraRateHalved, false);
                 }
@@ -78,7 +83,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                     for &kind in &own {
                         self.book.stats.failed_input(kind, &e.to_string());
                     }
-                    self.frame_failed(capture, now, sla, e.to_string());
+                    if ocr {
+                        self.frame_failed(capture, now, sla, e.to_string());
+                    }
                     continue;
                 }
             };
@@ -93,6 +100,9 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
                 let due = release + self.sla_nanos(kind);
                 let req = self.stream_request(input, capture, release, due);
                 self.submit(now, req, Reply::Loop);
+            }
+            if !ocr {
+                continue;
             }
             let cpu = self.meter.start();
             let t0 = self.clock.now_nanos();
@@ -143,14 +153,17 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         let Some((camera, _)) = &mut self.inputs.camera else {
             return;
         };
+        let ocr = self.inputs.camera_ocr;
         for u in camera.take_unread() {
-            self.book.offer(Kind::Vision, Origin::Streams);
             for &kind in &own {
                 self.book.offer(kind, Origin::Streams);
                 self.book.stats.failed_input(kind, &u.reason);
             }
-            let at = u.capture_device_nanos;
-            self.frame_failed(at, at, sla, u.reason);
+            if ocr {
+                self.book.offer(Kind::Vision, Origin::Streams);
+                let at = u.capture_device_nanos;
+                self.frame_failed(at, at, sla, u.reason);
+            }
         }
     }
 
@@ -196,9 +209,15 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         }
     }
 
-    /// Books the camera's standing reservation for its (possibly halved) frame rate.
+    /// Books the camera's standing reservation for its (possibly halved) frame rate: the
+    /// OCR's frames (a camera that feeds only models of the user's own books none).
     pub(super) fn rebook_camera(&mut self, now: Nanos, halved: bool) {
-        let Some((_, s)) = &self.inputs.camera else {
+        let Some((_, s)) = self
+            .inputs
+            .camera
+            .as_ref()
+            .filter(|_| self.inputs.camera_ocr)
+        else {
             return;
         };
         if !self.config.mechanisms.standing_reservations {
