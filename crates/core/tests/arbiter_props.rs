@@ -159,20 +159,26 @@ proptest! {
         for (job, v) in jobs.iter().zip(&verdicts) {
             prop_assert!(!job.committed || *v == Verdict::Admit, "{job:?} {v:?}");
         }
-        // Every window holds no more admitted demand than its capacity, unless nothing
-        // more in it could go: only committed and free jobs due by then are left.
-        for w in &jobs {
-            let due = |j: &Job| j.deadline_nanos <= w.deadline_nanos;
+        // The window of `w`: the admitted demand due by its deadline, and its capacity.
+        let window = |w: &Job| {
             let admitted: u128 = jobs
                 .iter()
                 .zip(&verdicts)
-                .filter(|(j, v)| due(j) && **v == Verdict::Admit)
+                .filter(|(j, v)| j.deadline_nanos <= w.deadline_nanos && **v == Verdict::Admit)
                 .map(|(j, _)| u128::from(j.predicted_cost_nanos))
                 .sum();
-            let capacity =
-                u128::from(w.deadline_nanos.saturating_sub(now)) * u128::from(workers);
+            let capacity = u128::from(w.deadline_nanos.saturating_sub(now)) * u128::from(workers);
+            (admitted, capacity)
+        };
+        // Every window holds no more admitted demand than its capacity, unless nothing
+        // more in it could go: only committed and free jobs due by then are left.
+        for w in &jobs {
+            let (admitted, capacity) = window(w);
             let sheddable_left = jobs.iter().zip(&verdicts).any(|(j, v)| {
-                due(j) && *v == Verdict::Admit && !j.committed && j.predicted_cost_nanos > 0
+                j.deadline_nanos <= w.deadline_nanos
+                    && *v == Verdict::Admit
+                    && !j.committed
+                    && j.predicted_cost_nanos > 0
             });
             prop_assert!(admitted <= capacity || !sheddable_left, "window {w:?}");
         }
@@ -180,16 +186,9 @@ proptest! {
         // it joins.
         for (s, _) in jobs.iter().zip(&verdicts).filter(|(_, v)| **v == Verdict::Shed) {
             let overflows = jobs.iter().any(|w| {
-                let due = |j: &Job| j.deadline_nanos <= w.deadline_nanos;
-                let admitted: u128 = jobs
-                    .iter()
-                    .zip(&verdicts)
-                    .filter(|(j, v)| due(j) && **v == Verdict::Admit)
-                    .map(|(j, _)| u128::from(j.predicted_cost_nanos))
-                    .sum();
-                let capacity =
-                    u128::from(w.deadline_nanos.saturating_sub(now)) * u128::from(workers);
-                due(s) && admitted + u128::from(s.predicted_cost_nanos) > capacity
+                let (admitted, capacity) = window(w);
+                s.deadline_nanos <= w.deadline_nanos
+                    && admitted + u128::from(s.predicted_cost_nanos) > capacity
             });
             prop_assert!(overflows, "{s:?} was shed but fits");
         }
