@@ -68,7 +68,7 @@ pub struct JobOrder {
 /// and queued by its deadline. With one per copy, a frame's classifier waited in the
 /// book until the previous frame's classifier ended, and by then the next frame's OCR
 /// step, due later, held the one worker: in virtual time (`sim run`,
-/// `scenarios/examples/own-model-rungs.toml`) 186 of 600 were shed; with two, 6.
+/// `scenarios/examples/own-model-rungs.toml`, seed 1) 186 of 600 were shed; with two, 3.
 pub const OWN_JOBS_PER_COPY: usize = 2;
 
 /// The models of a runtime. Each job's work sends its [`Output`] tagged with its job

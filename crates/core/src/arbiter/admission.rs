@@ -203,8 +203,8 @@ impl Admission {
             self.slack.push(window * i128::from(workers) - demand);
         }
         let (members, shed) = (&self.members, &mut self.shed);
-        shed.sort_unstable_by(|&a, &b| {
-            let (a, b) = (members[a], members[b]);
+        shed.sort_unstable_by(|&pa, &pb| {
+            let (a, b) = (members[pa], members[pb]);
             assessments[b]
                 .score
                 .total_cmp(&assessments[a].score)
@@ -213,7 +213,7 @@ impl Admission {
                         .predicted_cost_nanos
                         .cmp(&jobs[b].predicted_cost_nanos),
                 )
-                .then(a.cmp(&b))
+                .then(pa.cmp(&pb))
         });
         for &p in &self.shed {
             let cost = i128::from(jobs[self.members[p]].predicted_cost_nanos);
