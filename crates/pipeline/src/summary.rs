@@ -106,7 +106,8 @@ fn modality(stats: &RunStats, kind: Kind, t: &Totals) -> ModalitySummary {
             );
         }
     }
-    if kind == Kind::Asr {
+    // Without a microphone there is no deadline to describe (its SLA is undefined).
+    if kind == Kind::Asr && k.sla_ms.is_finite() {
         m.sla_rule = Some(format!(
             "{} ms + the utterance's length (at least {} s)",
             mmsched_core::text::number(k.sla_ms),

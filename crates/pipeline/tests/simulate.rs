@@ -487,6 +487,8 @@ fn a_camera_that_lists_only_a_model_of_your_own_feeds_no_ocr() {
         Scenario::from_toml(OWN_MODEL_RUNGS, "own-model-rungs.toml").expect("the scenario reads");
     let s = simulated_under(SchedulerKind::Mmsched, scenario, 5, Mechanisms::default());
     assert_eq!(s.vision.offered, 0, "{:?}", s.vision);
+    // No microphone either: no transcription deadline to state ("NaN ms + …" before).
+    assert_eq!(s.asr.sla_rule, None);
     let m = s.models.get("finder").expect("the model's section");
     accounted("finder", m);
     assert!(m.offered >= 55, "{m:?}");
