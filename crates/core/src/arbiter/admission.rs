@@ -143,6 +143,7 @@ impl Admission {
             self.heap.clear();
             self.members.clear();
             let mut demand: u128 = 0;
+            let mut shed_any = false;
             for &i in &self.order {
                 let job = &jobs[i];
                 if group_of(job).min(groups - 1) != group {
@@ -168,10 +169,13 @@ impl Admission {
                     if cost > 0 {
                         demand -= u128::from(cost);
                         self.verdicts[victim.index] = Verdict::Shed;
+                        shed_any = true;
                     }
                 }
             }
-            self.readmit(jobs, assessments, now_nanos, group_workers);
+            if shed_any {
+                self.readmit(jobs, assessments, now_nanos, group_workers);
+            }
         }
         &self.verdicts
     }
@@ -190,9 +194,6 @@ impl Admission {
         self.shed.extend(
             (0..self.members.len()).filter(|&p| self.verdicts[self.members[p]] == Verdict::Shed),
         );
-        if self.shed.is_empty() {
-            return;
-        }
         self.slack.clear();
         let mut demand: i128 = 0;
         for &i in &self.members {

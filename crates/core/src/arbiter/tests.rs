@@ -177,6 +177,15 @@ fn ready_queue_orders_by_rule() {
     assert!(edf.is_empty());
 }
 
+/// Admission's verdicts on `jobs` at time 0, full battery, one worker.
+fn verdicts_on_one_worker(a: &Arbiter, jobs: &[Job]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    a.reevaluate(jobs, 0, 1.0, &mut out);
+    Admission::with_capacity(jobs.len())
+        .decide(jobs, &out, 0, 1)
+        .to_vec()
+}
+
 /// 4 ms of work due by 3 ms (jobs 1 and 2, scores high and low) and job 3 due later.
 fn three_jobs_overloading_one_worker(c: ClassId) -> [Job; 3] {
     [
@@ -226,12 +235,9 @@ fn a_cheap_job_shed_before_a_costly_one_made_room_is_admitted_again() {
         job(2, c, 10, 8, 0.5),
         job(3, c, 10, 5, 0.9),
     ];
-    let mut out = Vec::new();
-    a.reevaluate(&jobs, 0, 1.0, &mut out);
-    let mut adm = Admission::with_capacity(3);
     assert_eq!(
-        adm.decide(&jobs, &out, 0, 1),
-        &[Verdict::Admit, Verdict::Shed, Verdict::Admit]
+        verdicts_on_one_worker(&a, &jobs),
+        [Verdict::Admit, Verdict::Shed, Verdict::Admit]
     );
 }
 
@@ -243,21 +249,17 @@ fn a_committed_job_is_never_shed_in_favour_of_a_higher_score() {
     // the higher-scoring job 1 makes room for it.
     let mut jobs = three_jobs_overloading_one_worker(c);
     jobs[1].committed = true;
-    let mut out = Vec::new();
-    a.reevaluate(&jobs, 0, 1.0, &mut out);
-    let mut adm = Admission::with_capacity(3);
     assert_eq!(
-        adm.decide(&jobs, &out, 0, 1),
-        &[Verdict::Shed, Verdict::Admit, Verdict::Admit]
+        verdicts_on_one_worker(&a, &jobs),
+        [Verdict::Shed, Verdict::Admit, Verdict::Admit]
     );
     // Committed jobs that overflow a window on their own stay admitted; every uncommitted
     // job due by then goes.
     jobs[0].committed = true;
     jobs[2] = job(3, c, 3, 1, 1.0);
-    a.reevaluate(&jobs, 0, 1.0, &mut out);
     assert_eq!(
-        adm.decide(&jobs, &out, 0, 1),
-        &[Verdict::Admit, Verdict::Admit, Verdict::Shed]
+        verdicts_on_one_worker(&a, &jobs),
+        [Verdict::Admit, Verdict::Admit, Verdict::Shed]
     );
 }
 

@@ -53,23 +53,23 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
         self.take_unread_frames(sla);
         let own = self.camera_models();
         let ocr = self.inputs.camera_ocr;
+        // Every class a frame goes to, the OCR first.
+        let feeds: Vec<Kind> = ocr
+            .then_some(Kind::Vision)
+            .into_iter()
+            .chain(own.iter().copied())
+            .collect();
         let (name, arrivals) = arrived(&mut self.inputs.camera);
         for a in arrivals {
             let capture = self.place(&name, &a);
-            if ocr {
-                self.book.offer(Kind::Vision, Origin::Streams);
-            }
-            for &kind in &own {
+            for &kind in &feeds {
                 self.book.offer(kind, Origin::Streams);
             }
             let remedies = self.remedies();
             if camera_drops(&remedies, a.event.seq, || self.frame_behind()) {
                 // Degraded: half the frame rate (the frequency scaling this device can do)
                 // while the branch is behind: the frame is lost to every model it feeds.
-                if ocr {
-                    self.drop_input(Kind::Vision, now, DropAction::CameraRateHalved, false);
-                }
-                for &kind in &own {
+                for &kind in &feeds {
                     self.drop_input(kind, now, DropAction::CameraRateHalved, false);
                 }
                 continue;
@@ -212,12 +212,7 @@ impl<C: Clock + Clone + Send + 'static> Run<'_, C> {
     /// Books the camera's standing reservation for its (possibly halved) frame rate: the
     /// OCR's frames (a camera that feeds only models of the user's own books none).
     pub(super) fn rebook_camera(&mut self, now: Nanos, halved: bool) {
-        let Some((_, s)) = self
-            .inputs
-            .camera
-            .as_ref()
-            .filter(|_| self.inputs.camera_ocr)
-        else {
+        let Some(s) = self.inputs.stream(Kind::Vision) else {
             return;
         };
         if !self.config.mechanisms.standing_reservations {
