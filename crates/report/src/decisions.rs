@@ -8,10 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::num::de_f64;
 
-/// Decisions that populate a calibration bin enough to read it: with fewer, the realised
-/// share's sampling error alone (±0.1 at 95 % needs about 100 decisions near ½, 25 near
-/// 0.9) would hide any miscalibration.
+/// The fewest decisions that populate a calibration bin enough to read it
+/// ([`CalibrationBin::populated`]).
 pub const POPULATED_BIN: u64 = 20;
+
+/// The gap a calibration bin is read against: its realised share is to lie within this of
+/// its mean prediction.
+pub const CALIBRATION_TOLERANCE: f64 = 0.1;
 
 /// See the [module docs](self).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -48,7 +51,7 @@ pub struct DecisionsSummary {
     /// Reliability per class and rung.
     pub calibration: Vec<CalibrationRow>,
     /// The largest gap between predicted and realised in any populated bin
-    /// ([`POPULATED_BIN`]) of any row; NaN when no bin is populated.
+    /// ([`CalibrationBin::populated`]) of any row; NaN when no bin is populated.
     #[serde(deserialize_with = "de_f64")]
     pub calibration_max_gap: f64,
     /// Each rung's estimated chance to be right, its mean cost and whether dominated.
@@ -85,6 +88,21 @@ pub struct CalibrationBin {
     pub on_time: f64,
 }
 
+impl CalibrationBin {
+    /// Whether the bin holds decisions enough that the realised share's sampling error
+    /// alone stays within [`CALIBRATION_TOLERANCE`] of a calibrated prediction (at 95 %):
+    /// 1.96² · p(1 − p) / 0.1² of them at its mean prediction p — about 100 near ½, 35
+    /// near 0.9 — and never fewer than [`POPULATED_BIN`]. With one floor of 20 for every
+    /// bin, a perfectly calibrated bin near ½ would read more than 0.1 off about one time
+    /// in three.
+    pub fn populated(&self) -> bool {
+        let p = self.predicted.clamp(0.0, 1.0);
+        let z = 1.96_f64;
+        let needed = (z * z * p * (1.0 - p) / CALIBRATION_TOLERANCE.powi(2)).ceil();
+        self.decisions >= POPULATED_BIN && self.decisions as f64 >= needed
+    }
+}
+
 /// A rung as the decisions saw it at the end of the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -116,8 +134,49 @@ impl CalibrationRow {
     pub fn max_gap(&self) -> Option<f64> {
         self.bins
             .iter()
-            .filter(|b| b.decisions >= POPULATED_BIN)
+            .filter(|b| b.populated())
             .map(|b| (b.predicted - b.on_time).abs())
             .reduce(f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(predicted: f64, decisions: u64) -> CalibrationBin {
+        CalibrationBin {
+            lo: (predicted * 10.0).floor() / 10.0,
+            hi: (predicted * 10.0).floor() / 10.0 + 0.1,
+            decisions,
+            predicted,
+            on_time: predicted,
+        }
+    }
+
+    #[test]
+    fn a_bin_is_read_once_sampling_alone_stays_within_the_tolerance() {
+        // Near one half about 96 decisions, near 0.95 the floor of 20.
+        assert!(!bin(0.55, 95).populated());
+        assert!(bin(0.55, 96).populated());
+        assert!(!bin(0.95, 19).populated());
+        assert!(bin(0.95, 20).populated());
+        assert!(!bin(0.9, 34).populated());
+        assert!(bin(0.9, 35).populated());
+    }
+
+    #[test]
+    fn the_largest_gap_counts_populated_bins_only() {
+        let mut thin = bin(0.55, 40);
+        thin.on_time = 0.2;
+        let mut read = bin(0.95, 50);
+        read.on_time = 0.9;
+        let row = CalibrationRow {
+            class: "vision".into(),
+            rung: "det320".into(),
+            bins: vec![thin, read],
+        };
+        let gap = row.max_gap().expect("one populated bin");
+        assert!((gap - 0.05).abs() < 1e-9, "{gap}");
     }
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::decisions::{DecisionsSummary, POPULATED_BIN};
+use crate::decisions::{CALIBRATION_TOLERANCE, DecisionsSummary};
 use crate::escape::escape;
 use crate::num::fixed;
 use crate::svg::axis::Axis;
@@ -51,8 +51,9 @@ pub fn section(d: &DecisionsSummary) -> String {
         reliability_plot(d),
         escape(&format!(
             "Reliability: for the decisions in each tenth of predicted chance of ending in \
-             time, the share that did (a point on the diagonal is calibrated). Bins with at \
-             least {POPULATED_BIN} decisions are drawn."
+             time, the share that did (a point on the diagonal is calibrated). Bins with \
+             decisions enough to read within {CALIBRATION_TOLERANCE} are drawn (about 100 \
+             near one half, 35 near 0.9, at least 20)."
         ))
     );
     out
@@ -99,7 +100,7 @@ fn calibration_table(d: &DecisionsSummary) -> String {
     for row in &d.calibration {
         for b in &row.bins {
             let gap = (b.predicted - b.on_time).abs();
-            let class = if b.decisions >= POPULATED_BIN && gap > 0.1 {
+            let class = if b.populated() && gap > CALIBRATION_TOLERANCE {
                 " class=\"bad\""
             } else {
                 ""
@@ -135,7 +136,7 @@ fn reliability_plot(d: &DecisionsSummary) -> String {
         let points: Vec<(f64, f64)> = row
             .bins
             .iter()
-            .filter(|b| b.decisions >= POPULATED_BIN)
+            .filter(|b| b.populated())
             .map(|b| (b.predicted, b.on_time))
             .filter(|(x, y)| x.is_finite() && y.is_finite())
             .collect();
