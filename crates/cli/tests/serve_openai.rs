@@ -6,39 +6,18 @@
 //! deadlines. Needs the models
 //! (`mmsched models fetch`), espeak-ng, ffmpeg and curl; fails when any is missing.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 #[path = "support/serving.rs"]
 mod serving;
-use serving::{render_sign, serve, speak};
+use serving::{Lines, render_sign, run_client, serve, speak, venv_python};
 
-fn python() -> PathBuf {
-    let python = mmsched_models::cache_dir().join("venv-openai/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh (it installs the openai package there)",
-        python.display()
-    );
-    python
-}
-
-/// Runs `script` with the openai client pointed at `url`; returns its stdout.
-fn client(url: &str, script: &str, args: &[&str]) -> String {
-    let out = Command::new(python())
-        .arg("-c")
-        .arg(script)
-        .arg(url)
-        .args(args)
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Runs `script` with the openai client pointed at `url`; returns its output's lines.
+fn client(url: &str, script: &str, args: &[&str]) -> Lines {
+    let python = venv_python("venv-openai", "the openai package");
+    let mut all = vec!["-c", script, url];
+    all.extend_from_slice(args);
+    run_client(&python, &all)
 }
 
 const STREAM_AND_TRANSCRIBE: &str = r#"
@@ -76,17 +55,13 @@ fn the_openai_client_streams_a_chat_and_transcribes_speech() {
     let keys = dir.path().join("keys");
     std::fs::write(&keys, "# the dashboard\nsk-dash=0.9\n").expect("keys file");
     let server = serve(&["--api-keys", keys.to_str().expect("utf-8")]);
-    let out = client(
+    let lines = client(
         &server.url,
         STREAM_AND_TRANSCRIBE,
         &[wav.to_str().expect("utf-8"), "sk-dash"],
     );
-    let line = |key: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no {key} line in {out}"))
-            .to_string()
-    };
+    let out = &lines.0;
+    let line = |key: &str| lines.get(key);
     assert_eq!(line("wrong_key"), "refused 401", "{out}");
     assert!(line("models").contains("gemma-3-270m"), "{out}");
     let chunks: usize = line("chunks").parse().expect("a count");
@@ -247,18 +222,19 @@ source = { kind = "wav", path = "speech.wav", at_end = "loop" }
         "--max-concurrent",
         "text=2",
     ]);
-    let out = client(
+    let lines = client(
         &server.url,
         CHAT_AND_OVERLOAD,
         &[wav.to_str().expect("utf-8")],
     );
+    let out = &lines.0;
     assert!(out.contains("chat True"), "{out}");
     assert!(out.to_lowercase().contains("platform"), "{out}");
     let count = |key: &str| -> usize {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} count in {out}"))
+        let n = lines.get(key);
+        n.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{key} is not a count: {n:?} in {out}"))
     };
     assert!(count("served") >= 1, "{out}");
     assert!(count("refused") >= 1, "{out}");

@@ -7,40 +7,14 @@
 //! with the file's template, special tokens and all. The Triton client then finds the
 //! same model over the Open Inference Protocol under the name it was given.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 // Only the server of the shared support is needed here, not its inputs.
 #[path = "support/serving.rs"]
 #[allow(dead_code)]
 mod serving;
-use serving::serve;
-
-fn python(venv: &str, what: &str) -> PathBuf {
-    let python = mmsched_models::cache_dir().join(venv).join("bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh (it installs {what} there)",
-        python.display()
-    );
-    python
-}
-
-/// Runs `script` with `args` under `python`, returning its stdout.
-fn run(python: &Path, script: &str, args: &[&str]) -> String {
-    let out = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{script} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
+use serving::{run_client, serve, venv_python};
 
 /// The reference count of tokens of ChatML text: each special token one, the text between
 /// them as the script's own tokenizer splits it.
@@ -74,37 +48,33 @@ fn reference_tokens(python: &Path, text: &str) -> usize {
 #[test]
 fn the_openai_client_chats_with_a_gguf_of_the_users_own_through_its_template() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let gguf_python = python("venv-ort", "the Python gguf package");
+    let gguf_python = venv_python("venv-ort", "the Python gguf package");
     let model = dir.path().join("toy.gguf");
     let model_arg = format!("toy={}", model.display());
-    run(
+    run_client(
         &gguf_python,
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/gguf_toy_model.py"
-        ),
         &[
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../scripts/gguf_toy_model.py"
+            ),
             model.to_str().expect("utf-8"),
             dir.path().join("toy.json").to_str().expect("utf-8"),
         ],
     );
     let server = serve(&["--model", &model_arg]);
-    let stdout = run(
-        &python("venv-openai", "the openai client"),
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/support/own_gguf_client.py"
-        ),
-        &[&server.url],
+    let out = run_client(
+        &venv_python("venv-openai", "the openai client"),
+        &[
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/own_gguf_client.py"
+            ),
+            &server.url,
+        ],
     );
-    eprintln!("{stdout}");
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
-            .to_string()
-    };
+    let line = |key: &str| out.get(key);
+    let stdout = &out.0;
     let models = line("models");
     assert!(models.split(',').any(|m| m == "toy"), "{models}");
     assert!(!models.contains("gemma"), "{models}");
@@ -118,22 +88,18 @@ fn the_openai_client_chats_with_a_gguf_of_the_users_own_through_its_template() {
     assert_eq!(line("chat_same"), "True", "greedy answers repeat: {stdout}");
     assert_eq!(line("default_id"), "404", "{stdout}");
     // The same model over the Open Inference Protocol, with its official client.
-    let stdout = run(
-        &python("venv-triton", "the tritonclient package"),
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/support/own_gguf_v2_client.py"
-        ),
-        &[&server.url],
+    let out = run_client(
+        &venv_python("venv-triton", "the tritonclient package"),
+        &[
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/own_gguf_v2_client.py"
+            ),
+            &server.url,
+        ],
     );
-    eprintln!("{stdout}");
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
-            .to_string()
-    };
+    let line = |key: &str| out.get(key);
+    let stdout = &out.0;
     assert_eq!(line("v2_name"), "toy", "{stdout}");
     assert_eq!(line("v2_ready"), "True", "{stdout}");
     assert_eq!(line("v2_model"), "toy", "{stdout}");

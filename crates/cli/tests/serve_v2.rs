@@ -8,20 +8,13 @@
 //! ffmpeg; fails when any is missing.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 #[path = "support/serving.rs"]
 mod serving;
-use serving::{render_sign, serve, speak};
+use serving::{render_sign, run_client, serve, speak, venv_python};
 
 fn python() -> PathBuf {
-    let python = mmsched_models::cache_dir().join("venv-triton/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh (it installs tritonclient[http] there)",
-        python.display()
-    );
-    python
+    venv_python("venv-triton", "tritonclient[http]")
 }
 
 #[test]
@@ -32,27 +25,17 @@ fn tritonclient_reads_signs_transcribes_speech_and_generates_text() {
     let wav = speak(dir.path(), "The red train leaves from platform seven.");
     let server = serve(&[]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/v2_client.py");
-    let out = Command::new(python())
-        .arg(script)
-        .arg(&server.url)
-        .arg(&sign)
-        .arg(&wav)
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_client(
+        &python(),
+        &[
+            script,
+            &server.url,
+            sign.to_str().expect("utf-8"),
+            wav.to_str().expect("utf-8"),
+        ],
     );
-    eprintln!("{stdout}");
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
-            .to_string()
-    };
+    let stdout = &out.0;
+    let line = |key: &str| out.get(key);
     assert_eq!(line("live"), "True");
     assert_eq!(line("ready"), "True");
     assert_eq!(line("server"), "mmsched binary_tensor_data");
@@ -130,27 +113,18 @@ fn tritonclient_runs_a_model_of_your_own_declared_in_a_model_file() {
     let config = config.display().to_string();
     let server = serve(&["--model-config", &config]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/v2_own_model.py");
-    let out = Command::new(python())
-        .arg(script)
-        .arg(&server.url)
-        .arg("orientation")
-        .arg(&page)
-        .arg(&turned)
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_client(
+        &python(),
+        &[
+            script,
+            &server.url,
+            "orientation",
+            page.to_str().expect("utf-8"),
+            turned.to_str().expect("utf-8"),
+        ],
     );
-    let line = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{key} ")))
-            .unwrap_or_else(|| panic!("no {key} line in {stdout}"))
-            .to_string()
-    };
+    let stdout = &out.0;
+    let line = |key: &str| out.get(key);
     assert_eq!(
         line("model"),
         "orientation True x:FP32:[-1,3,224,224],image:UINT8:[-1,-1,3],image_file:BYTES:[1] fetch_name_0,classes",

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::answer::{invalid, json_ok, model_not_found};
 use crate::generate::{Generation, run};
-use crate::{ASR_ID, LLM_ID, OCR_ID, OpenAi};
+use crate::{LLM_ID, OCR_ID, OpenAi};
 
 /// Largest chat or completion request body.
 pub const CHAT_BODY_LIMIT: usize = 256 * 1024;
@@ -30,10 +30,10 @@ const CHAT_STOP: &str = "\nUser:";
 /// `GET /v1/models`.
 pub async fn models(State(api): State<Arc<OpenAi>>) -> Response {
     let mut data = Vec::new();
-    let text_id = api.text_model_id();
+    let (text_id, speech_id) = (api.text_model_id(), api.speech_model_id());
     for (id, kind) in [
         (text_id.as_str(), Kind::Llm),
-        (ASR_ID, Kind::Asr),
+        (speech_id.as_str(), Kind::Asr),
         (OCR_ID, Kind::Vision),
     ] {
         if api.client.has(kind) {

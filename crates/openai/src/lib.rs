@@ -143,6 +143,14 @@ impl OpenAi {
             .unwrap_or_else(|| LLM_ID.to_string())
     }
 
+    /// The id the speech model is served under: the name the user gave a Whisper of their
+    /// own, else [`ASR_ID`].
+    pub fn speech_model_id(&self) -> String {
+        self.client
+            .speech_model_name()
+            .unwrap_or_else(|| ASR_ID.to_string())
+    }
+
     /// The endpoints over `client`'s runtime: text, speech and OCR classes with
     /// `classes`' settings (the defaults where absent), uploads up to `upload_limit_bytes`,
     /// every result published on `results`, and `keys` when the endpoints want one.

@@ -19,7 +19,7 @@ use crate::answer::{
     unprocessable, unsupported_media,
 };
 use crate::bounds::{MAX_AUDIO_SECONDS, Refused, Reserved, image_size, wav_length};
-use crate::{ASR_ID, OpenAi, Slot, Terms};
+use crate::{OpenAi, Slot, Terms};
 
 /// Runs `input` of `kind` on `terms` in its place among the class's requests (`_slot`,
 /// taken before the upload was decoded), and answers with `ok` made from its result.
@@ -82,9 +82,10 @@ pub async fn transcriptions(
         );
     };
     let model = text_of("model").unwrap_or_default();
-    if !(model.is_empty() || model == ASR_ID || model == "whisper-1") {
+    let served = api.speech_model_id();
+    if !(model.is_empty() || model == served || model == "whisper-1") {
         return model_not_found(format!(
-            "model {model:?} is not served here; use \"{ASR_ID}\" (GET /v1/models lists the models)"
+            "model {model:?} is not served here; use \"{served}\" (GET /v1/models lists the models)"
         ));
     }
     if let Some(lang) = text_of("language")
@@ -92,7 +93,7 @@ pub async fn transcriptions(
         && lang != "en"
     {
         return invalid(
-            format!("language {lang:?} is not supported: {ASR_ID} transcribes English only"),
+            format!("language {lang:?} is not supported: {served} transcribes English only here"),
             Some("language"),
         );
     }

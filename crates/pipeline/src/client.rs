@@ -103,6 +103,11 @@ impl Client {
         self.models.text_model_name()
     }
 
+    /// The name the speech model is served under, where the user named it.
+    pub fn speech_model_name(&self) -> Option<String> {
+        self.models.speech_model_name()
+    }
+
     /// The text model's context (prompt and answer), tokens (`None` without one).
     pub fn context_tokens(&self) -> Option<usize> {
         self.models.context_tokens()

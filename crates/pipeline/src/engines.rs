@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, WhisperFiles};
+use mmsched_backends::asr::{AsrEngine, AsrOptions, AsrSession, WhisperFiles, own_whisper};
 use mmsched_backends::audio::AudioClip;
 use mmsched_backends::llm::{LlmOptions, LlmSession};
 
@@ -49,8 +49,10 @@ pub struct Engines {
     pub ocr: Vec<Shared<OcrPipeline>>,
     /// Silero VAD.
     pub vad: Option<Shared<SileroVad>>,
-    /// Whisper tiny.en.
+    /// Whisper: tiny.en, or one of the user's own.
     pub asr: Option<Shared<AsrSession>>,
+    /// The name a Whisper of the user's own is served under (`None`: the default tiny.en).
+    pub asr_name: Option<String>,
     /// The text model (Gemma-3 270M, or a GGUF of the user's own), a place (a batch
     /// sequence or a session) per text request that may run at once.
     pub llm: Option<LlmPool>,
@@ -151,6 +153,17 @@ fn scenario_file(scenario: &Scenario, kind: ModelKind, paths: &ModelPaths) -> Op
     } else {
         paths.root().join(p)
     })
+}
+
+/// The Whisper of the user's own `scenario` names for its speech (`kind = "asr"`): a file or
+/// directory that is not the fetched default's ([`mmsched_backends::asr::own`]).
+fn own_whisper_file(scenario: &Scenario, paths: &ModelPaths) -> Option<PathBuf> {
+    let p = scenario_file(scenario, ModelKind::Asr, paths)?;
+    let mut defaults = [Artifact::WhisperModel, Artifact::WhisperQ8]
+        .into_iter()
+        .flat_map(|a| [paths.cached(a), paths.path_of(a)]);
+    let default = defaults.any(|d| d == p || d.parent() == Some(p.as_path()));
+    (!default).then_some(p)
 }
 
 /// A scenario's model of the user's own as the engine loads it: its file absolute or
@@ -505,7 +518,11 @@ impl Engines {
             ModelKind::Vision,
             ModelKind::Vad,
         ] {
-            if uses(scenario, kind) && (kind != ModelKind::Llm || llm_sessions.is_some()) {
+            let own_asr = kind == ModelKind::Asr && own_whisper_file(scenario, &paths).is_some();
+            if uses(scenario, kind)
+                && (kind != ModelKind::Llm || llm_sessions.is_some())
+                && !own_asr
+            {
                 begin_checks(&paths, kind);
             }
         }
@@ -547,8 +564,16 @@ impl Engines {
             e.vad = Some(Arc::new(Mutex::new(vad)));
         }
         if uses(scenario, ModelKind::Asr) {
-            on_load("Whisper tiny.en");
-            let files = WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?;
+            let files = match own_whisper_file(scenario, &paths) {
+                Some(p) => {
+                    on_load(&format!("Whisper from {}", p.display()));
+                    own_whisper(&p, paths.root()).map_err(model_err("ASR (your Whisper)"))?
+                }
+                None => {
+                    on_load("Whisper tiny.en");
+                    WhisperFiles::from_cache(&paths).map_err(model_err("ASR (Whisper)"))?
+                }
+            };
             let asr = AsrSession::load(
                 &files,
                 &AsrOptions {

@@ -109,6 +109,12 @@ pub trait Models: Send + Sync {
         None
     }
 
+    /// The name the speech model is served under, where the user named it (a Whisper of
+    /// their own); `None` for the default model.
+    fn speech_model_name(&self) -> Option<String> {
+        None
+    }
+
     /// The rungs a model of the user's own declares for `kind`, richest first (none for a
     /// built-in kind, whose rungs are the policy's, or a model without rungs).
     fn own_rungs(&self, kind: Kind) -> Vec<String> {
@@ -216,6 +222,10 @@ impl Models for Engines {
 
     fn text_model_name(&self) -> Option<String> {
         self.llm_name.clone()
+    }
+
+    fn speech_model_name(&self) -> Option<String> {
+        self.asr_name.clone()
     }
 
     fn own_rungs(&self, kind: Kind) -> Vec<String> {

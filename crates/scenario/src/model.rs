@@ -654,6 +654,14 @@ impl Scenario {
         self.models.iter().find(|m| m.name == name)
     }
 
+    /// This scenario with the model of `kind` read from `file` instead (a model of the
+    /// user's own in place of the default one); `None` if it has no model of that kind.
+    pub fn with_model_file(&self, kind: ModelKind, file: &str) -> Option<Scenario> {
+        let mut s = self.clone();
+        s.models.iter_mut().find(|m| m.kind == kind)?.file = Some(file.to_string());
+        Some(s)
+    }
+
     /// This scenario with every live source (a camera device, an RTP port) replaced by
     /// the generated sensor of its kind, and a note for each one replaced: a simulation
     /// runs in virtual time, and a live source delivers in real time or not at all.

@@ -22,6 +22,7 @@ pub mod ggml;
 mod matmul;
 pub mod mel;
 pub mod model;
+pub mod own;
 pub mod quantized;
 pub mod session;
 pub mod steps;
@@ -31,6 +32,7 @@ pub mod wer;
 
 pub use audio::{AudioClip, read_wav, resample};
 pub use model::{AsrEngine, AudioFeatures, EncoderPart, WhisperFiles, WhisperModel, WhisperNet};
+pub use own::own_whisper;
 pub use session::{AsrOptions, AsrSession, EncoderSpan, EngineParts, MelWindows};
 pub use steps::{AsrPlan, AsrStep, AsrStepKind, Transcription};
 pub use wer::word_error_rate;

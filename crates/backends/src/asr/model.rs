@@ -270,7 +270,15 @@ pub struct SpecialTokens {
     pub eot: u32,
     /// `<|notimestamps|>`; every id above it is a timestamp token.
     pub no_timestamps: u32,
+    /// `<|en|>` and `<|transcribe|>`, which a multilingual model's transcript starts with
+    /// after `<|startoftranscript|>` (left out, it guesses the language and may translate);
+    /// `None` for an English-only (`.en`) model, which was trained without them.
+    pub language_task: Option<[u32; 2]>,
 }
+
+/// Vocabulary size from which a Whisper is multilingual (OpenAI's own rule: the `.en`
+/// models have 51864 tokens, the multilingual ones 51865 and more).
+const MULTILINGUAL_VOCAB: usize = 51_865;
 
 /// A loaded Whisper model.
 #[derive(Debug)]
@@ -329,6 +337,11 @@ impl WhisperModel {
             sot: token(whisper::SOT_TOKEN)?,
             eot: token(whisper::EOT_TOKEN)?,
             no_timestamps: token(whisper::NO_TIMESTAMPS_TOKEN)?,
+            language_task: if config.vocab_size >= MULTILINGUAL_VOCAB {
+                Some([token("<|en|>")?, token(whisper::TRANSCRIBE_TOKEN)?])
+            } else {
+                None
+            },
         };
         let read = || std::fs::read(weights).map_err(|e| load_err(weights, e));
         let (net, weight_bytes) = match engine {

@@ -15,8 +15,6 @@ pub use mmsched_core::rungs::EncoderSpan;
 
 /// Longest transcript per 30 s window, in tokens (Whisper's own limit is 224).
 pub(super) const MAX_TOKENS_PER_WINDOW: usize = 224;
-/// Tokens before a window's transcript: start-of-transcript and no-timestamps.
-pub(super) const PREFIX_TOKENS: usize = 2;
 /// Longest accepted clip: ten minutes.
 const MAX_CLIP_SECONDS: u64 = 600;
 
@@ -137,9 +135,14 @@ impl AsrSession {
     }
 }
 
-/// The tokens a window's transcript starts with.
-pub(super) fn prefix(m: &WhisperModel) -> [u32; PREFIX_TOKENS] {
-    [m.special.sot, m.special.no_timestamps]
+/// The tokens a window's transcript starts with: start-of-transcript, for a multilingual
+/// model English and transcribe, then no-timestamps.
+pub(super) fn prefix(m: &WhisperModel) -> Vec<u32> {
+    let s = &m.special;
+    let mut p = vec![s.sot];
+    p.extend(s.language_task.iter().flatten());
+    p.push(s.no_timestamps);
+    p
 }
 
 /// One greedy decoding step (no timestamps) of a window whose tokens so far, prefix
@@ -152,7 +155,7 @@ pub(super) fn next_token(
     tokens: &[u32],
     features: &AudioFeatures,
 ) -> Result<Option<u32>, BackendError> {
-    let decoded = tokens.len().saturating_sub(PREFIX_TOKENS);
+    let decoded = tokens.len().saturating_sub(prefix(m).len());
     if decoded >= MAX_TOKENS_PER_WINDOW {
         return Ok(None);
     }
@@ -179,11 +182,12 @@ fn decode_window(
     mel: &Tensor,
 ) -> Result<Vec<u32>, BackendError> {
     let features = m.net.start_window(mel)?;
-    let mut tokens = prefix(m).to_vec();
+    let mut tokens = prefix(m);
+    let start = tokens.len();
     while let Some(next) = next_token(m, suppress, suppress_first, &tokens, &features)? {
         tokens.push(next);
     }
-    Ok(tokens.split_off(PREFIX_TOKENS))
+    Ok(tokens.split_off(start))
 }
 
 /// Checks a clip Whisper is to transcribe.

@@ -31,8 +31,7 @@ use serde::Serialize;
 use crate::asr::audio::AudioClip;
 use crate::asr::model::{AudioFeatures, EncoderPart, WhisperModel};
 use crate::asr::session::{
-    AsrSession, EncoderSpan, MAX_TOKENS_PER_WINDOW, PREFIX_TOKENS, check_clip, mel_windows,
-    next_token, prefix,
+    AsrSession, EncoderSpan, MAX_TOKENS_PER_WINDOW, check_clip, mel_windows, next_token, prefix,
 };
 use crate::backend::{Backend, BackendError};
 use crate::threads::EngineThreads;
@@ -133,6 +132,8 @@ pub struct Transcription {
     features: Option<AudioFeatures>,
     /// The current window's tokens, its prefix included.
     tokens: Vec<u32>,
+    /// How many of them are the prefix ([`super::session::prefix`]).
+    prefix: usize,
     /// The tokens of the windows already decoded.
     decoded: Vec<Vec<u32>>,
 }
@@ -169,7 +170,7 @@ impl Transcription {
     /// Tokens decoded so far, over every window.
     pub fn decoded_tokens(&self) -> usize {
         self.decoded.iter().map(Vec::len).sum::<usize>()
-            + self.tokens.len().saturating_sub(PREFIX_TOKENS)
+            + self.tokens.len().saturating_sub(self.prefix)
     }
 }
 
@@ -269,7 +270,7 @@ impl Engine<'_> {
                 match next {
                     Some(token) => {
                         t.tokens.push(token);
-                        if t.tokens.len() - PREFIX_TOKENS >= MAX_TOKENS_PER_WINDOW {
+                        if t.tokens.len() - t.prefix >= MAX_TOKENS_PER_WINDOW {
                             self.end_window(t);
                         }
                     }
@@ -288,13 +289,14 @@ impl Engine<'_> {
 
     fn start_decoding(&self, t: &mut Transcription, features: AudioFeatures) {
         t.features = Some(features);
-        t.tokens = prefix(self.whisper).to_vec();
+        t.tokens = prefix(self.whisper);
+        t.prefix = t.tokens.len();
         t.phase = Phase::Decode;
     }
 
     /// Keeps the window's tokens and moves to the next window, or finishes.
     fn end_window(&self, t: &mut Transcription) {
-        let tokens = std::mem::take(&mut t.tokens).split_off(PREFIX_TOKENS);
+        let tokens = std::mem::take(&mut t.tokens).split_off(t.prefix);
         t.decoded.push(tokens);
         t.features = None;
         t.window += 1;
@@ -325,6 +327,7 @@ impl AsrSession {
             phase: Phase::Mel,
             features: None,
             tokens: Vec::new(),
+            prefix: 0,
             decoded: Vec::new(),
         })
     }

@@ -42,16 +42,7 @@ pub fn text_model(items: &[String]) -> Result<(Option<TextModel>, Vec<String>)> 
                 "--model {item:?}: one GGUF text model per server; run a second server for another"
             );
         }
-        let plain = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
-        if !plain {
-            bail!(
-                "--model {item:?}: name the model with letters, digits, `-`, `_`, `.` or `:` (it is the `model` clients ask for)"
-            );
-        }
+        check_name(item, name)?;
         if !file.is_file() {
             bail!(
                 "model `{name}`: no file at {}: give the path of your .gguf file",
@@ -64,6 +55,96 @@ pub fn text_model(items: &[String]) -> Result<(Option<TextModel>, Vec<String>)> 
         });
     }
     Ok((text, rest))
+}
+
+/// A Whisper of the user's own (`--model NAME=DIR`): served as NAME in place of the default
+/// speech model, read as `mmsched_backends::asr::own` reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeechModel {
+    /// The id clients ask for.
+    pub name: String,
+    /// Its Hugging Face directory, its `model.safetensors`, or a q8_0 GGUF beside its
+    /// `config.json`.
+    pub path: PathBuf,
+}
+
+/// The `--model` items that name a Whisper, taken out of `items` (the rest are for
+/// [`text_model`] and [`specs`]): a directory, a `.safetensors` file, or a `.gguf` file
+/// with a Whisper's `config.json` beside it (`"model_type": "whisper"`); at most one.
+pub fn speech_model(items: &[String]) -> Result<(Option<SpeechModel>, Vec<String>)> {
+    let mut speech = None;
+    let mut rest = Vec::new();
+    for item in items {
+        let Some((name, path)) = item
+            .split_once('=')
+            .map(|(name, file)| (name.trim(), PathBuf::from(file.trim())))
+        else {
+            rest.push(item.clone());
+            continue;
+        };
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let whisper = path.is_dir()
+            || ext == "safetensors"
+            || (ext == "gguf" && whisper_config_beside(&path));
+        if !whisper {
+            rest.push(item.clone());
+            continue;
+        }
+        if speech.is_some() {
+            bail!("--model {item:?}: one Whisper per server; run a second server for another");
+        }
+        check_name(item, name)?;
+        let config = if path.is_dir() {
+            path.join("config.json")
+        } else {
+            path.with_file_name("config.json")
+        };
+        if !is_whisper_config(&config) {
+            bail!(
+                "model `{name}`: {} is not a Whisper: a Hugging Face Whisper directory holds model.safetensors, config.json (\"model_type\": \"whisper\") and tokenizer.json",
+                path.display()
+            );
+        }
+        speech = Some(SpeechModel {
+            name: name.to_string(),
+            path,
+        });
+    }
+    Ok((speech, rest))
+}
+
+/// Whether the `config.json` beside `file` is a Whisper's.
+fn whisper_config_beside(file: &Path) -> bool {
+    is_whisper_config(&file.with_file_name("config.json"))
+}
+
+/// Whether `config` is a Hugging Face Whisper configuration: its `model_type` says so, or
+/// (written by a converter that leaves it out) it has a Whisper's audio encoder.
+fn is_whisper_config(config: &Path) -> bool {
+    std::fs::read(config)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| {
+            v["model_type"] == "whisper"
+                || (v["model_type"].is_null()
+                    && v["num_mel_bins"].is_u64()
+                    && v["max_source_positions"].is_u64())
+        })
+}
+
+/// A model's name is what clients ask for: plain, short.
+fn check_name(item: &str, name: &str) -> Result<()> {
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+    if !plain {
+        bail!(
+            "--model {item:?}: name the model with letters, digits, `-`, `_`, `.` or `:` (it is the `model` clients ask for)"
+        );
+    }
+    Ok(())
 }
 
 /// Every model declared by `--model NAME=FILE` items and `--model-config` files, each
@@ -197,6 +278,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("letters, digits"), "{err}");
+    }
+
+    #[test]
+    fn a_whisper_directory_is_the_speech_model_and_the_rest_stays() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mine = dir.path().join("my-whisper");
+        std::fs::create_dir_all(&mine).expect("mkdir");
+        std::fs::write(mine.join("config.json"), r#"{"model_type": "whisper"}"#).expect("cfg");
+        let gguf = mine.join("model-q8_0.gguf");
+        std::fs::write(&gguf, b"x").expect("gguf");
+        let text = dir.path().join("chat.gguf");
+        std::fs::write(&text, b"x").expect("text");
+        let items = [
+            format!("ears={}", mine.display()),
+            format!("chat={}", text.display()),
+        ];
+        let (speech, rest) = speech_model(&items).expect("split");
+        assert_eq!(speech.map(|s| s.name), Some("ears".to_string()));
+        assert_eq!(rest, [items[1].clone()]);
+        // A GGUF beside a Whisper's configuration is that Whisper, not a text model.
+        let (speech, rest) = speech_model(&[format!("ears={}", gguf.display())]).expect("gguf");
+        assert_eq!(speech.map(|s| s.path), Some(gguf));
+        assert!(rest.is_empty());
+        let twice = [items[0].clone(), items[0].clone()];
+        let err = speech_model(&twice).unwrap_err().to_string();
+        assert!(err.contains("one Whisper per server"), "{err}");
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&other).expect("mkdir");
+        let err = speech_model(&[format!("x={}", other.display())])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a Whisper"), "{err}");
     }
 
     #[test]

@@ -117,7 +117,10 @@ pub struct ModelArgs {
     /// RGB, values 0–1); NAME is its class in the policy, the flags and the report. A
     /// `.gguf` file (one) is the text model in place of the default, on llama.cpp, under
     /// the OpenAI endpoints as model NAME: any architecture and vocabulary llama.cpp reads,
-    /// chats written with the file's chat template.
+    /// chats written with the file's chat template. A Hugging Face Whisper directory
+    /// (model.safetensors, config.json, tokenizer.json; or its model.safetensors) is the
+    /// speech model in place of tiny.en, under /v1/audio/transcriptions and the v2
+    /// protocol as model NAME (q8_0 weights made from it once, kept in the model cache).
     #[arg(long, value_name = "NAME=FILE", requires = "models")]
     pub model: Vec<String>,
     /// Models of your own declared in a TOML file: `[[models]]` entries with `name`,

@@ -18,7 +18,7 @@ use mmsched_pipeline::host::{FOREVER_NANOS, Host, serving_scenario};
 use mmsched_pipeline::run::{Observer, Tee};
 use mmsched_pipeline::stats::Kind;
 use mmsched_report::write_report;
-use mmsched_scenario::Scenario;
+use mmsched_scenario::{ModelKind, Scenario};
 
 use crate::cmd::run::long_run::ReportWriter;
 use crate::cmd::run::{ServerFeed, forward_store};
@@ -97,7 +97,8 @@ pub fn load(
     if a.decode_budget_mib == 0 {
         bail!("--decode-budget-mib must be at least 1");
     }
-    let (text_model, onnx_items) = crate::cmd::own_models::text_model(&a.model)?;
+    let (speech_model, items) = crate::cmd::own_models::speech_model(&a.model)?;
+    let (text_model, onnx_items) = crate::cmd::own_models::text_model(&items)?;
     let specs = crate::cmd::own_models::specs(&onnx_items, &a.model_config)?;
     let long_run = a.long_run.settings(60)?;
     let keys = a.api_keys.as_deref().map(ApiKeys::load).transpose()?;
@@ -108,7 +109,15 @@ pub fn load(
         Some(name) => Scenario::load(name)?,
         None => serving_scenario(WORKERS)?,
     };
-    let model_set = Scenario::load("ar-glasses").context("loading the model set")?;
+    let mut model_set = Scenario::load("ar-glasses").context("loading the model set")?;
+    if let Some(m) = &speech_model {
+        // Absolute: a scenario's relative model file is read from the model cache.
+        let path = std::path::absolute(&m.path)
+            .with_context(|| format!("model `{}`: {}", m.name, m.path.display()))?;
+        model_set = model_set
+            .with_model_file(ModelKind::Asr, &path.to_string_lossy())
+            .context("the model set has no speech model")?;
+    }
     let sessions = classes(a)
         .map_or(ClassSettings::default_for(Kind::Llm), |c| c[&Kind::Llm])
         .max_concurrent
@@ -124,6 +133,7 @@ pub fn load(
         }
         None => Engines::load_with(&model_set, WORKERS, sessions, on_load)?,
     };
+    engines.asr_name = speech_model.map(|m| m.name);
     if a.text_batch
         && let Some(pool) = &engines.llm
     {

@@ -114,3 +114,45 @@ fn render(path: &Path, filters: &str) {
         .expect("ffmpeg runs (scripts/setup.sh installs it)");
     assert!(ok.success());
 }
+
+/// The Python of the virtual environment `venv` in the model cache, which
+/// `scripts/setup.sh` fills with `what`.
+pub fn venv_python(venv: &str, what: &str) -> PathBuf {
+    let python = mmsched_models::cache_dir().join(venv).join("bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh (it installs {what} there)",
+        python.display()
+    );
+    python
+}
+
+/// A client's standard output: one `key value` line per check.
+pub struct Lines(pub String);
+
+impl Lines {
+    /// The value of the line `key` (fails the test if there is none).
+    pub fn get(&self, key: &str) -> String {
+        self.0
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line in {}", self.0))
+            .to_string()
+    }
+}
+
+/// Runs `python` with `args`, failing the test if it fails; its output's lines.
+pub fn run_client(python: &Path, args: &[&str]) -> Lines {
+    let out = Command::new(python)
+        .args(args)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    Lines(stdout)
+}

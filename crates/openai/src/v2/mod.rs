@@ -46,12 +46,13 @@ enum Served {
 }
 
 impl OpenAi {
-    /// The name the built-in `model` is served as over the v2 protocol: the text model's
-    /// is the one the OpenAI endpoints serve it as (a GGUF model of your own under the
-    /// name given to it).
+    /// The name the built-in `model` is served as over the v2 protocol: the text and
+    /// speech models' are the ones the OpenAI endpoints serve them as (a model of your own
+    /// under the name given to it).
     pub(crate) fn v2_id(&self, model: Builtin) -> String {
         match model {
             Builtin::Llm => self.text_model_id(),
+            Builtin::Asr => self.speech_model_id(),
             m => m.id().to_string(),
         }
     }
