@@ -266,45 +266,10 @@ impl Costs {
         step: Option<&'static str>,
         now: Nanos,
     ) -> CostDist {
-        let key = Self::key(kind, rung, step.unwrap_or(JOB));
-        let id = self.id(key.clone());
-        let own = self
-            .model
+        let id = self.id(Self::key(kind, rung, step.unwrap_or(JOB)));
+        self.model
             .dist(id, now)
-            .unwrap_or_else(|| CostDist::from_percentiles(0, 0));
-        if self.model.fresh(id, now) >= COST_MIN_SAMPLES {
-            return own;
-        }
-        match self.measured_beside(&key, now) {
-            Some(device) => device.apply(own, self.model.fresh(id, now) > 0),
-            None => own,
-        }
-    }
-
-    /// How this device runs the rung of `key`'s kind measured most (fresh, and enough to
-    /// be trusted), for the same kind of step: its measured median over its prior's, and
-    /// its measured spread. A rung seldom run (a cheaper one, chosen only under pressure)
-    /// has only its prior, measured on a quieter device or another one; the load that
-    /// slows and scatters the rung run most does the same to it. Without this the cheaper
-    /// OCR rungs were predicted 5–10 ms too cheap and half as scattered as they ran on
-    /// `scenarios/bench/overload.toml` (virtual time), and decisions at them that
-    /// predicted 0.95 on time were on time 0.68–0.86.
-    fn measured_beside(&mut self, key: &Key, now: Nanos) -> Option<Device> {
-        let best = self
-            .ids
-            .iter()
-            .filter(|(k, _)| k.kind == key.kind && k.what == key.what && k.rung != key.rung)
-            .map(|(k, &id)| (self.model.fresh(id, now), k.clone(), id))
-            .filter(|(n, ..)| *n >= COST_MIN_SAMPLES)
-            .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.rung.cmp(&a.1.rung)))?;
-        let (_, k, id) = best;
-        let measured = self.model.dist(id, now)?;
-        let prior = self.prior(&k);
-        let prior_median = prior.p50_nanos.max(1) as f64;
-        Some(Device {
-            slower: measured.quantile(0.5) as f64 / prior_median,
-            sigma: measured.sigma(),
-        })
+            .unwrap_or_else(|| CostDist::from_percentiles(0, 0))
     }
 
     /// The distribution of a whole `kind` job's cost at `rung`.
@@ -362,36 +327,6 @@ impl Costs {
     }
 }
 
-/// How the device runs a kind's best-measured rung against its prior
-/// ([`Costs::measured_beside`]).
-#[derive(Debug, Clone, Copy)]
-struct Device {
-    /// Measured median over the prior's.
-    slower: f64,
-    /// σ of the measured costs' logarithm.
-    sigma: f64,
-}
-
-impl Device {
-    /// `own`, a seldom-measured rung's distribution, as this device would run it: its
-    /// prior's median scaled as the measured rung's was (not where measurements of its own
-    /// already set the centre, `measured`), its spread at least the measured rung's.
-    fn apply(self, own: CostDist, measured: bool) -> CostDist {
-        let CostDist::LogNormal { median, sigma } = own else {
-            return own;
-        };
-        let median = if measured || !self.slower.is_finite() {
-            median
-        } else {
-            median * self.slower
-        };
-        CostDist::LogNormal {
-            median: median.max(1.0),
-            sigma: sigma.max(self.sigma),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,42 +351,5 @@ mod tests {
         c.record_step(Kind::Asr, "window", Some("mel"), 130 * MS, 0);
         let measured = c.step_hinted(Kind::Asr, "window", Some("mel"), Some(20), 0);
         assert!((155 * MS..170 * MS).contains(&measured), "{measured}");
-    }
-
-    #[test]
-    fn a_rung_seldom_run_is_priced_as_the_device_runs_the_rung_run_most() {
-        let mut c = Costs::new(Profile::reference(), &crate::engines::Engines::default());
-        let prior = |c: &Costs, rung: &str| c.prior(&Costs::key(Kind::Vision, rung, JOB));
-        let (rich, cheap) = (prior(&c, "det320"), prior(&c, "det192"));
-        // This device runs the richest rung 1.3 times as slow as the profile, and twice as
-        // scattered as a quiet one would.
-        let base = rich.p50_nanos as f64 * 1.3;
-        for (i, f) in [0.8, 0.9, 1.0, 1.0, 1.1, 1.25, 0.85, 1.0, 1.15, 0.95]
-            .into_iter()
-            .enumerate()
-        {
-            c.record_job(Kind::Vision, "det320", (base * f) as Nanos, i as Nanos * MS);
-        }
-        let measured = c.job_dist(Kind::Vision, "det320", 10 * MS);
-        let d = c.job_dist(Kind::Vision, "det192", 10 * MS);
-        let median = d.quantile(0.5) as f64;
-        let expected =
-            cheap.p50_nanos as f64 * measured.quantile(0.5) as f64 / rich.p50_nanos as f64;
-        assert!(
-            (median / expected - 1.0).abs() < 0.01,
-            "{median} vs {expected}"
-        );
-        assert!(
-            d.sigma() >= measured.sigma(),
-            "{} < {}",
-            d.sigma(),
-            measured.sigma()
-        );
-        // Its own measurements, once trusted, decide alone.
-        for i in 0..3 {
-            c.record_job(Kind::Vision, "det192", cheap.p50_nanos, (11 + i) * MS);
-        }
-        let own = c.job_dist(Kind::Vision, "det192", 14 * MS);
-        assert_eq!(own.quantile(0.5), cheap.p50_nanos);
     }
 }

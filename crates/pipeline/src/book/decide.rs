@@ -29,7 +29,6 @@ use mmsched_core::time::Nanos;
 use mmsched_runtime::sched::dist::CostDist;
 
 use super::accuracy::{self, Estimate};
-use super::in_flight::Start;
 use super::rungs::RungMode;
 use super::{Book, Job};
 use crate::models::Rung;
@@ -246,7 +245,7 @@ impl Book {
             if f.dominated {
                 continue;
             }
-            let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, &start, now);
+            let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, start, now);
             if best.is_none_or(|(_, v, _)| value > v) {
                 best = Some((i, value, p_on));
             }
@@ -262,9 +261,9 @@ impl Book {
         // Admission sheds a step whose high-percentile cost does not fit: where no rung's
         // does, or no rung is worth running, the verdict rests on the cost model — explore
         // it if this device has not measured it and has room.
-        let fits = figures.iter().any(|f| {
-            !f.dominated && self.fits_p95(kind, f.rung.name(), (start.mean(), deadline), now)
-        });
+        let fits = figures
+            .iter()
+            .any(|f| !f.dominated && self.fits_p95(kind, f.rung.name(), (start, deadline), now));
         // Only the device's own streams explore: an outside client that asked for a
         // deadline its request cannot make is told so at once (503), not answered late.
         let own = self
@@ -272,9 +271,9 @@ impl Book {
             .get(&tag)
             .is_some_and(|j| j.origin == crate::request::Origin::Streams);
         if (value <= 0.0 || !fits) && own {
-            let budget = deadline.saturating_sub(start.mean());
+            let budget = deadline.saturating_sub(start);
             if let Some(i) = self.exploration(kind, &figures, budget, now) {
-                let p = self.p_on_time(kind, figures[i].rung.name(), (&start, deadline), now);
+                let p = self.p_on_time(kind, figures[i].rung.name(), (start, deadline), now);
                 return chosen(Verdict::Explore, &figures[i], p);
             }
         }
@@ -283,17 +282,26 @@ impl Book {
         // not see what holds the lanes (it counts the work queued, not the steps running).
         let likely = !self.rules.mechanisms.running_steps
             || p_on >= LIKELY
-            || self.fits_p95(
-                kind,
-                figures[pick].rung.name(),
-                (start.mean(), deadline),
-                now,
-            );
+            || self.fits_p95(kind, figures[pick].rung.name(), (start, deadline), now);
         // Without admission control nothing is shed: the best rung runs, worth it or not.
         if (value > 0.0 && likely) || !self.rules.mechanisms.admission {
             return chosen(Verdict::Run, &figures[pick], p_on);
         }
         chosen(Verdict::Shed, &figures[pick], p_on)
+    }
+
+    /// When a `kind` job due at `deadline` with `importance` would start: after the work
+    /// ahead of it at its mean, and the steps running now that hold its lanes.
+    fn start_of(
+        &mut self,
+        tag: u64,
+        kind: Kind,
+        (deadline, importance): (Nanos, f64),
+        now: Nanos,
+    ) -> Nanos {
+        let ahead = self.work_ahead(tag, kind, deadline, importance, now, Reading::Mean);
+        let blocked = self.blocked(tag, kind, (deadline, importance), now);
+        now.saturating_add(ahead).saturating_add(blocked)
     }
 
     /// What running the job of `tag` at `f`'s rung from `start` is worth: its importance
@@ -306,14 +314,14 @@ impl Book {
         kind: Kind,
         (deadline, importance): (Nanos, f64),
         f: &RungFigures,
-        start: &Start,
+        start: Nanos,
         now: Nanos,
     ) -> (f64, f64) {
         let p_on = self.p_on_time(kind, f.rung.name(), (start, deadline), now);
         let gain = importance * f.estimate.p_right * p_on;
         let beside = self.beside(tag, kind, now);
         let behind = self.loss_behind(&beside, kind, (deadline, importance), f.mean_cost, now);
-        let to_come = self.loss_to_come(&beside, kind, f, start.mean(), now);
+        let to_come = self.loss_to_come(&beside, kind, f, start, now);
         (gain - behind - to_come, p_on)
     }
 
@@ -378,7 +386,7 @@ impl Book {
             return false;
         };
         let start = self.start_of(tag, kind, (deadline, importance), now);
-        let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, &start, now);
+        let (value, p_on) = self.value_of(tag, kind, (deadline, importance), f, start, now);
         if value <= 0.0 || p_on < LIKELY {
             return false;
         }
@@ -445,31 +453,27 @@ impl Book {
         Some(pick)
     }
 
-    /// The chance that a `kind` job at `rung` starting at `start` (a distribution) ends by
-    /// `deadline`: its cost within the time before it, and on one general lane beside the camera's
+    /// The chance that a `kind` job at `rung` starting at `start` ends by `deadline`: its
+    /// cost within the time before it, and on one general lane beside the camera's
     /// standing reservation, within the time the frames leave — nil if its dearest step
     /// (at its median) does not fit a gap between frames.
     pub(super) fn p_on_time(
         &mut self,
         kind: Kind,
         rung: &str,
-        (start, deadline): (&Start, Nanos),
+        (start, deadline): (Nanos, Nanos),
         now: Nanos,
     ) -> f64 {
-        let standing = self.standing_beside(kind);
-        if let Some(s) = standing
-            && self.costs.largest_step(kind, rung, now, 0.5) > s.gap()
-        {
-            return 0.0;
-        }
-        let cost = self.costs.job_dist(kind, rung, now);
-        start.chance(|at| {
-            let budget = match standing {
-                Some(s) => s.free_within(at, deadline),
-                None => deadline.saturating_sub(at),
-            };
-            cost.within(budget)
-        })
+        let budget = match self.standing_beside(kind) {
+            Some(s) => {
+                if self.costs.largest_step(kind, rung, now, 0.5) > s.gap() {
+                    return 0.0;
+                }
+                s.free_within(start, deadline)
+            }
+            None => deadline.saturating_sub(start),
+        };
+        self.costs.job_dist(kind, rung, now).within(budget)
     }
 
     /// The camera's standing reservation, where a `kind` job runs on the one general lane

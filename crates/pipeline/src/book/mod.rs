@@ -170,8 +170,6 @@ struct Job {
     /// How many steps the work said the whole job takes, when its step in flight was
     /// submitted (prices a kind of step never measured).
     running_hint: Option<u32>,
-    /// The deadline its step in flight was submitted with (the executor runs steps by it).
-    step_due: Option<Nanos>,
     /// The core's admission shed its first step by the high-percentile sum, and the book's
     /// expected value kept it ([`decide`]): its steps are committed.
     kept: bool,
@@ -218,7 +216,6 @@ impl Job {
             lines_planned: false,
             running: None,
             running_hint: None,
-            step_due: None,
             kept: false,
             text: None,
             truth: None,
@@ -628,8 +625,6 @@ impl Book {
         };
         let predicted = self.costs.step_hinted(kind, &rung, step, steps_hint, now);
         let deadline_nanos = self.step_due(tag, (kind, &rung), predicted, now)?;
-        let job = self.jobs.get_mut(&tag)?;
-        job.step_due = Some(deadline_nanos);
         let job = self.jobs.get(&tag)?;
         let class = self.class(job.kind);
         Some(TaskInfo {
