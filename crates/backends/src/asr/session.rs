@@ -145,6 +145,11 @@ pub(super) fn prefix(m: &WhisperModel) -> Vec<u32> {
     p
 }
 
+/// How many tokens [`prefix`] gives (counted without building it: once per token).
+fn prefix_len(m: &WhisperModel) -> usize {
+    2 + 2 * usize::from(m.special.language_task.is_some())
+}
+
 /// One greedy decoding step (no timestamps) of a window whose tokens so far, prefix
 /// included, are `tokens`: the next token, or `None` when the window's transcript is
 /// complete (end-of-text, the decoder's context full, or the window's token limit reached).
@@ -155,7 +160,7 @@ pub(super) fn next_token(
     tokens: &[u32],
     features: &AudioFeatures,
 ) -> Result<Option<u32>, BackendError> {
-    let decoded = tokens.len().saturating_sub(prefix(m).len());
+    let decoded = tokens.len().saturating_sub(prefix_len(m));
     if decoded >= MAX_TOKENS_PER_WINDOW {
         return Ok(None);
     }
