@@ -73,6 +73,14 @@ impl AtomicFile {
     }
 }
 
+/// Writes `bytes` to `dest` whole or not at all: under a temporary name in its directory,
+/// synced, then renamed into place (a cache file another process may be reading).
+pub fn write_whole(dest: &Path, bytes: &[u8]) -> Result<PathBuf, FetchError> {
+    let mut file = AtomicFile::create(dest)?;
+    file.write_all(bytes)?;
+    file.commit(&crate::hash::sha256_hex(bytes))
+}
+
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         // After a successful commit the temporary name no longer exists; otherwise this

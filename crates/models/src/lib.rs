@@ -14,7 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod artifact;
-mod atomic;
+pub mod atomic;
 pub mod cache;
 pub mod ctranslate2;
 pub mod fetch;

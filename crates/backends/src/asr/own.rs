@@ -102,14 +102,8 @@ fn quantized_in(weights: &Path, cache: &Path) -> Result<PathBuf, BackendError> {
     let bytes = std::fs::read(weights).map_err(|e| BackendError::load(weights.display(), e))?;
     let gguf =
         whisper_quantize::quantize(&bytes).map_err(|e| BackendError::load(weights.display(), e))?;
-    let dir = dest.parent().unwrap_or(cache);
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        // Written under another name and renamed: a file in the cache is whole or absent.
-        let tmp = dir.join(format!(".{sha}.partial-{}", std::process::id()));
-        std::fs::write(&tmp, &gguf)?;
-        std::fs::rename(&tmp, &dest)
-    });
-    written.map_err(|e| BackendError::load(dest.display(), e))?;
+    mmsched_models::atomic::write_whole(&dest, &gguf)
+        .map_err(|e| BackendError::load(dest.display(), e))?;
     Ok(dest)
 }
 

@@ -83,10 +83,23 @@ pub fn speech_model(items: &[String]) -> Result<(Option<SpeechModel>, Vec<String
             continue;
         };
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let whisper = path.is_dir()
-            || ext == "safetensors"
-            || (ext == "gguf" && whisper_config_beside(&path));
-        if !whisper {
+        let config = if path.is_dir() {
+            path.join("config.json")
+        } else {
+            path.with_file_name("config.json")
+        };
+        // A GGUF is a Whisper's only beside a Whisper's configuration (else a text model);
+        // a directory or a safetensors file must be one.
+        let (candidate, is_whisper) = match ext {
+            "gguf" => {
+                let is = is_whisper_config(&config);
+                (is, is)
+            }
+            "safetensors" => (true, is_whisper_config(&config)),
+            _ if path.is_dir() => (true, is_whisper_config(&config)),
+            _ => (false, false),
+        };
+        if !candidate {
             rest.push(item.clone());
             continue;
         }
@@ -94,12 +107,7 @@ pub fn speech_model(items: &[String]) -> Result<(Option<SpeechModel>, Vec<String
             bail!("--model {item:?}: one Whisper per server; run a second server for another");
         }
         check_name(item, name)?;
-        let config = if path.is_dir() {
-            path.join("config.json")
-        } else {
-            path.with_file_name("config.json")
-        };
-        if !is_whisper_config(&config) {
+        if !is_whisper {
             bail!(
                 "model `{name}`: {} is not a Whisper: a Hugging Face Whisper directory holds model.safetensors, config.json (\"model_type\": \"whisper\") and tokenizer.json",
                 path.display()
@@ -111,11 +119,6 @@ pub fn speech_model(items: &[String]) -> Result<(Option<SpeechModel>, Vec<String
         });
     }
     Ok((speech, rest))
-}
-
-/// Whether the `config.json` beside `file` is a Whisper's.
-fn whisper_config_beside(file: &Path) -> bool {
-    is_whisper_config(&file.with_file_name("config.json"))
 }
 
 /// Whether `config` is a Hugging Face Whisper configuration: its `model_type` says so, or
