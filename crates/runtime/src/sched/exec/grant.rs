@@ -14,6 +14,13 @@
 //! contention: a 64-token prompt step over the API costs several decoding steps, and the
 //! prediction is the class's.
 //!
+//! A step that waits for the granted step's call does not share its cores: the requests of
+//! one batch decoder ([`crate::sched::Work::one_call_at_a_time`]) take the tokens the
+//! leading step decodes for them, and a step of theirs that starts beside it blocks until
+//! that call ends. Counting such steps as contention withheld every grant after the first
+//! concurrent chats (`bench serve` with `--text-batch`: a lone request then decoded on one
+//! thread, 28.9 tokens/s against 44.5 for a session granted both cores).
+//!
 //! Why that long: the bets are lopsided. A grant that pays saves a few milliseconds of a
 //! decoding step; one that loses costs hundreds (on `overload.toml` 33–60 steps a round
 //! were granted and 3–5 overran by 0.3–0.8 s while grants were withheld for only 1 s after
@@ -23,18 +30,28 @@
 
 use std::collections::HashMap;
 
-use mmsched_core::arbiter::JobId;
+use mmsched_core::arbiter::{ClassId, JobId};
 use mmsched_core::time::Nanos;
 
 /// How long grants are withheld after a granted step overran.
 pub const WITHHOLD_NANOS: Nanos = 60_000_000_000;
 
+/// A granted step in flight.
+#[derive(Debug, Clone, Copy)]
+struct Granted {
+    /// What its class is predicted to cost.
+    predicted: Nanos,
+    /// Whether a step that computes beside it started while it ran.
+    shared: bool,
+    /// Its class, when that class's calls run one at a time (its steps wait for it).
+    serial: Option<ClassId>,
+}
+
 /// Granted steps in flight and whether grants are withheld.
 #[derive(Debug, Clone, Default)]
 pub struct GrantWithdrawal {
-    /// Granted steps in flight: the cost predicted for each, and whether another step
-    /// started while it ran.
-    in_flight: HashMap<JobId, (Nanos, bool)>,
+    /// Granted steps in flight.
+    in_flight: HashMap<JobId, Granted>,
     /// No step is granted more than one thread before this.
     withheld_until: Nanos,
     /// Steps granted more than one thread, and how many of them overran.
@@ -49,17 +66,27 @@ impl GrantWithdrawal {
     }
 
     /// `job`'s step started with more than one thread; `predicted_nanos` is what its class
-    /// is predicted to cost.
-    pub fn started(&mut self, job: JobId, predicted_nanos: Nanos) {
+    /// is predicted to cost; `serial`: its class, if that class's calls run one at a time.
+    pub fn started(&mut self, job: JobId, predicted_nanos: Nanos, serial: Option<ClassId>) {
         self.granted += 1;
-        self.in_flight.insert(job, (predicted_nanos, false));
+        self.in_flight.insert(
+            job,
+            Granted {
+                predicted: predicted_nanos,
+                shared: false,
+                serial,
+            },
+        );
     }
 
-    /// Another step started (on any worker): every granted step in flight now shares the
-    /// cores with it.
-    pub fn other_started(&mut self) {
-        for (_, shared) in self.in_flight.values_mut() {
-            *shared = true;
+    /// Another step, of `class`, started (on any worker): every granted step in flight
+    /// now shares the cores with it, but those of `class` when its calls run one at a time
+    /// (the step waits for theirs).
+    pub fn other_started(&mut self, class: ClassId) {
+        for g in self.in_flight.values_mut() {
+            if g.serial != Some(class) {
+                g.shared = true;
+            }
         }
     }
 
@@ -71,10 +98,10 @@ impl GrantWithdrawal {
     /// `job`'s step ran from `started_nanos` to `ended_nanos` (any step: those not granted
     /// are ignored).
     pub fn ended(&mut self, job: JobId, started_nanos: Nanos, ended_nanos: Nanos) {
-        let Some((predicted, shared)) = self.in_flight.remove(&job) else {
+        let Some(g) = self.in_flight.remove(&job) else {
             return;
         };
-        if shared && ended_nanos.saturating_sub(started_nanos) > predicted {
+        if g.shared && ended_nanos.saturating_sub(started_nanos) > g.predicted {
             self.overran += 1;
             self.withheld_until = ended_nanos.saturating_add(WITHHOLD_NANOS);
         }
@@ -106,17 +133,17 @@ mod tests {
     fn a_grant_that_pays_keeps_grants_and_one_that_overruns_beside_another_step_withholds_them() {
         let mut g = GrantWithdrawal::default();
         assert!(g.allows(0));
-        g.started(JobId(1), 40 * MS);
+        g.started(JobId(1), 40 * MS, None);
         g.ended(JobId(1), 0, 40 * MS);
         assert!(g.allows(40 * MS), "a step within its prediction paid");
-        g.started(JobId(2), 40 * MS);
+        g.started(JobId(2), 40 * MS, None);
         g.ended(JobId(2), S, S + 900 * MS);
         assert!(
             g.allows(S + 900 * MS),
             "it overran alone: a long step, no contention"
         );
-        g.started(JobId(3), 40 * MS);
-        g.other_started();
+        g.started(JobId(3), 40 * MS, None);
+        g.other_started(ClassId(0));
         g.ended(JobId(3), S, S + 900 * MS);
         assert!(!g.allows(S + 900 * MS), "a step slower than predicted lost");
         assert!(!g.allows(S + 900 * MS + WITHHOLD_NANOS - 1));
@@ -134,8 +161,8 @@ mod tests {
     fn steps_not_granted_or_abandoned_are_ignored() {
         let mut g = GrantWithdrawal::default();
         g.ended(JobId(7), 0, 10 * S);
-        g.started(JobId(8), MS);
-        g.other_started();
+        g.started(JobId(8), MS, None);
+        g.other_started(ClassId(0));
         g.abandoned(JobId(8));
         g.ended(JobId(8), 0, 10 * S);
         assert!(g.allows(0));
@@ -146,5 +173,31 @@ mod tests {
                  predicted beside another step (grants are then withheld for 60 s)"
             )
         );
+    }
+
+    #[test]
+    fn a_step_waiting_for_a_granted_call_of_its_own_class_is_no_contention() {
+        // The requests of one batch decoder (class 3): one leads a call on every thread,
+        // another's step starts and waits for that call's token.
+        let batch = ClassId(3);
+        let mut g = GrantWithdrawal::default();
+        g.started(JobId(1), 20 * MS, Some(batch));
+        g.other_started(batch);
+        g.ended(JobId(1), 0, 90 * MS);
+        assert!(
+            g.allows(90 * MS),
+            "the waiting step computed nothing beside it"
+        );
+        // A step of another class computes beside it: the grant lost its bet.
+        g.started(JobId(2), 20 * MS, Some(batch));
+        g.other_started(ClassId(4));
+        g.ended(JobId(2), S, S + 90 * MS);
+        assert!(!g.allows(S + 90 * MS));
+        // A class whose calls do not run one at a time competes with its own kind.
+        let mut g = GrantWithdrawal::default();
+        g.started(JobId(3), 20 * MS, None);
+        g.other_started(batch);
+        g.ended(JobId(3), 0, 90 * MS);
+        assert!(!g.allows(90 * MS));
     }
 }

@@ -319,7 +319,13 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     }
                 }
                 Decision::Start { worker, job, .. } => {
-                    self.grants.other_started();
+                    let (class, serial) = self.jobs.get(&job).map_or((None, false), |e| {
+                        let serial = e.work.as_ref().is_some_and(|w| w.one_call_at_a_time());
+                        (Some(e.info.class), serial)
+                    });
+                    if let Some(class) = class {
+                        self.grants.other_started(class);
+                    }
                     let grant = self.grant_for(now_nanos, job);
                     // Only with resource groups to raise: the check walks the jobs in flight.
                     if self.boost_on
@@ -338,7 +344,9 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     entry.started = Some(now_nanos);
                     work.grant_threads(grant);
                     if grant > 1 {
-                        self.grants.started(job, entry.info.predicted_cost_nanos);
+                        let serial = serial.then_some(entry.info.class);
+                        self.grants
+                            .started(job, entry.info.predicted_cost_nanos, serial);
                     }
                     if self
                         .lanes

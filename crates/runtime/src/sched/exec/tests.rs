@@ -231,8 +231,16 @@ fn mmsched_granting(
     no_shedding: bool,
     max_thread_grant: usize,
 ) -> (MmschedExecutor<MonotonicClock>, MonotonicClock) {
+    mmsched_granting_on(one_worker(), no_shedding, max_thread_grant)
+}
+
+/// [`mmsched_granting`] on `layout`'s workers.
+fn mmsched_granting_on(
+    layout: LaneLayout,
+    no_shedding: bool,
+    max_thread_grant: usize,
+) -> (MmschedExecutor<MonotonicClock>, MonotonicClock) {
     let clock = MonotonicClock::new();
-    let layout = one_worker();
     let setup = MmschedSetup {
         restricted: layout
             .restricted
@@ -591,4 +599,41 @@ fn a_step_whose_class_runs_one_call_at_a_time_takes_every_thread_beside_its_own_
     );
     drive(&mut e, &clock, 2, &mut |_, _| {});
     assert_eq!(grants.lock().expect("grants")[0], 1);
+}
+
+#[test]
+fn a_step_of_a_batch_waiting_beside_a_granted_call_of_its_batch_does_not_withhold_grants() {
+    // Two general workers, so the second request's step starts beside the first's.
+    let (mut e, clock) = mmsched_granting_on(standard_lanes(2, false, &[]), false, 2);
+    let text = e.class("llm");
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let serial = |step_ms| {
+        Box::new(Serial(Granted {
+            grants: Arc::clone(&grants),
+            granted: 0,
+            step_ms,
+        }))
+    };
+    let due = |clock: &MonotonicClock| clock.now_nanos() + 5_000 * MS;
+    // A request of a batch leads a call on both threads and overruns its prediction while
+    // another request of the batch starts its step beside it (which waits for that call).
+    e.submit(
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), serial(60)),
+    );
+    drive_started(&mut e, &clock);
+    e.submit(
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), serial(0)),
+    );
+    drive(&mut e, &clock, 2, &mut |_, _| {});
+    // The next lone step is still granted both threads: no bet was lost.
+    e.submit(
+        clock.now_nanos(),
+        task(text, Modality::Text, due(&clock), serial(0)),
+    );
+    drive(&mut e, &clock, 1, &mut |_, _| {});
+    assert_eq!(*grants.lock().expect("grants"), [2, 2, 2]);
+    let note = e.thread_grant_note().expect("steps were granted");
+    assert!(note.contains(", 0 took longer"), "{note}");
 }
