@@ -19,7 +19,7 @@
 //! leading step decodes for them, and a step of theirs that starts beside it blocks until
 //! that call ends. Counting such steps as contention withheld every grant after the first
 //! concurrent chats (`bench serve` with `--text-batch`: a lone request then decoded on one
-//! thread, 28.9 tokens/s against 44.5 for a session granted both cores).
+//! thread, 27.7–29.8 tokens/s, against 39.0–43.5 since).
 //!
 //! Why that long: the bets are lopsided. A grant that pays saves a few milliseconds of a
 //! decoding step; one that loses costs hundreds (on `overload.toml` 33–60 steps a round
