@@ -147,7 +147,7 @@ pub(super) fn prefix(m: &WhisperModel) -> Vec<u32> {
 
 /// How many tokens [`prefix`] gives (counted without building it: once per token).
 fn prefix_len(m: &WhisperModel) -> usize {
-    2 + 2 * usize::from(m.special.language_task.is_some())
+    2 + m.special.language_task.iter().flatten().count()
 }
 
 /// One greedy decoding step (no timestamps) of a window whose tokens so far, prefix

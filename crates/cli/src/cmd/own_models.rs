@@ -83,23 +83,20 @@ pub fn speech_model(items: &[String]) -> Result<(Option<SpeechModel>, Vec<String
             continue;
         };
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        // A directory or a safetensors file must be a Whisper; a GGUF is one only beside a
+        // Whisper's configuration (else a text model); anything else is not.
+        let must_be = path.is_dir() || ext == "safetensors";
+        if !must_be && ext != "gguf" {
+            rest.push(item.clone());
+            continue;
+        }
         let config = if path.is_dir() {
             path.join("config.json")
         } else {
             path.with_file_name("config.json")
         };
-        // A GGUF is a Whisper's only beside a Whisper's configuration (else a text model);
-        // a directory or a safetensors file must be one.
-        let (candidate, is_whisper) = match ext {
-            "gguf" => {
-                let is = is_whisper_config(&config);
-                (is, is)
-            }
-            "safetensors" => (true, is_whisper_config(&config)),
-            _ if path.is_dir() => (true, is_whisper_config(&config)),
-            _ => (false, false),
-        };
-        if !candidate {
+        let is_whisper = is_whisper_config(&config);
+        if !must_be && !is_whisper {
             rest.push(item.clone());
             continue;
         }

@@ -319,13 +319,6 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     }
                 }
                 Decision::Start { worker, job, .. } => {
-                    let (class, serial) = self.jobs.get(&job).map_or((None, false), |e| {
-                        let serial = e.work.as_ref().is_some_and(|w| w.one_call_at_a_time());
-                        (Some(e.info.class), serial)
-                    });
-                    if let Some(class) = class {
-                        self.grants.other_started(class);
-                    }
                     let grant = self.grant_for(now_nanos, job);
                     // Only with resource groups to raise: the check walks the jobs in flight.
                     if self.boost_on
@@ -341,10 +334,13 @@ impl<C: Clock + Clone + Send + 'static, L: StepLanes> Executor for MmschedExecut
                     let Some(mut work) = entry.work.take() else {
                         continue;
                     };
+                    // Every granted step in flight now shares the cores with this one, but
+                    // those of its class when they lead calls it waits for.
+                    self.grants.other_started(entry.info.class);
                     entry.started = Some(now_nanos);
                     work.grant_threads(grant);
                     if grant > 1 {
-                        let serial = serial.then_some(entry.info.class);
+                        let serial = work.one_call_at_a_time().then_some(entry.info.class);
                         self.grants
                             .started(job, entry.info.predicted_cost_nanos, serial);
                     }
